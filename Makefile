@@ -1,0 +1,42 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+AG2_VENV := .venv-ag2
+AG2_STAMP := $(AG2_VENV)/.installed
+
+.PHONY: demo test test-main test-ag2 lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[agentchat,legacy,dev]"
+	touch $(STAMP)
+
+$(AG2_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(AG2_VENV)
+	$(AG2_VENV)/bin/python -m pip install -q --upgrade pip
+	$(AG2_VENV)/bin/python -m pip install -q -e ".[dev]" "ag2==0.14.0"
+	touch $(AG2_STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/agentchat_team.py out/agentchat_team
+
+test: test-main test-ag2
+
+test-main: $(STAMP)
+	$(PY) -m pytest -q
+
+test-ag2: $(AG2_STAMP)
+	$(AG2_VENV)/bin/python -m pytest -q tests/legacy
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check aer1 collectors verifier tests examples bench
+	$(VENV)/bin/mypy aer1 collectors verifier
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(AG2_VENV) tests/.peers out build *.egg-info

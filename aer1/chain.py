@@ -1,0 +1,71 @@
+"""The step hash chain: domain-separated digests and the UUIDv8 step ids derived from them.
+
+Each step's digest is SHA-256 over a domain tag and the RFC 8785 bytes of the step
+without its ``receipt_id``; the step's ``prev_digest`` is the digest of the step before
+(for step 1, a genesis digest binding the workflow id). The step ``receipt_id`` is an
+RFC 9562 version-8 UUID made from the first 16 bytes of the digest, so the Section 8.1
+Merkle root over receipt ids commits to every member of every step and to their order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from .canonical import canonical_bytes
+
+__all__ = [
+    "GENESIS_TAG",
+    "PROFILE",
+    "STEP_TAG",
+    "genesis_digest",
+    "sha256_hex",
+    "step_digest",
+    "step_digest_from_bytes",
+    "uuid8_from_digest",
+]
+
+#: Names this construction and its version in the receipt's ``profile`` member.
+PROFILE = "aer1-chain-v1"
+#: Domain tag of the genesis digest (step 1's ``prev_digest``).
+GENESIS_TAG = b"aer1-chain-v1/genesis\x00"
+#: Domain tag of every step digest.
+STEP_TAG = b"aer1-chain-v1/step\x00"
+_DIGEST_LEN = 32
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` as 64 lowercase hex characters."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def genesis_digest(workflow_id: str) -> str:
+    """The ``prev_digest`` of step 1: binds the chain to its workflow."""
+    return hashlib.sha256(GENESIS_TAG + workflow_id.encode("utf-8")).hexdigest()
+
+
+def step_digest_from_bytes(step_bytes: bytes) -> bytes:
+    """Digest of a step given the canonical bytes of the step without ``receipt_id``."""
+    return hashlib.sha256(STEP_TAG + step_bytes).digest()
+
+
+def step_digest(step: Mapping[str, Any]) -> bytes:
+    """Digest of a step: SHA-256(STEP_TAG || JCS(step without receipt_id))."""
+    body = {k: v for k, v in step.items() if k != "receipt_id"}
+    return step_digest_from_bytes(canonical_bytes(body))
+
+
+def uuid8_from_digest(digest: bytes) -> str:
+    """RFC 9562 version-8 UUID from the first 16 bytes of a digest, lowercase.
+
+    Byte 6's high nibble becomes the version (8) and byte 8's top two bits the
+    variant (10); the other 122 bits are the digest's.
+    """
+    if len(digest) != _DIGEST_LEN:
+        raise ValueError(f"digest length: got {len(digest)} bytes, want {_DIGEST_LEN}")
+    b = bytearray(digest[:16])
+    b[6] = 0x80 | (b[6] & 0x0F)
+    b[8] = 0x80 | (b[8] & 0x3F)
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -1,0 +1,372 @@
+"""The Collector: records steps into a hash chain and assembles the AER-1 receipt."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from . import timefmt
+from .canonical import _is_plain, canonical_bytes, normalize
+from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from .evidence import EvidenceSink
+from .merkle import merkle_root_hex
+from .receipt import (
+    CLOSE_AGENT,
+    CLOSE_KIND,
+    DEFAULT_VERIFY_URL,
+    KINDS,
+    MERKLE_VERSION,
+    STEP_STATUSES,
+    WORKFLOW_STATUSES,
+    WORKFLOW_TYPE,
+    WORKFLOW_VERSION,
+    close_content,
+    evidence_path_for,
+)
+from .redact import Redactor, default_redactor
+from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
+
+__all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
+
+log = logging.getLogger("aer1")
+
+#: The ``agent`` of a step recorded without one.
+DEFAULT_AGENT = "unattributed"
+_SORT = orjson.OPT_SORT_KEYS
+_KIND_SET = frozenset(KINDS)
+_STATUS_SET = frozenset(STEP_STATUSES)
+
+
+_ORDER = ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
+          "prev_digest")
+
+
+def _display_order(header: dict[str, Any], rid: str) -> dict[str, Any]:
+    """A step with its members in reading order (the order is not hashed: JCS sorts)."""
+    header["receipt_id"] = rid
+    step = {k: header.pop(k) for k in _ORDER}
+    step.update(header)
+    return step
+
+
+class CollectorClosedError(RuntimeError):
+    """The collector was finalized: its chain is closed to new steps."""
+
+
+def _check_label(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+class Collector:
+    """Records observed steps into a hash-chained AER-1 workflow receipt.
+
+    ``record()`` hashes each step's content, links the step to the one before and
+    streams the content to the evidence sink; only step headers stay in memory.
+    ``finalize()`` appends the close step and returns the receipt (signed when a
+    signing key is given or ``$AER1_SIGNING_KEY`` is set).
+    """
+
+    def __init__(
+        self,
+        goal: str,
+        session_id: str | None = None,
+        signing_key: Any = None,
+        verify_url: str | None = None,
+        evidence: bool = True,
+        redact: Redactor | bool | None = None,
+    ) -> None:
+        self.goal = _check_label("goal", goal)
+        self.session_id = _check_label("session_id", session_id) if session_id is not None else str(uuid.uuid4())
+        url = verify_url if verify_url is not None else DEFAULT_VERIFY_URL
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise ValueError(f"verify_url must be an http(s) URL, got {url!r}")
+        self.verify_url = url
+        if signing_key is None and os.environ.get(ENV_SIGNING_KEY):
+            signing_key = os.environ[ENV_SIGNING_KEY]
+        self._signing_key = load_private_key(signing_key) if signing_key is not None else None
+        if redact is None or redact is True:
+            self._redact: Callable[[Any], Any] | None = default_redactor
+        elif redact is False:
+            self._redact = None
+        elif callable(redact):
+            self._redact = redact
+        else:
+            raise TypeError(f"redact must be None, a bool or a callable, got {type(redact).__name__}")
+        self.workflow_id = str(uuid.uuid4())
+        self.receipt_id = str(uuid.uuid4())
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._head = genesis_digest(self.workflow_id)
+        self._headers: list[tuple[bytes, str]] = []
+        self._any_error = False
+        self._agents: dict[str, dict[str, Any]] = {}
+        self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
+        self._receipt_bytes: bytes | None = None
+        self._final_args: tuple[Any, ...] | None = None
+        self.recording_failures = 0
+        self.late_records = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def step_count(self) -> int:
+        """Steps recorded so far (the close step included once finalized)."""
+        return self._seq
+
+    @property
+    def closed(self) -> bool:
+        """True once ``finalize()`` has closed the chain."""
+        return self._receipt_bytes is not None
+
+    @property
+    def signed(self) -> bool:
+        """True when receipts from this collector are signed."""
+        return self._signing_key is not None
+
+    # -------------------------------------------------------------- recording
+
+    def _content_bytes(self, content: Any) -> bytes:
+        if not _is_plain(content):
+            content = normalize(content)
+        if self._redact is not None:
+            content = self._redact(content)
+        return canonical_bytes(content)
+
+    def record(
+        self,
+        tool: str,
+        content: Any,
+        *,
+        agent: str | None = None,
+        kind: str | None = None,
+        status: str = "ok",
+        started_at: Any = None,
+        ended_at: Any = None,
+        reply_to: str | None = None,
+        target: str | None = None,
+        recipient: str | None = None,
+        call_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Record one step; returns a copy of its header (as it appears in the receipt)."""
+        if not isinstance(tool, str) or not tool:
+            raise ValueError(f"tool must be a non-empty string, got {tool!r}")
+        if kind is None:
+            kind = tool if tool in _KIND_SET else "tool_call"
+        elif kind not in _KIND_SET:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        if kind == CLOSE_KIND:
+            raise ValueError("kind 'close' is reserved for finalize()")
+        if status not in _STATUS_SET:
+            raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
+        if agent is None:
+            agent = DEFAULT_AGENT
+        elif not isinstance(agent, str) or not agent:
+            raise ValueError(f"agent must be a non-empty string, got {agent!r}")
+        extras = {"reply_to": reply_to, "target": target, "recipient": recipient, "call_id": call_id}
+        for name, value in extras.items():
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        now = timefmt.now_ns()
+        start_ns = now if started_at is None else timefmt.to_ns(started_at)
+        end_ns = now if ended_at is None else timefmt.to_ns(ended_at)
+        if end_ns < start_ns:
+            raise ValueError("ended_at is before started_at")
+        cbytes = self._content_bytes(content)
+        return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, extras)
+
+    def _append(
+        self,
+        tool: str,
+        kind: str,
+        agent: str,
+        status: str,
+        start_ns: int,
+        end_ns: int,
+        cbytes: bytes,
+        extras: Mapping[str, str | None],
+    ) -> dict[str, Any]:
+        rhash = hashlib.sha256(cbytes).hexdigest()
+        started = timefmt.format_ns(start_ns)
+        ended = timefmt.format_ns(end_ns)
+        with self._lock:
+            if self._receipt_bytes is not None:
+                raise CollectorClosedError("collector is finalized; its chain takes no new steps")
+            seq = self._seq + 1
+            header: dict[str, Any] = {
+                "seq": seq,
+                "tool": tool,
+                "kind": kind,
+                "agent": agent,
+                "receipt_hash": rhash,
+                "started_at": started,
+                "ended_at": ended,
+                "status": status,
+                "prev_digest": self._head,
+            }
+            for name, value in extras.items():
+                if value is not None:
+                    header[name] = value
+            try:
+                hbytes = orjson.dumps(header, option=_SORT)
+            except orjson.JSONEncodeError as e:
+                raise ValueError(f"step member is not valid text: {e}") from e
+            digest = hashlib.sha256(STEP_TAG + hbytes).digest()
+            rid = uuid8_from_digest(digest)
+            if self._sink is not None:
+                self._sink.write(seq, rhash, cbytes)
+            self._headers.append((hbytes, rid))
+            self._head = digest.hex()
+            self._seq = seq
+            if status == "error":
+                self._any_error = True
+        header["receipt_id"] = rid
+        return header
+
+    def safe_record(self, tool: str, content: Any, **kwargs: Any) -> dict[str, Any] | None:
+        """Like :meth:`record` but never raises: a failure is logged and counted.
+
+        Framework hooks use this, so recording can never break a run; the receipt
+        then reports ``recording_failures`` and status ``incomplete``.
+        """
+        try:
+            return self.record(tool, content, **kwargs)
+        except CollectorClosedError:
+            self.late_records += 1
+            log.warning("aer1: step %r arrived after finalize() and is not in the receipt", tool)
+        except Exception as e:  # noqa: BLE001 - recording must never break the observed run
+            with self._lock:
+                self.recording_failures += 1
+            log.warning("aer1: failed to record step %r: %s: %s", tool, type(e).__name__, e)
+        return None
+
+    def register_agent(
+        self, name: str, *, type: str, description: str | None = None, config: Any = None
+    ) -> dict[str, Any]:
+        """List an agent once in the receipt's ``agents`` member.
+
+        ``config`` (system message, model name, tool schemas...) is redacted and
+        hashed into ``config_digest``; it is never stored. Registering the same name
+        again with the same identity is a no-op; a different identity is an error.
+        """
+        _check_label("agent name", name)
+        _check_label("agent type", type)
+        identity: dict[str, Any] = {"name": name, "type": type}
+        if description is not None:
+            identity["description"] = str(description)
+        if config is not None:
+            identity["config_digest"] = hashlib.sha256(self._content_bytes(config)).hexdigest()
+        with self._lock:
+            known = self._agents.get(name)
+            if known is not None:
+                if known != identity:
+                    raise ValueError(f"agent {name!r} is already registered with a different identity")
+                return dict(known)
+            if self._receipt_bytes is not None:
+                raise CollectorClosedError("collector is finalized; agents can no longer be registered")
+            self._agents[name] = identity
+        return dict(identity)
+
+    # ------------------------------------------------------------- finishing
+
+    def _output_hash(self, final_answer: Any) -> str:
+        if final_answer is None:
+            data = b""
+        elif isinstance(final_answer, str):
+            data = final_answer.encode("utf-8", "surrogatepass")
+        else:
+            data = canonical_bytes(final_answer)
+        return hashlib.sha256(data).hexdigest()
+
+    def finalize(self, final_answer: Any = None, *, status: str | None = None) -> dict[str, Any]:
+        """Close the chain with the close step and return the AER-1 workflow receipt.
+
+        ``final_answer`` is hashed into ``output_hash`` (a string as UTF-8, anything
+        else as canonical JSON, None as the empty string). Calling again with the same
+        arguments returns an equal receipt; the chain is closed only once.
+        """
+        args = (final_answer if isinstance(final_answer, (str, type(None))) else canonical_bytes(final_answer), status)
+        with self._lock:
+            if self._receipt_bytes is not None:
+                if args != self._final_args:
+                    raise CollectorClosedError("collector is already finalized with other arguments")
+                return dict(orjson.loads(self._receipt_bytes))
+        if status is None:
+            if self.recording_failures:
+                status = "incomplete"
+            else:
+                status = "error" if self._any_error else "ok"
+        elif status not in WORKFLOW_STATUSES:
+            raise ValueError(f"status must be one of {', '.join(WORKFLOW_STATUSES)}; got {status!r}")
+        workflow: dict[str, Any] = {
+            "type": WORKFLOW_TYPE,
+            "version": WORKFLOW_VERSION,
+            "profile": PROFILE,
+            "workflow_id": self.workflow_id,
+            "receipt_id": self.receipt_id,
+            "session_id": self.session_id,
+            "goal": self.goal,
+            "status": status,
+        }
+        if self._agents:
+            workflow["agents"] = list(self._agents.values())
+        workflow["merkle_version"] = MERKLE_VERSION
+        workflow["output_hash"] = self._output_hash(final_answer)
+        workflow["verify_url"] = self.verify_url
+        if self.recording_failures:
+            workflow["recording_failures"] = self.recording_failures
+        with self._lock:
+            if self._receipt_bytes is not None:
+                raise CollectorClosedError("collector was finalized concurrently")
+            step_count = self._seq + 1
+        content = close_content(workflow, step_count)
+        now = timefmt.now_ns()
+        self._append(
+            CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content),
+            {"reply_to": None, "target": None, "recipient": None, "call_id": None},
+        )
+        with self._lock:
+            steps = [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+            receipt: dict[str, Any] = {**workflow, "steps": steps}
+            receipt["merkle_root"] = merkle_root_hex([rid for _, rid in self._headers])
+            receipt["chain_head"] = self._head
+            if self._signing_key is not None:
+                receipt["signature"] = sign_receipt(receipt, self._signing_key)
+            self._receipt_bytes = orjson.dumps(receipt)
+            self._final_args = args
+        return receipt
+
+    def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
+        """Offline checks of a receipt (this collector's when none is given): [] when valid."""
+        from .verifier import verify_receipt  # local import: the verifier stands alone
+
+        if receipt is None:
+            receipt = self.finalize()
+        report = verify_receipt(receipt)
+        return [f.reason for f in report.failures]
+
+    def save(self, path: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> str:
+        """Write the receipt as JSON and its evidence beside it; returns the receipt path."""
+        if workflow is None:
+            workflow = self.finalize()
+        target = os.fspath(path)
+        tmp = f"{target}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(orjson.dumps(workflow, option=orjson.OPT_INDENT_2))
+                f.write(b"\n")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if self._sink is not None and workflow.get("workflow_id") == self.workflow_id:
+            self._sink.save_to(evidence_path_for(target))
+        return target

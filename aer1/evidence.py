@@ -1,0 +1,64 @@
+"""Evidence: each step's canonical content, streamed to a file as it is recorded.
+
+The evidence file is JSON lines. Line 1 is a header
+``{"type":"aer1-evidence","version":"1","workflow_id":...}``; every further line is
+``{"seq":N,"receipt_hash":H,"content":C}`` where C is the exact canonical bytes that
+were hashed, so an auditor recomputes every ``receipt_hash`` from the file alone.
+Content is never kept in memory: the sink writes it to a temporary file that
+``save()`` copies beside the receipt.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import IO
+
+import orjson
+
+__all__ = ["EVIDENCE_TYPE", "EVIDENCE_VERSION", "EvidenceSink", "evidence_header", "evidence_line"]
+
+EVIDENCE_TYPE = "aer1-evidence"
+EVIDENCE_VERSION = "1"
+
+
+def evidence_header(workflow_id: str) -> bytes:
+    """The first line of an evidence file."""
+    return orjson.dumps({"type": EVIDENCE_TYPE, "version": EVIDENCE_VERSION, "workflow_id": workflow_id}) + b"\n"
+
+
+def evidence_line(seq: int, receipt_hash: str, content: bytes) -> bytes:
+    """One step's evidence line, embedding the canonical content bytes verbatim."""
+    return b'{"seq":%d,"receipt_hash":"%s","content":%s}\n' % (seq, receipt_hash.encode("ascii"), content)
+
+
+class EvidenceSink:
+    """Appends evidence lines to an anonymous temporary file until they are saved."""
+
+    def __init__(self, workflow_id: str) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="aer1-evidence-")
+        self._file.write(evidence_header(workflow_id))
+
+    def write(self, seq: int, receipt_hash: str, content: bytes) -> None:
+        """Append one step's evidence."""
+        self._file.write(evidence_line(seq, receipt_hash, content))
+
+    def save_to(self, path: str | os.PathLike[str]) -> None:
+        """Copy everything written so far to ``path`` (atomically replaced)."""
+        self._file.flush()
+        tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+        end = self._file.tell()
+        try:
+            self._file.seek(0)
+            with open(tmp, "wb") as out:
+                shutil.copyfileobj(self._file, out)
+            os.replace(tmp, path)
+        finally:
+            self._file.seek(end)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def close(self) -> None:
+        """Discard the temporary file."""
+        self._file.close()

@@ -1,0 +1,126 @@
+"""AER-1 Section 8.1 Merkle roots and inclusion proofs (pure functions over hashes).
+
+Leaves: ``receipt-id-v0`` hashes the UTF-8 step ``receipt_id``; ``seq-output-v1``
+hashes ``"<seq>:<output hash>"``. A node is SHA-256(left || right) over raw 32-byte
+values; an odd last node at any level is paired with itself; no leaves gives
+SHA-256 of the empty string.
+
+An inclusion proof is the list of sibling hashes from leaf to root, skipping the
+levels where the node is an odd last node (its sibling is itself and is implied by
+the index and tree size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+__all__ = [
+    "MERKLE_VERSIONS",
+    "RootMismatchError",
+    "inclusion_proof",
+    "leaf_receipt_id",
+    "leaf_seq_output",
+    "merkle_root",
+    "merkle_root_hex",
+    "root_from_inclusion_proof",
+    "verify_inclusion",
+]
+
+MERKLE_VERSIONS = ("receipt-id-v0", "seq-output-v1")
+_HASH_LEN = 32
+_sha256 = hashlib.sha256
+
+
+class RootMismatchError(ValueError):
+    """A recomputed root differs from the expected one."""
+
+    def __init__(self, expected: bytes, computed: bytes) -> None:
+        super().__init__(f"root mismatch: got {computed.hex()}, want {expected.hex()}")
+        self.expected = expected
+        self.computed = computed
+
+
+def leaf_receipt_id(receipt_id: str) -> bytes:
+    """Leaf hash under ``receipt-id-v0``."""
+    return _sha256(receipt_id.encode("utf-8")).digest()
+
+
+def leaf_seq_output(seq: int, output_hash: str) -> bytes:
+    """Leaf hash under ``seq-output-v1``."""
+    return _sha256(f"{seq}:{output_hash}".encode()).digest()
+
+
+def merkle_root(leaves: Sequence[bytes]) -> bytes:
+    """Root over leaf hashes, duplicating an odd last node at each level."""
+    for i, leaf in enumerate(leaves):
+        if len(leaf) != _HASH_LEN:
+            raise ValueError(f"leaf {i}: got {len(leaf)} bytes, want {_HASH_LEN}")
+    if not leaves:
+        return _sha256(b"").digest()
+    level = list(leaves)
+    while len(level) > 1:
+        if len(level) % 2:
+            level.append(level[-1])
+        level = [_sha256(level[i] + level[i + 1]).digest() for i in range(0, len(level), 2)]
+    return level[0]
+
+
+def merkle_root_hex(receipt_ids: Sequence[str]) -> str:
+    """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex."""
+    return merkle_root([leaf_receipt_id(r) for r in receipt_ids]).hex()
+
+
+def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
+    """Audit path for ``leaves[index]``: sibling hashes from the leaf level up."""
+    size = len(leaves)
+    if not 0 <= index < size:
+        raise IndexError(f"leaf index {index} out of range for tree size {size}")
+    path: list[bytes] = []
+    level = list(leaves)
+    i = index
+    while len(level) > 1:
+        odd_last = len(level) % 2 == 1 and i == len(level) - 1
+        if len(level) % 2:
+            level.append(level[-1])
+        if not odd_last:  # an odd last node's sibling is itself: implied, not sent
+            path.append(level[i ^ 1])
+        level = [_sha256(level[j] + level[j + 1]).digest() for j in range(0, len(level), 2)]
+        i //= 2
+    return path
+
+
+def root_from_inclusion_proof(leaf: bytes, index: int, size: int, path: Sequence[bytes]) -> bytes:
+    """Recompute the root from a leaf, its index, the tree size and its audit path."""
+    if size <= 0:
+        raise ValueError(f"tree size must be positive, got {size}")
+    if not 0 <= index < size:
+        raise ValueError(f"leaf index {index} out of range for tree size {size}")
+    if len(leaf) != _HASH_LEN:
+        raise ValueError(f"leaf: got {len(leaf)} bytes, want {_HASH_LEN}")
+    node, i, width, used = leaf, index, size, 0
+    while width > 1:
+        if i % 2 == 1:
+            if used >= len(path):
+                raise ValueError(f"audit path too short: got {len(path)} hashes")
+            node = _sha256(path[used] + node).digest()
+            used += 1
+        elif i == width - 1:  # odd last node: paired with itself
+            node = _sha256(node + node).digest()
+        else:
+            if used >= len(path):
+                raise ValueError(f"audit path too short: got {len(path)} hashes")
+            node = _sha256(node + path[used]).digest()
+            used += 1
+        i //= 2
+        width = (width + 1) // 2
+    if used != len(path):
+        raise ValueError(f"audit path length: got {len(path)} hashes, want {used}")
+    return node
+
+
+def verify_inclusion(leaf: bytes, index: int, size: int, path: Sequence[bytes], root: bytes) -> None:
+    """Raise :class:`RootMismatchError` unless the path leads from ``leaf`` to ``root``."""
+    computed = root_from_inclusion_proof(leaf, index, size, path)
+    if computed != root:
+        raise RootMismatchError(root, computed)

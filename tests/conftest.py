@@ -1,0 +1,82 @@
+"""Shared fixtures: the real peer verifiers from PyPI, installed for tests only.
+
+The peers (``aer1-verify`` 0.2.19 and ``aer1-autogen`` 0.1.15) are installed with
+``pip install --no-deps --target tests/.peers``, never into the project's environment:
+the peer ships its own ``aer1-verify`` console script, which would shadow ours. Under
+``CI=true`` a missing peer is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PEER_DIR = Path(__file__).parent / ".peers"
+PEER_PACKAGES = ("aer1-verify==0.2.19", "aer1-autogen==0.1.15")
+_PEER_TIMEOUT_S = 300
+
+
+def _install_peers() -> str | None:
+    """Install the peers into PEER_DIR if needed; returns an error text or None."""
+    if (PEER_DIR / "aer1_verify.py").exists() and (PEER_DIR / "aer1_autogen").is_dir():
+        return None
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(PEER_DIR), *PEER_PACKAGES]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_PEER_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"could not run pip: {e}"
+    if done.returncode != 0:
+        return f"pip install --target failed: {done.stderr.strip()[-400:]}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def peer_dir() -> Path:
+    """The folder holding the peer packages (installed on first use)."""
+    error = _install_peers()
+    if error is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"peer verifiers unavailable under CI: {error}")
+        pytest.skip(f"peer verifiers unavailable: {error}")
+    return PEER_DIR
+
+
+@pytest.fixture(scope="session")
+def peer_verify_cli(peer_dir: Path) -> Callable[[str | os.PathLike[str]], tuple[int, str]]:
+    """Run the peer's real ``aer1-verify`` 0.2.19 CLI on a receipt file: (exit code, stdout)."""
+    script = peer_dir / "bin" / "aer1-verify"
+
+    def run(path: str | os.PathLike[str]) -> tuple[int, str]:
+        env = {**os.environ, "PYTHONPATH": str(peer_dir)}
+        done = subprocess.run([sys.executable, str(script), os.fspath(path)], capture_output=True,
+                              text=True, env=env, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def peer_module(peer_dir: Path) -> Any:
+    """The peer collector package ``aer1_autogen`` 0.1.15, imported from the target folder."""
+    if str(peer_dir) not in sys.path:
+        sys.path.append(str(peer_dir))
+    import aer1_autogen
+
+    return aer1_autogen
+
+
+@pytest.fixture(scope="session")
+def peer_verify_workflow(peer_module: Any) -> Callable[[dict[str, Any]], list[str]]:
+    """``aer1_autogen.verify_workflow_receipt`` from the peer: failure reasons, [] when valid."""
+
+    def run(receipt: dict[str, Any]) -> list[str]:
+        return list(peer_module.verify_workflow_receipt(json.loads(json.dumps(receipt))))
+
+    return run

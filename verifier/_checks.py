@@ -1,0 +1,410 @@
+"""The numbered receipt checks (2 to 8); check 1, strict parsing, is in ``_parse``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rfc3339_validator import validate_rfc3339
+
+from ..canonical import CanonicalizationError, canonical_bytes
+from ..chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
+from ..receipt import (
+    CLOSE_AGENT,
+    CLOSE_BOUND_MEMBERS,
+    CLOSE_KIND,
+    KINDS,
+    MERKLE_VERSION,
+    STEP_OPTIONAL_MEMBERS,
+    STEP_STATUSES,
+    WORKFLOW_STATUSES,
+    WORKFLOW_TYPE,
+    WORKFLOW_VERSION,
+    close_content,
+)
+from ..signing import SignatureInvalid, parse_signature, verify_signature
+from ._report import CheckResult
+
+__all__ = [
+    "check_chain",
+    "check_expected",
+    "check_members",
+    "check_merkle",
+    "check_sequence",
+    "check_signature",
+    "claims_profile",
+]
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_OUR_TS = re.compile(r"(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z")
+_KIND_SET = frozenset(KINDS)
+_STEP_STATUS_SET = frozenset(STEP_STATUSES)
+_PROFILE_STEP_MEMBERS = frozenset(
+    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
+     "prev_digest", *STEP_OPTIONAL_MEMBERS)
+)
+_PROFILE_WORKFLOW_MEMBERS = frozenset(
+    (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature")
+)
+_AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
+_DATE_LIMIT = 4096
+_valid_dates: dict[str, bool] = {}
+
+
+def _is_uuid(v: Any) -> bool:
+    return type(v) is str and _UUID.fullmatch(v) is not None
+
+
+def _is_hex64(v: Any) -> bool:
+    return type(v) is str and _HEX64.fullmatch(v) is not None
+
+
+def _is_label(v: Any) -> bool:
+    return type(v) is str and v != ""
+
+
+def _date_ok(day: str) -> bool:
+    ok = _valid_dates.get(day)
+    if ok is None:
+        try:
+            _dt.date.fromisoformat(day)
+            ok = True
+        except ValueError:
+            ok = False
+        if len(_valid_dates) < _DATE_LIMIT:
+            _valid_dates[day] = ok
+    return ok
+
+
+def is_rfc3339(v: Any) -> bool:
+    """RFC 3339 date-time with a real calendar date (fast path for the UTC microsecond form)."""
+    if type(v) is not str:
+        return False
+    m = _OUR_TS.fullmatch(v)
+    if m is not None:
+        return _date_ok(m.group(1))
+    return bool(validate_rfc3339(v))
+
+
+def claims_profile(workflow: Mapping[str, Any]) -> bool:
+    """True when any member of our profile is present: then all of it is required."""
+    if "profile" in workflow or "chain_head" in workflow:
+        return True
+    steps = workflow.get("steps")
+    return isinstance(steps, list) and any(isinstance(s, dict) and "prev_digest" in s for s in steps)
+
+
+# ------------------------------------------------------------------ check 2
+
+
+def _check_agents(agents: Any, result: CheckResult) -> None:
+    if not isinstance(agents, list) or not agents:
+        result.fail("agents is not a non-empty array")
+        return
+    names: set[str] = set()
+    for i, a in enumerate(agents):
+        if not isinstance(a, dict) or not {"name", "type"} <= set(a) or not set(a) <= _AGENT_MEMBERS:
+            result.fail(f"agents[{i}] is not an object with name, type and optional description, config_digest")
+            return
+        if not _is_label(a["name"]) or not _is_label(a["type"]):
+            result.fail(f"agents[{i}] name and type must be non-empty strings")
+            return
+        if "description" in a and type(a["description"]) is not str:
+            result.fail(f"agents[{i}] description is not a string")
+            return
+        if "config_digest" in a and not _is_hex64(a["config_digest"]):
+            result.fail(f"agents[{i}] config_digest is not 64 lowercase hex characters")
+            return
+        if a["name"] in names:
+            result.fail(f"agents[{i}] repeats the agent {a['name']!r}")
+            return
+        names.add(a["name"])
+
+
+def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckResult) -> None:
+    if wf.get("type") != WORKFLOW_TYPE:
+        result.fail("type is not the workflow receipt type", expected=WORKFLOW_TYPE, actual=repr(wf.get("type")))
+    if not _is_label(wf.get("version")):
+        result.fail("version is not a non-empty string")
+    for name in ("workflow_id", "receipt_id"):
+        if not _is_uuid(wf.get(name)):
+            result.fail(f"{name} is not a lowercase UUID", actual=repr(wf.get(name)))
+    for name in ("session_id", "goal", "status"):
+        if not _is_label(wf.get(name)):
+            result.fail(f"{name} is not a non-empty string")
+    for name in ("merkle_root", "output_hash"):
+        if not _is_hex64(wf.get(name)):
+            result.fail(f"{name} is not 64 lowercase hex characters", actual=repr(wf.get(name)))
+    url = wf.get("verify_url")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        result.fail("verify_url is not an http(s) URL")
+    if "merkle_version" in wf and wf["merkle_version"] not in MERKLE_VERSIONS:
+        result.fail("merkle_version is not a known Section 8.1 version",
+                    expected=" or ".join(MERKLE_VERSIONS), actual=repr(wf["merkle_version"]))
+    if not profile:
+        return
+    if wf.get("profile") != PROFILE:
+        result.fail("profile is not this construction", expected=PROFILE, actual=repr(wf.get("profile")))
+    if wf.get("version") != WORKFLOW_VERSION:
+        result.fail("version", expected=WORKFLOW_VERSION, actual=repr(wf.get("version")))
+    if wf.get("status") not in WORKFLOW_STATUSES:
+        result.fail("status is not ok, error or incomplete", actual=repr(wf.get("status")))
+    if wf.get("merkle_version") != MERKLE_VERSION:
+        result.fail("merkle_version", expected=MERKLE_VERSION, actual=repr(wf.get("merkle_version")))
+    if not _is_hex64(wf.get("chain_head")):
+        result.fail("chain_head is not 64 lowercase hex characters", actual=repr(wf.get("chain_head")))
+    if "agents" in wf:
+        _check_agents(wf["agents"], result)
+    if "recording_failures" in wf:
+        n = wf["recording_failures"]
+        if type(n) is not int or n < 1:
+            result.fail("recording_failures is not a positive integer", actual=repr(n))
+    unknown = sorted(set(wf) - _PROFILE_WORKFLOW_MEMBERS)
+    if unknown:
+        result.fail(f"members outside the profile: {', '.join(unknown)}")
+
+
+def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
+    seq = i + 1
+    if not isinstance(step, dict):
+        result.fail("step is not an object", seq=seq)
+        return False
+    s = step.get("seq")
+    if type(s) is not int:
+        result.fail("seq is not an integer", seq=seq, actual=repr(s))
+        return False
+    ok = True
+    if not _is_uuid(step.get("receipt_id")):
+        result.fail("receipt_id is not a lowercase UUID", seq=seq, actual=repr(step.get("receipt_id")))
+        ok = False
+    if not _is_label(step.get("tool")):
+        result.fail("tool is not a non-empty string", seq=seq)
+        ok = False
+    if not _is_hex64(step.get("receipt_hash")):
+        result.fail("receipt_hash is not 64 lowercase hex characters", seq=seq,
+                    actual=repr(step.get("receipt_hash")))
+        ok = False
+    for name in ("started_at", "ended_at"):
+        if not is_rfc3339(step.get(name)):
+            result.fail(f"{name} is not an RFC 3339 date-time with a real date", seq=seq,
+                        actual=repr(step.get(name)))
+            ok = False
+    if not _is_label(step.get("status")):
+        result.fail("status is not a non-empty string", seq=seq)
+        ok = False
+    if not profile or not ok:
+        return ok
+    if step.get("kind") not in _KIND_SET:
+        result.fail("kind is not a known kind", seq=seq, actual=repr(step.get("kind")))
+        ok = False
+    if not _is_label(step.get("agent")):
+        result.fail("agent is not a non-empty string", seq=seq)
+        ok = False
+    if step["status"] not in _STEP_STATUS_SET:
+        result.fail("status is not ok, error or cancelled", seq=seq, actual=repr(step["status"]))
+        ok = False
+    if not _is_hex64(step.get("prev_digest")):
+        result.fail("prev_digest is not 64 lowercase hex characters", seq=seq)
+        ok = False
+    for name in STEP_OPTIONAL_MEMBERS:
+        if name in step and not _is_label(step[name]):
+            result.fail(f"{name} is not a non-empty string", seq=seq)
+            ok = False
+    for name in ("started_at", "ended_at"):
+        if _OUR_TS.fullmatch(step[name]) is None:
+            result.fail(f"{name} is not UTC with microseconds (YYYY-MM-DDTHH:MM:SS.ffffffZ)", seq=seq,
+                        actual=step[name])
+            ok = False
+    extra = set(step) - _PROFILE_STEP_MEMBERS
+    if extra:
+        result.fail(f"members outside the profile: {', '.join(sorted(extra))}", seq=seq)
+        ok = False
+    if ok and step["ended_at"] < step["started_at"]:
+        result.fail("ended_at is before started_at", seq=seq, expected=f">= {step['started_at']}",
+                    actual=step["ended_at"])
+        ok = False
+    return ok
+
+
+def check_members(wf: Any, profile: bool, result: CheckResult) -> bool:
+    """Check 2: AER-1 Table 2 and Table 3 members present and well-formed (and ours, if claimed)."""
+    if not isinstance(wf, dict):
+        result.fail(f"the receipt is a JSON {type(wf).__name__}, not an object")
+        return False
+    _check_workflow_members(wf, profile, result)
+    steps = wf.get("steps")
+    if not isinstance(steps, list) or not steps:
+        result.fail("steps is not a non-empty array")
+        return False
+    for i, step in enumerate(steps):
+        _check_step(step, i, profile, result)
+        if len(result.failures) > 20:
+            break
+    result.passed(f"{len(steps)} steps; Table 2 and Table 3 members well-formed"
+                  + ("; profile members well-formed" if profile else ""))
+    return result.status != "FAIL"
+
+
+# ------------------------------------------------------------------ check 3
+
+
+def check_sequence(steps: Sequence[Mapping[str, Any]], result: CheckResult) -> None:
+    """Check 3: seq is 1..n in array order; no receipt_id appears twice."""
+    for i, step in enumerate(steps):
+        if step["seq"] != i + 1:
+            result.fail(f"seq out of order: array position {i + 1} carries seq {step['seq']!r}", seq=i + 1,
+                        expected=i + 1, actual=step["seq"])
+            break
+    seen: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        rid = step["receipt_id"]
+        if rid in seen:
+            result.fail(f"receipt_id repeats the one of step {seen[rid]}", seq=i + 1, actual=rid)
+            break
+        seen[rid] = i + 1
+    result.passed(f"seq 1..{len(steps)} in order; receipt ids unique")
+
+
+# ------------------------------------------------------------------ check 4
+
+
+def check_merkle(wf: Mapping[str, Any], result: CheckResult) -> None:
+    """Check 4: merkle_root recomputed under merkle_version (absent means receipt-id-v0)."""
+    version = wf.get("merkle_version", "receipt-id-v0")
+    steps = wf["steps"]
+    if version == "receipt-id-v0":
+        leaves = [leaf_receipt_id(s["receipt_id"]) for s in steps]
+    else:
+        leaves = []
+        for i, s in enumerate(steps):
+            oh = s.get("output_hash")
+            if not _is_hex64(oh):
+                result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=i + 1)
+                return
+            leaves.append(leaf_seq_output(s["seq"], oh))
+    root = merkle_root(leaves).hex()
+    if root != wf["merkle_root"]:
+        result.fail(f"merkle_root does not match the {version} root of the steps",
+                    expected=root, actual=wf["merkle_root"])
+        return
+    result.passed(f"{version} root over {len(steps)} steps matches")
+
+
+# ------------------------------------------------------------------ check 5
+
+
+def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
+    """Check 5: prev_digest links, derived receipt ids, chain_head, and the close step."""
+    steps = wf["steps"]
+    prev = genesis_digest(wf["workflow_id"])
+    sha = hashlib.sha256
+    for i, step in enumerate(steps):
+        seq = i + 1
+        if step["prev_digest"] != prev:
+            what = "the genesis digest of workflow_id" if i == 0 else f"the digest of step {i}"
+            result.fail(f"prev_digest does not link to {what}", seq=seq, expected=prev,
+                        actual=step["prev_digest"])
+            return
+        body = dict(step)
+        del body["receipt_id"]
+        try:
+            digest = sha(STEP_TAG + canonical_bytes(body)).digest()
+        except CanonicalizationError as e:
+            result.fail(f"step cannot be canonicalized: {e}", seq=seq)
+            return
+        rid = uuid8_from_digest(digest)
+        if step["receipt_id"] != rid:
+            result.fail("receipt_id is not derived from the step's digest (a member was changed)",
+                        seq=seq, expected=rid, actual=step["receipt_id"])
+            return
+        prev = digest.hex()
+        if step["kind"] == CLOSE_KIND and i != len(steps) - 1:
+            result.fail("a close step before the last step", seq=seq)
+            return
+    if wf["chain_head"] != prev:
+        result.fail("chain_head is not the digest of the last step", expected=prev, actual=wf["chain_head"])
+        return
+    last = steps[-1]
+    n = len(steps)
+    if last["kind"] != CLOSE_KIND:
+        result.fail("receipt cut short: the last step is not a close step", seq=n,
+                    expected=CLOSE_KIND, actual=last["kind"])
+        return
+    if last["tool"] != CLOSE_KIND or last["agent"] != CLOSE_AGENT:
+        result.fail("close step tool/agent", seq=n, expected=f"{CLOSE_KIND}/{CLOSE_AGENT}",
+                    actual=f"{last['tool']}/{last['agent']}")
+        return
+    try:
+        want = sha(canonical_bytes(close_content(wf, n))).hexdigest()
+    except CanonicalizationError as e:
+        result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
+        return
+    if last["receipt_hash"] != want:
+        result.fail("close step does not match the workflow members (goal, session, status, "
+                    "output_hash, ... or the step count were changed)", seq=n,
+                    expected=want, actual=last["receipt_hash"])
+        return
+    result.passed(f"{n} links, derived receipt ids, chain_head and close step verified")
+
+
+# ------------------------------------------------------------------ check 6
+
+
+def check_signature(wf: Mapping[str, Any], trusted: Iterable[str] | None, result: CheckResult) -> None:
+    """Check 6: signature valid under its key (integrity); the key trusted (authenticity)."""
+    trusted_ids = None if trusted is None else set(trusted)
+    if "signature" not in wf:
+        if trusted_ids is not None:
+            result.fail("not signed, but a trusted key was required")
+        else:
+            result.skip("not signed")
+        return
+    try:
+        parse_signature(wf["signature"])
+    except ValueError as e:
+        result.fail(f"could not verify: malformed signature member: {e}")
+        return
+    try:
+        kid = verify_signature(wf)
+    except SignatureInvalid as e:
+        result.fail(str(e))
+        return
+    except CanonicalizationError as e:
+        result.fail(f"could not verify: receipt cannot be canonicalized: {e}")
+        return
+    if trusted_ids is None:
+        result.passed(f"valid signature; signed by an untrusted key {kid} "
+                      "(integrity only: give --key or --trusted-keys for authenticity)")
+    elif kid in trusted_ids:
+        result.passed(f"valid signature by trusted key {kid}")
+    else:
+        result.fail(f"signed by an untrusted key {kid}", expected=" or ".join(sorted(trusted_ids)), actual=kid)
+
+
+# ------------------------------------------------------------------ check 8
+
+
+def check_expected(
+    wf: Mapping[str, Any], expected_root: str | None, expected_head: str | None, result: CheckResult
+) -> None:
+    """Check 8: compare merkle_root / chain_head with values kept elsewhere."""
+    if expected_root is None and expected_head is None:
+        result.skip("no --expected-root or --expected-head given")
+        return
+    done = []
+    if expected_root is not None:
+        if wf.get("merkle_root") != expected_root.lower():
+            result.fail("merkle_root differs from the expected root", expected=expected_root.lower(),
+                        actual=wf.get("merkle_root"))
+        done.append("merkle_root")
+    if expected_head is not None:
+        if wf.get("chain_head") != expected_head.lower():
+            result.fail("chain_head differs from the expected head", expected=expected_head.lower(),
+                        actual=wf.get("chain_head"))
+        done.append("chain_head")
+    result.passed(" and ".join(done) + " match the expected values")

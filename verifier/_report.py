@@ -1,0 +1,167 @@
+"""Verification results: one result per numbered check, failures with seq and values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report"]
+
+PASS = "PASS"
+FAIL = "FAIL"
+NOT_CHECKED = "NOT CHECKED"
+
+#: The numbered checks, in order; each name is the reason reported when it fails.
+CHECKS = (
+    (1, "parse"),
+    (2, "members"),
+    (3, "sequence"),
+    (4, "merkle_root"),
+    (5, "chain"),
+    (6, "signature"),
+    (7, "evidence"),
+    (8, "expected"),
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed condition: which check, which step (seq), what was expected and found."""
+
+    check: str
+    message: str
+    seq: int | None = None
+    expected: str | None = None
+    actual: str | None = None
+
+    @property
+    def reason(self) -> str:
+        """One line: ``check: step N: message (got X, want Y)``."""
+        where = f"step {self.seq}: " if self.seq is not None else ""
+        parts = []
+        if self.actual is not None:
+            parts.append(f"got {self.actual}")
+        if self.expected is not None:
+            parts.append(f"want {self.expected}")
+        values = f" ({', '.join(parts)})" if parts else ""
+        return f"{self.check}: {where}{self.message}{values}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "check": self.check,
+            "seq": self.seq,
+            "message": self.message,
+            "expected": self.expected,
+            "actual": self.actual,
+        }
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one numbered check."""
+
+    number: int
+    name: str
+    status: str = NOT_CHECKED
+    detail: str = ""
+    failures: list[Failure] = field(default_factory=list)
+
+    def fail(self, message: str, *, seq: int | None = None, expected: Any = None, actual: Any = None) -> None:
+        """Record a failure; the check's status becomes FAIL."""
+        self.status = FAIL
+        self.failures.append(
+            Failure(
+                self.name,
+                message,
+                seq,
+                None if expected is None else str(expected),
+                None if actual is None else str(actual),
+            )
+        )
+        if not self.detail:
+            self.detail = self.failures[0].reason
+
+    def passed(self, detail: str) -> None:
+        """Mark PASS unless a failure was already recorded."""
+        if self.status != FAIL:
+            self.status = PASS
+            self.detail = detail
+
+    def skip(self, why: str) -> None:
+        """Mark NOT CHECKED, saying why."""
+        self.status = NOT_CHECKED
+        self.detail = why
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "number": self.number,
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "failures": [f.to_dict() for f in self.failures],
+        }
+
+
+@dataclass
+class Report:
+    """All check results for one receipt (or proof), and the verdict they give."""
+
+    source: str | None
+    checks: list[CheckResult]
+    kind: str = "receipt"
+    workflow_id: str | None = None
+    profile: str | None = None
+    steps: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def check(self, name: str) -> CheckResult:
+        """The result of the check called ``name``."""
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def malformed(self) -> bool:
+        """True when the input could not be read as a receipt at all (exit code 2)."""
+        return self.checks[0].status == FAIL
+
+    @property
+    def valid(self) -> bool:
+        """True when no check failed."""
+        return all(c.status != FAIL for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        """VALID, INVALID, or MALFORMED."""
+        if self.malformed:
+            return "MALFORMED"
+        return "VALID" if self.valid else "INVALID"
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid, 1 invalid, 2 malformed or unreadable."""
+        return {"VALID": 0, "INVALID": 1}.get(self.verdict, 2)
+
+    @property
+    def failures(self) -> list[Failure]:
+        """Every failure, in check order."""
+        return [f for c in self.checks for f in c.failures]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the shape ``aer1-verify --json`` prints)."""
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "valid": self.valid,
+            "exit_code": self.exit_code,
+            "workflow_id": self.workflow_id,
+            "profile": self.profile,
+            "steps": self.steps,
+            "checks": [c.to_dict() for c in self.checks],
+            "failures": [f.to_dict() for f in self.failures],
+            "notes": list(self.notes),
+        }
