@@ -175,7 +175,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     if t is str or value is None or t is bool:
         return True
     if t is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+        return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
     if depth >= MAX_DEPTH:
         return False
     if t is dict:
@@ -258,7 +258,17 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
         return _clean_str(str(value))
     if isinstance(value, int):
         value = int(value)
-        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else str(value)
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        try:
+            as_double = float(value)
+        except OverflowError:
+            return str(value)
+        # A JCS number is a double: keep the number only if no digit is lost, i.e. the
+        # double equals the integer or its JCS text is the integer's own digits.
+        if as_double == value or _es6_number(as_double) == str(value):
+            return as_double
+        return str(value)
     if isinstance(value, float):
         value = float(value)
         return value if math.isfinite(value) else _float_text(value)

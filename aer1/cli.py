@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["verify"]:
         from .verifier.cli import main as verify_main
 
-        return verify_main(argv[1:])
+        return int(verify_main(argv[1:]))
     try:
         args = _parser().parse_args(argv)
         return int(args.func(args))

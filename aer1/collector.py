@@ -242,7 +242,7 @@ class Collector:
         except CollectorClosedError:
             self.late_records += 1
             log.warning("aer1: step %r arrived after finalize() and is not in the receipt", tool)
-        except Exception as e:  # noqa: BLE001 - recording must never break the observed run
+        except Exception as e:
             with self._lock:
                 self.recording_failures += 1
             log.warning("aer1: failed to record step %r: %s: %s", tool, type(e).__name__, e)

@@ -81,7 +81,7 @@ def default_redactor(value: Any) -> Any:
         return value if out is None else out
     if t is list or t is tuple:
         items = [default_redactor(v) for v in value]
-        if all(a is b for a, b in zip(items, value)):
+        if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items
     return value

@@ -38,9 +38,9 @@ __all__ = [
     "load_private_key",
     "load_public_key",
     "pae",
+    "parse_signature",
     "sign_receipt",
     "signing_input",
-    "parse_signature",
     "verify_signature",
 ]
 

@@ -41,5 +41,5 @@ def to_ns(value: object) -> int:
     if isinstance(value, int):
         return value * _NS_PER_S
     if isinstance(value, float):
-        return int(round(value * 1_000_000)) * 1000
+        return round(value * 1_000_000) * 1000
     raise TypeError(f"a timestamp must be epoch seconds or an aware datetime, not {type(value).__name__}")

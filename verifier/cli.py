@@ -79,7 +79,7 @@ def _expand(paths: Sequence[str]) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for path in paths:
         if os.path.isdir(path):
-            found = []
+            found: list[str] = []
             for root, dirs, files in os.walk(path):
                 dirs.sort()
                 found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(_RECEIPT_SUFFIX))

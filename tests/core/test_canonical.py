@@ -1,0 +1,219 @@
+"""Canonical JSON: RFC 8785 known answers, the fast/exact agreement, normalization rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import json
+import struct
+import uuid
+from decimal import Decimal
+from pathlib import PurePosixPath
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aer1.canonical import (
+    MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    CanonicalizationError,
+    _es6_number,
+    _is_plain,
+    canonical_bytes,
+    jcs_encode,
+    normalize,
+)
+
+# RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS serialization.
+ES6_VECTORS = {
+    "0000000000000000": "0",
+    "8000000000000000": "0",
+    "0000000000000001": "5e-324",
+    "8000000000000001": "-5e-324",
+    "7fefffffffffffff": "1.7976931348623157e+308",
+    "ffefffffffffffff": "-1.7976931348623157e+308",
+    "4340000000000000": "9007199254740992",
+    "c340000000000000": "-9007199254740992",
+    "4430000000000000": "295147905179352830000",
+    "44b52d02c7e14af5": "9.999999999999997e+22",
+    "44b52d02c7e14af6": "1e+23",
+    "444b1ae4d6e2ef4e": "999999999999999700000",
+    "444b1ae4d6e2ef4f": "999999999999999900000",
+    "444b1ae4d6e2ef50": "1e+21",
+    "3eb0c6f7a0b5ed8c": "9.999999999999997e-7",
+    "3eb0c6f7a0b5ed8d": "0.000001",
+    "41b3de4355555553": "333333333.3333332",
+    "41b3de4355555554": "333333333.33333325",
+    "41b3de4355555555": "333333333.3333333",
+    "41b3de4355555556": "333333333.3333334",
+    "41b3de4355555557": "333333333.33333343",
+    "becbf647612f3696": "-0.0000033333333333333333",
+    "43143ff3c1cb0959": "1424953923781206.2",
+}
+
+
+@pytest.mark.parametrize(("bits", "want"), sorted(ES6_VECTORS.items()))
+def test_es6_number_formatting_matches_rfc8785(bits: str, want: str) -> None:
+    x = struct.unpack(">d", bytes.fromhex(bits))[0]
+    assert _es6_number(x) == want
+
+
+def test_rfc8785_main_example() -> None:
+    text = (
+        '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],'
+        ' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/",'
+        ' "literals": [null, true, false]}'
+    )
+    want = (
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    )
+    assert canonical_bytes(json.loads(text)).decode("utf-8") == want
+    assert jcs_encode(json.loads(text)).decode("utf-8") == want
+
+
+def test_rfc8785_key_sorting_by_utf16_code_units() -> None:
+    value = {
+        "\u20ac": "Euro Sign",
+        "\r": "Carriage Return",
+        "\ufb33": "Hebrew Letter Dalet With Dagesh",
+        "1": "One",
+        "\U0001f600": "Emoji: Grinning Face",
+        "\u0080": "Control",
+        "\u00f6": "Latin Small Letter O With Diaeresis",
+    }
+    keys = list(json.loads(canonical_bytes(value)))
+    assert keys == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+    assert not _is_plain(value)  # a key outside the BMP takes the exact path
+
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.text(), st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(st.text(), children, max_size=5)),
+    max_leaves=25,
+)
+
+
+def _no_surrogates(value: object) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+@settings(max_examples=400)
+@given(json_values)
+def test_orjson_fast_path_agrees_with_exact_encoder(value: object) -> None:
+    """Wherever the fast path is taken, orjson's bytes are exactly the JCS bytes."""
+    if not _no_surrogates(value):
+        return
+    exact = jcs_encode(value)
+    assert canonical_bytes(value) == exact
+    if _is_plain(value):
+        assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == exact
+
+
+@settings(max_examples=200)
+@given(json_values)
+def test_canonical_bytes_round_trip_is_stable(value: object) -> None:
+    """Parsing canonical bytes and re-encoding gives the same bytes (what verifiers do)."""
+    if not _no_surrogates(value):
+        return
+    once = canonical_bytes(value)
+    assert canonical_bytes(json.loads(once)) == once
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: float
+
+
+def test_normalization_rules() -> None:
+    aware = dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    value = {
+        "bytes": b"\x00\xff",
+        "set": {3, 1, 2},
+        "tuple": (1, "a"),
+        "when": aware,
+        "day": dt.date(2026, 1, 2),
+        "enum": Color.RED,
+        "uuid": uuid.UUID(int=1),
+        "decimal": Decimal("1.10"),
+        "path": PurePosixPath("/a/b"),
+        "point": Point(1, 2.5),
+        "big": 2**64,
+        "bigger": 2**64 + 1,
+        "nan": float("nan"),
+        "inf": float("-inf"),
+        "error": ValueError("boom"),
+        1: "int key",
+        None: "null key",
+        "surrogate": "a\ud800b",
+    }
+    assert normalize(value) == {
+        "bytes": "AP8=",
+        "set": [1, 2, 3],
+        "tuple": [1, "a"],
+        "when": "2026-01-02T01:04:05.000006Z",
+        "day": "2026-01-02",
+        "enum": "red",
+        "uuid": "00000000-0000-0000-0000-000000000001",
+        "decimal": "1.10",
+        "path": "/a/b",
+        "point": {"x": 1, "y": 2.5},
+        "big": 1.8446744073709552e19,
+        "bigger": "18446744073709551617",
+        "nan": "NaN",
+        "inf": "-Infinity",
+        "error": {"type": "ValueError", "message": "boom"},
+        "1": "int key",
+        "null": "null key",
+        "surrogate": "a\ufffdb",
+    }
+
+
+def test_pydantic_models_are_dumped_in_json_mode() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Msg(pydantic.BaseModel):  # type: ignore[misc,name-defined]
+        source: str
+        when: dt.datetime
+
+    m = Msg(source="alice", when=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    assert normalize(m) == {"source": "alice", "when": "2026-01-01T00:00:00Z"}
+
+
+def test_cycles_depth_and_key_clashes_are_refused() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(CanonicalizationError, match="cycle"):
+        canonical_bytes(loop)
+    deep: list[object] = []
+    node = deep
+    for _ in range(MAX_DEPTH + 5):
+        child: list[object] = []
+        node.append(child)
+        node = child
+    with pytest.raises(CanonicalizationError, match="deeper"):
+        canonical_bytes(deep)
+    with pytest.raises(CanonicalizationError, match="same text"):
+        canonical_bytes({1: "a", "1": "b"})
+
+
+def test_normalization_is_deterministic_for_sets_of_mixed_values() -> None:
+    a = canonical_bytes({"s": {"b", "a", 3}})
+    b = canonical_bytes({"s": {3, "a", "b"}})
+    assert a == b

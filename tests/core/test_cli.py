@@ -1,0 +1,198 @@
+"""aer1-verify and aer1: exit codes, --json shape, bad inputs, folders, proofs, keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aer1.verifier.cli import main as verify_main
+
+from aer1.cli import main as aer1_main
+
+from .helpers import KEYS, make_collector
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    c = make_collector(signing_key=KEYS / "trusted.key")
+    return Path(c.save(tmp_path / "receipt.json"))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "aer1-verify"), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_console_script_valid_receipt(saved: Path) -> None:
+    done = _cli(str(saved), "--key", str(KEYS / "trusted.pub"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert [ln.split()[1] for ln in lines[1:9]] == ["parse", "members", "sequence", "merkle_root", "chain",
+                                                    "signature", "evidence", "expected"]
+    assert "valid signature by trusted key" in done.stdout
+    assert lines[-1].startswith("verdict: VALID")
+    assert "Traceback" not in done.stderr
+
+
+def test_json_shape(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert verify_main([str(saved), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "VALID" and doc["exit_code"] == 0 and doc["profile"] == "aer1-chain-v1"
+    assert [c["name"] for c in doc["checks"]] == ["parse", "members", "sequence", "merkle_root", "chain",
+                                                  "signature", "evidence", "expected"]
+    assert doc["check" + "s"][5]["detail"].startswith("valid signature; signed by an untrusted key")
+    assert doc["failures"] == []
+
+
+def test_tampered_receipt_exits_1_with_seq_expected_actual(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = json.loads(saved.read_text())
+    r["steps"][2]["agent"] = "mallory"
+    saved.write_text(json.dumps(r))
+    assert verify_main([str(saved), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    f = doc["failures"][0]
+    assert doc["verdict"] == "INVALID" and f["check"] == "chain" and f["seq"] == 3
+    assert f["expected"] and f["actual"] and f["expected"] != f["actual"]
+    assert verify_main([str(saved)]) == 1
+    assert "verdict: INVALID: chain: step 3:" in capsys.readouterr().out
+
+
+def test_signature_with_wrong_trusted_key_fails(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert verify_main([str(saved), "--key", str(KEYS / "attacker.pub")]) == 1
+    assert "signed by an untrusted key" in capsys.readouterr().out
+    assert verify_main([str(saved), "--trusted-keys", str(KEYS)]) == 0
+
+
+def test_expected_root_and_head(saved: Path) -> None:
+    r = json.loads(saved.read_text())
+    assert verify_main([str(saved), "--expected-root", r["merkle_root"], "--expected-head", r["chain_head"]]) == 0
+    assert verify_main([str(saved), "--expected-root", "0" * 64]) == 1
+    assert verify_main([str(saved), "--expected-head", "xyz"]) == 2
+
+
+BAD_INPUTS = {
+    "not_json": b"hello",
+    "truncated": b'{"type": "verifiable-workflow-receipt", "steps": [',
+    "duplicate_keys": b'{"goal": "a", "goal": "b"}',
+    "nan": b'{"goal": NaN}',
+    "huge_number": b'{"goal": 1e999}',
+    "deep_nesting": b"[" * 3000 + b"]" * 3000,
+    "huge_string": b'{"goal": "' + b"x" * (2 * 1024 * 1024) + b'"}',
+    "bom": b'\xef\xbb\xbf{"goal": "a"}',
+    "empty": b"",
+    "binary": b"\x00\x01\x02\xff",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_line_reason(tmp_path: Path, name: str) -> None:
+    p = tmp_path / f"{name}.json"
+    p.write_bytes(BAD_INPUTS[name])
+    done = _cli(str(p))
+    assert done.returncode == 2, done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stdout.startswith(f"{p}: MALFORMED: parse:")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_missing_file_directory_and_usage_errors(tmp_path: Path) -> None:
+    done = _cli(str(tmp_path / "missing.json"))
+    assert done.returncode == 2 and "cannot read" in done.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _cli(str(empty))
+    assert done.returncode == 2 and "no *.json files" in done.stderr
+    done = _cli("--bogus")
+    assert done.returncode == 2 and "usage" in done.stderr
+    done = _cli(str(tmp_path / "x.json"), "--key", str(tmp_path / "nokey.pub"))
+    assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+WRONG_TYPES = {
+    "type": 1, "version": 1, "workflow_id": "NOT-A-UUID", "receipt_id": 5, "session_id": "", "goal": None,
+    "status": [], "steps": {}, "merkle_root": "abc", "output_hash": 7, "verify_url": "file:///x",
+    "merkle_version": "v9", "chain_head": 1, "profile": "other", "agents": "alice",
+}
+STEP_WRONG_TYPES = {
+    "seq": "1", "receipt_id": None, "tool": "", "receipt_hash": "XYZ", "started_at": "yesterday",
+    "ended_at": "2026-13-01T00:00:00.000000Z", "status": 0, "kind": "dance", "agent": 3, "prev_digest": "0",
+    "reply_to": 4,
+}
+
+
+@pytest.mark.parametrize("member", sorted(WRONG_TYPES))
+def test_wrong_type_in_every_workflow_member_names_it(saved: Path, member: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    r = json.loads(saved.read_text())
+    r[member] = WRONG_TYPES[member]
+    saved.write_text(json.dumps(r))
+    assert verify_main([str(saved), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failures"][0]["check"] == "members"
+    assert any(member in f["message"] for f in doc["failures"]), doc["failures"]
+
+
+@pytest.mark.parametrize("member", sorted(STEP_WRONG_TYPES))
+def test_wrong_type_in_every_step_member_names_it(saved: Path, member: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    r = json.loads(saved.read_text())
+    r["steps"][1][member] = STEP_WRONG_TYPES[member]
+    saved.write_text(json.dumps(r))
+    assert verify_main([str(saved), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    f = doc["failures"][0]
+    assert f["check"] == "members" and f["seq"] == 2 and member in f["message"], doc["failures"]
+
+
+def test_folder_of_receipts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    (store / "2026" / "11").mkdir(parents=True)
+    for i in range(3):
+        make_collector().save(store / "2026" / "11" / f"run{i}.json")
+    assert verify_main([str(store)]) == 0
+    assert "3 of 3 valid" in capsys.readouterr().out
+    bad = json.loads((store / "2026" / "11" / "run1.json").read_text())
+    bad["goal"] = "edited"
+    (store / "2026" / "11" / "run1.json").write_text(json.dumps(bad))
+    assert verify_main([str(store), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"] == {"VALID": 2, "INVALID": 1, "MALFORMED": 0}
+    assert [r["verdict"] for r in doc["results"]] == ["VALID", "INVALID", "VALID"]
+
+
+def test_prove_and_verify_one_step(saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "step3.proof.json"
+    assert aer1_main(["prove", str(saved), "--step", "3", "-o", str(out)]) == 0
+    proof = json.loads(out.read_text())
+    assert proof["step"]["seq"] == 3 and proof["content"]["arguments"] == {"q": "dates"}
+    root = json.loads(saved.read_text())["merkle_root"]
+    assert verify_main(["--proof", str(out), "--expected-root", root]) == 0
+    assert verify_main([str(out), "--expected-root", "1" * 64]) == 1
+    proof["step"]["agent"] = "mallory"
+    out.write_text(json.dumps(proof))
+    assert verify_main([str(out)]) == 1
+    assert "step_id" in capsys.readouterr().out
+    assert aer1_main(["prove", str(saved), "--step", "99"]) == 2
+
+
+def test_keygen_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prefix = str(tmp_path / "k")
+    assert aer1_main(["keygen", "-o", prefix]) == 0
+    assert oct(os.stat(prefix + ".key").st_mode & 0o777) == "0o600"
+    assert aer1_main(["keygen", "-o", prefix]) == 2
+    assert "exists" in capsys.readouterr().err
+    c = make_collector(signing_key=prefix + ".key")
+    path = c.save(tmp_path / "r.json")
+    assert verify_main([path, "--key", prefix + ".pub"]) == 0
+
+
+def test_aer1_verify_subcommand_and_show(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert aer1_main(["verify", str(saved)]) == 0
+    assert aer1_main(["show", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "handoff" in out and "alice -> bob" in out
