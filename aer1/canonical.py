@@ -164,28 +164,26 @@ def jcs_encode(value: Any) -> bytes:
 # ---------------------------------------------------------------------- fast path
 
 
-def _key_is_fast(key: Any) -> bool:
-    # Sorting by code point equals sorting by UTF-16 code units for BMP-only keys.
-    return type(key) is str and (key.isascii() or max(key) <= "\uffff")
-
-
 def _is_plain(value: Any, depth: int = 0) -> bool:
     """True when orjson's output for ``value`` is already exact JCS."""
     t = type(value)
-    if t is str or value is None or t is bool:
-        return True
-    if t is int:
-        return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
-    if depth >= MAX_DEPTH:
-        return False
     if t is dict:
+        if depth >= MAX_DEPTH:
+            return False
         for k, v in value.items():
-            if not _key_is_fast(k):
+            # Sorting by code point equals sorting by UTF-16 code units for BMP-only keys.
+            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff"):
                 return False
             if type(v) is not str and not _is_plain(v, depth + 1):
                 return False
         return True
+    if t is str or value is None or t is bool:
+        return True
+    if t is int:
+        return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
     if t is list:
+        if depth >= MAX_DEPTH:
+            return False
         for v in value:
             if type(v) is not str and not _is_plain(v, depth + 1):
                 return False

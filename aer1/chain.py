@@ -24,6 +24,7 @@ __all__ = [
     "step_digest",
     "step_digest_from_bytes",
     "uuid8_from_digest",
+    "uuid8_from_hex",
 ]
 
 #: Names this construction and its version in the receipt's ``profile`` member.
@@ -64,8 +65,14 @@ def uuid8_from_digest(digest: bytes) -> str:
     """
     if len(digest) != _DIGEST_LEN:
         raise ValueError(f"digest length: got {len(digest)} bytes, want {_DIGEST_LEN}")
-    b = bytearray(digest[:16])
-    b[6] = 0x80 | (b[6] & 0x0F)
-    b[8] = 0x80 | (b[8] & 0x3F)
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return uuid8_from_hex(digest.hex())
+
+
+def uuid8_from_hex(digest_hex: str) -> str:
+    """:func:`uuid8_from_digest` given the digest as lowercase hex (the hot path)."""
+    h = digest_hex
+    return f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+# hex digit -> the same digit with its top two bits set to the RFC 9562 variant 10
+_VARIANT = {f"{i:x}": f"{(i & 0x3) | 0x8:x}" for i in range(16)}

@@ -42,7 +42,7 @@ class EvidenceSink:
 
     def write(self, seq: int, receipt_hash: str, content: bytes) -> None:
         """Append one step's evidence."""
-        self._file.write(evidence_line(seq, receipt_hash, content))
+        self._file.write(b'{"seq":%d,"receipt_hash":"%s","content":%s}\n' % (seq, receipt_hash.encode(), content))
 
     def save_to(self, path: str | os.PathLike[str]) -> None:
         """Copy everything written so far to ``path`` (atomically replaced)."""

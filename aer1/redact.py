@@ -1,8 +1,10 @@
 """Default redaction: secrets never reach a receipt or its evidence.
 
-Applied to step content before it is hashed. A value under a secret-looking key is
-replaced by :data:`REDACTED`; inside strings, well-known credential shapes (bearer
-tokens, OpenAI, GitHub, Slack and AWS key formats) are replaced too.
+Applied to step content before it is hashed. The default replaces every value under a
+secret-looking key by :data:`REDACTED` (keys are checked once and cached, so this is
+cheap). :func:`credential_redactor` also scans every string for well-known credential
+shapes (bearer tokens, OpenAI, GitHub, Slack and AWS key formats); it reads every byte
+of every string, so it is opt-in: ``Collector(redact=credential_redactor)``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor", "default_redactor", "is_secret_key"]
+__all__ = ["REDACTED", "Redactor", "credential_redactor", "default_redactor", "is_secret_key", "redact_plain"]
 
 #: The placeholder that replaces a redacted value.
 REDACTED = "[REDACTED]"
@@ -24,6 +26,7 @@ _SECRET_WORDS = frozenset(
 _SECRET_PAIRS = (("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"))
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _KEY_CACHE_LIMIT = 4096
+_PLAIN_DEPTH = 200
 _key_cache: dict[str, bool] = {}
 _SECRET_VALUE = re.compile(
     r"(?:\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"
@@ -62,26 +65,101 @@ def _scrub_text(s: str) -> str:
     return _SECRET_VALUE.sub(REDACTED, s)
 
 
-def default_redactor(value: Any) -> Any:
-    """Return ``value`` with secrets replaced; unchanged objects are returned as they are."""
+def _redact(value: Any, scrub: bool) -> Any:
     t = type(value)
-    if t is str:
-        return _scrub_text(value)
     if t is dict:
         out = None
         for k, v in value.items():
-            if isinstance(k, str) and is_secret_key(k):
-                new = REDACTED if v is not None else None
+            if type(k) is str and (_key_cache.get(k) if k in _key_cache else is_secret_key(k)):
+                new: Any = REDACTED if v is not None else None
+            elif type(v) is str:
+                new = _scrub_text(v) if scrub else v
             else:
-                new = default_redactor(v)
+                new = _redact(v, scrub)
             if new is not v:
                 if out is None:
                     out = dict(value)
                 out[k] = new
         return value if out is None else out
+    if t is str:
+        return _scrub_text(value) if scrub else value
     if t is list or t is tuple:
-        items = [default_redactor(v) for v in value]
+        items = [_redact(v, scrub) for v in value]
         if all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items
     return value
+
+
+_MAX_SAFE = 2**53 - 1
+_NOT_PLAIN = object()
+
+
+def _plain_redacted(value: Any, depth: int) -> Any:
+    t = type(value)
+    if t is dict:
+        if depth > _PLAIN_DEPTH:
+            return _NOT_PLAIN
+        out = None
+        for k, v in value.items():
+            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff"):
+                return _NOT_PLAIN
+            secret = _key_cache.get(k)
+            if secret is None:
+                secret = is_secret_key(k)
+            tv = type(v)
+            if secret:
+                new: Any = REDACTED if v is not None else None
+                if tv is not str and v is not None and _plain_redacted(v, depth + 1) is _NOT_PLAIN:
+                    return _NOT_PLAIN
+            elif tv is str:
+                continue
+            else:
+                new = _plain_redacted(v, depth + 1)
+                if new is _NOT_PLAIN:
+                    return _NOT_PLAIN
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+    if t is str or value is None or t is bool:
+        return value
+    if t is int:
+        return value if -_MAX_SAFE <= value <= _MAX_SAFE else _NOT_PLAIN
+    if t is list:
+        if depth > _PLAIN_DEPTH:
+            return _NOT_PLAIN
+        items = None
+        for i, v in enumerate(value):
+            if type(v) is str:
+                continue
+            new = _plain_redacted(v, depth + 1)
+            if new is _NOT_PLAIN:
+                return _NOT_PLAIN
+            if new is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    return _NOT_PLAIN
+
+
+def redact_plain(value: Any) -> tuple[bool, Any]:
+    """One walk for the hot path: (True, redacted value) for plain JSON data, else (False, None).
+
+    Plain data is what orjson encodes exactly as RFC 8785: strings, safe integers, bools,
+    null, lists and objects with BMP-only string keys. Anything else needs normalizing.
+    """
+    out = _plain_redacted(value, 0)
+    return (False, None) if out is _NOT_PLAIN else (True, out)
+
+
+def default_redactor(value: Any) -> Any:
+    """Replace values under secret-looking keys; unchanged objects are returned as they are."""
+    return _redact(value, False)
+
+
+def credential_redactor(value: Any) -> Any:
+    """:func:`default_redactor`, and credential shapes inside every string replaced too."""
+    return _redact(value, True)

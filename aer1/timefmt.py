@@ -8,8 +8,8 @@ import time
 __all__ = ["format_ns", "now_ns", "to_ns"]
 
 _NS_PER_S = 1_000_000_000
-_cache_second = -1
-_cache_prefix = ""
+# (second, "YYYY-MM-DDTHH:MM:SS") of the last second formatted; one tuple, replaced atomically
+_cache: tuple[int, str] = (-1, "")
 
 
 def now_ns() -> int:
@@ -19,14 +19,13 @@ def now_ns() -> int:
 
 def format_ns(ns: int) -> str:
     """Format epoch nanoseconds as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
-    global _cache_second, _cache_prefix
-    second, rest = divmod(ns, _NS_PER_S)
-    if second != _cache_second:
+    global _cache
+    second = ns // _NS_PER_S
+    cached_second, prefix = _cache
+    if second != cached_second:
         prefix = _dt.datetime.fromtimestamp(second, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        _cache_second, _cache_prefix = second, prefix
-    else:
-        prefix = _cache_prefix
-    return f"{prefix}.{rest // 1000:06d}Z"
+        _cache = (second, prefix)
+    return f"{prefix}.{ns // 1000 % 1_000_000:06d}Z"
 
 
 def to_ns(value: object) -> int:

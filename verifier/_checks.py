@@ -8,15 +8,17 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
 from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, canonical_bytes
-from ..chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from ..chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_hex
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
+    CLOSED_BY_RECOVERY,
     KINDS,
     MERKLE_VERSION,
     STEP_OPTIONAL_MEMBERS,
@@ -53,6 +55,8 @@ _PROFILE_WORKFLOW_MEMBERS = frozenset(
 )
 _AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
 _DATE_LIMIT = 4096
+#: Largest seq accepted (exactly representable in every JSON implementation).
+_MAX_SEQ = 2**53 - 1
 _valid_dates: dict[str, bool] = {}
 
 
@@ -164,6 +168,8 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         n = wf["recording_failures"]
         if type(n) is not int or n < 1:
             result.fail("recording_failures is not a positive integer", actual=repr(n))
+    if "closed_by" in wf and (wf["closed_by"] != CLOSED_BY_RECOVERY or wf.get("status") != "incomplete"):
+        result.fail(f"closed_by is not {CLOSED_BY_RECOVERY!r} on an incomplete receipt", actual=repr(wf["closed_by"]))
     unknown = sorted(set(wf) - _PROFILE_WORKFLOW_MEMBERS)
     if unknown:
         result.fail(f"members outside the profile: {', '.join(unknown)}")
@@ -175,8 +181,8 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
         result.fail("step is not an object", seq=seq)
         return False
     s = step.get("seq")
-    if type(s) is not int:
-        result.fail("seq is not an integer", seq=seq, actual=repr(s))
+    if type(s) is not int or not 0 < s <= _MAX_SEQ:
+        result.fail(f"seq is not an integer from 1 to {_MAX_SEQ}", seq=seq, actual=repr(s))
         return False
     ok = True
     if not _is_uuid(step.get("receipt_id")):
@@ -313,16 +319,21 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
         body = dict(step)
         del body["receipt_id"]
         try:
-            digest = sha(STEP_TAG + canonical_bytes(body)).digest()
-        except CanonicalizationError as e:
-            result.fail(f"step cannot be canonicalized: {e}", seq=seq)
-            return
-        rid = uuid8_from_digest(digest)
+            # members check: ASCII keys, string values and a safe integer seq, so orjson is exact JCS
+            encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            try:
+                encoded = canonical_bytes(body)
+            except CanonicalizationError as e:
+                result.fail(f"step cannot be canonicalized: {e}", seq=seq)
+                return
+        digest_hex = sha(STEP_TAG + encoded).hexdigest()
+        rid = uuid8_from_hex(digest_hex)
         if step["receipt_id"] != rid:
             result.fail("receipt_id is not derived from the step's digest (a member was changed)",
                         seq=seq, expected=rid, actual=step["receipt_id"])
             return
-        prev = digest.hex()
+        prev = digest_hex
         if step["kind"] == CLOSE_KIND and i != len(steps) - 1:
             result.fail("a close step before the last step", seq=seq)
             return

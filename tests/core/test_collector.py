@@ -13,7 +13,7 @@ import pytest
 
 from aer1 import Collector, CollectorClosedError, verify_receipt
 from aer1.receipt import DEFAULT_VERIFY_URL
-from aer1.redact import REDACTED, is_secret_key
+from aer1.redact import REDACTED, credential_redactor, is_secret_key
 
 from .helpers import KEYS, make_collector
 
@@ -140,16 +140,38 @@ def test_threads_and_tasks_record_in_exact_seq_order() -> None:
 def test_default_redaction_keeps_secrets_out_of_hashes_and_evidence(tmp_path: Path) -> None:
     c = Collector(goal="g")
     c.record("call", {"api_key": "sk-abcdefghijklmnopqrstuvwx", "headers": {"Authorization": "Bearer abcdefghijk"},
-                      "usage": {"max_tokens": 5, "prompt_tokens": 3}, "text": "key is sk-proj-ABCDEFGHIJKLMNOPQRSTUV"})
+                      "usage": {"max_tokens": 5, "prompt_tokens": 3}, "nested": [{"password": {"x": 1}}]})
     c.register_agent("a", type="T", config={"api_key": "sk-abcdefghijklmnopqrstuvwx", "model": "m"})
     path = c.save(tmp_path / "r.json")
     evidence = (tmp_path / "r.evidence.jsonl").read_text()
-    assert "sk-abc" not in evidence and "abcdefghijk" not in evidence and "sk-proj" not in evidence
+    assert "sk-abc" not in evidence and "abcdefghijk" not in evidence
     assert evidence.count(REDACTED) == 3
     assert '"max_tokens":5' in evidence
     assert "sk-" not in Path(path).read_text()
     assert verify_receipt(path).valid
     assert is_secret_key("OPENAI_API_KEY") and is_secret_key("accessToken") and not is_secret_key("tokens")
+
+
+def test_credential_redactor_also_scrubs_strings(tmp_path: Path) -> None:
+    c = Collector(goal="g", redact=credential_redactor)
+    c.record("message", {"text": "key is sk-proj-ABCDEFGHIJKLMNOPQRSTUV and Bearer abcdefghijk", "token": "t"})
+    c.save(tmp_path / "r.json")
+    evidence = (tmp_path / "r.evidence.jsonl").read_text()
+    assert "sk-proj" not in evidence and "abcdefghijk" not in evidence
+    assert evidence.count(REDACTED) == 3
+
+
+def test_plain_fast_path_equals_the_general_path() -> None:
+    """The one-walk redaction of plain data gives the same bytes as normalize + redact + JCS."""
+    from aer1.canonical import canonical_bytes, normalize
+    from aer1.redact import default_redactor
+
+    samples = [{"a": "x", "api_key": "k", "n": [1, {"token": None, "b": True}]}, ["x", 2, None],
+               {"\u00e9": {"password": [1, 2]}}, "text", 7]
+    fast, slow = Collector(goal="g", evidence=False), Collector(goal="g", evidence=False, redact=default_redactor)
+    for value in samples:
+        assert fast._content_bytes(value) == canonical_bytes(default_redactor(normalize(value)))
+        assert slow._content_bytes(value) == fast._content_bytes(value)
 
 
 def test_custom_and_disabled_redaction(tmp_path: Path) -> None:
