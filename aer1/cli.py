@@ -11,6 +11,7 @@ import orjson
 
 from .proof import build_step_proof
 from .receipt import evidence_path_for
+from .recover import add_recover_arguments, cli_recover
 from .signing import generate_key_pair, key_id, load_public_key
 from .timeline import format_timeline
 
@@ -109,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("receipt")
     sh.add_argument("--rows", type=int, default=60)
     sh.set_defaults(func=_show)
+    rc = sub.add_parser("recover", help="build a receipt from a crash-safe journal (see spec/journal.md)")
+    add_recover_arguments(rc)
+    rc.set_defaults(func=cli_recover)
     v = sub.add_parser("verify", help="same as aer1-verify", add_help=False)
     v.add_argument("rest", nargs=argparse.REMAINDER)
     v.set_defaults(func=None)

@@ -14,8 +14,9 @@ import orjson
 
 from . import timefmt
 from .canonical import _is_plain, canonical_bytes, normalize
-from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_hex
 from .evidence import EvidenceSink
+from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .merkle import merkle_root_hex
 from .receipt import (
     CLOSE_AGENT,
@@ -30,7 +31,7 @@ from .receipt import (
     close_content,
     evidence_path_for,
 )
-from .redact import Redactor, default_redactor
+from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
@@ -83,6 +84,10 @@ class Collector:
         verify_url: str | None = None,
         evidence: bool = True,
         redact: Redactor | bool | None = None,
+        journal: str | os.PathLike[str] | None = None,
+        fsync: str = DEFAULT_FSYNC,
+        fsync_interval_ms: int = DEFAULT_FSYNC_INTERVAL_MS,
+        _ids: tuple[str, str] | None = None,
     ) -> None:
         self.goal = _check_label("goal", goal)
         self.session_id = _check_label("session_id", session_id) if session_id is not None else str(uuid.uuid4())
@@ -101,8 +106,9 @@ class Collector:
             self._redact = redact
         else:
             raise TypeError(f"redact must be None, a bool or a callable, got {type(redact).__name__}")
-        self.workflow_id = str(uuid.uuid4())
-        self.receipt_id = str(uuid.uuid4())
+        # ``_ids`` (workflow_id, receipt_id) is private: tests fix ids to compare receipts byte for byte.
+        ids = _ids if _ids is not None else (str(uuid.uuid4()), str(uuid.uuid4()))
+        self.workflow_id, self.receipt_id = ids
         self._lock = threading.Lock()
         self._seq = 0
         self._head = genesis_digest(self.workflow_id)
@@ -114,6 +120,13 @@ class Collector:
         self._final_args: tuple[Any, ...] | None = None
         self.recording_failures = 0
         self.late_records = 0
+        #: The crash-safe journal (``journal=`` path), or None; see :mod:`aer1.journal`.
+        self.journal: Journal | None = None if journal is None else Journal(
+            journal,
+            journal_header(workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id,
+                           goal=self.goal, verify_url=self.verify_url, evidence=evidence),
+            fsync=fsync, fsync_interval_ms=fsync_interval_ms,
+        )
 
     # ------------------------------------------------------------------ state
 
@@ -135,8 +148,20 @@ class Collector:
     # -------------------------------------------------------------- recording
 
     def _content_bytes(self, content: Any) -> bytes:
-        if not _is_plain(content):
-            content = normalize(content)
+        """Canonical bytes of the redacted, normalized content."""
+        if self._redact is default_redactor:
+            plain, redacted = redact_plain(content)
+            if plain:
+                try:
+                    return orjson.dumps(redacted, option=_SORT)  # plain data: orjson is exact JCS
+                except orjson.JSONEncodeError:
+                    pass  # a lone surrogate: normalization repairs it
+        elif self._redact is None and _is_plain(content):
+            try:
+                return orjson.dumps(content, option=_SORT)
+            except orjson.JSONEncodeError:
+                pass
+        content = normalize(content)
         if self._redact is not None:
             content = self._redact(content)
         return canonical_bytes(content)
@@ -157,7 +182,7 @@ class Collector:
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Record one step; returns a copy of its header (as it appears in the receipt)."""
-        if not isinstance(tool, str) or not tool:
+        if type(tool) is not str or not tool:
             raise ValueError(f"tool must be a non-empty string, got {tool!r}")
         if kind is None:
             kind = tool if tool in _KIND_SET else "tool_call"
@@ -169,13 +194,16 @@ class Collector:
             raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
         if agent is None:
             agent = DEFAULT_AGENT
-        elif not isinstance(agent, str) or not agent:
+        elif type(agent) is not str or not agent:
             raise ValueError(f"agent must be a non-empty string, got {agent!r}")
-        extras = {"reply_to": reply_to, "target": target, "recipient": recipient, "call_id": call_id}
-        for name, value in extras.items():
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-        now = timefmt.now_ns()
+        extras = None
+        if reply_to is not None or target is not None or recipient is not None or call_id is not None:
+            extras = {"reply_to": reply_to, "target": target, "recipient": recipient, "call_id": call_id}
+            for name, value in extras.items():
+                if value is not None and type(value) is not str:
+                    raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        if started_at is None or ended_at is None:
+            now = timefmt.now_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
         end_ns = now if ended_at is None else timefmt.to_ns(ended_at)
         if end_ns < start_ns:
@@ -192,11 +220,11 @@ class Collector:
         start_ns: int,
         end_ns: int,
         cbytes: bytes,
-        extras: Mapping[str, str | None],
+        extras: Mapping[str, str | None] | None,
     ) -> dict[str, Any]:
         rhash = hashlib.sha256(cbytes).hexdigest()
         started = timefmt.format_ns(start_ns)
-        ended = timefmt.format_ns(end_ns)
+        ended = started if end_ns == start_ns else timefmt.format_ns(end_ns)
         with self._lock:
             if self._receipt_bytes is not None:
                 raise CollectorClosedError("collector is finalized; its chain takes no new steps")
@@ -212,22 +240,29 @@ class Collector:
                 "status": status,
                 "prev_digest": self._head,
             }
-            for name, value in extras.items():
-                if value is not None:
-                    header[name] = value
+            if extras is not None:
+                for name, value in extras.items():
+                    if value is not None:
+                        header[name] = value
             try:
                 hbytes = orjson.dumps(header, option=_SORT)
             except orjson.JSONEncodeError as e:
                 raise ValueError(f"step member is not valid text: {e}") from e
-            digest = hashlib.sha256(STEP_TAG + hbytes).digest()
-            rid = uuid8_from_digest(digest)
+            digest_hex = hashlib.sha256(STEP_TAG + hbytes).hexdigest()
+            rid = uuid8_from_hex(digest_hex)
+            if self.journal is not None:
+                keep = self._sink is not None or kind == CLOSE_KIND  # the close content is always journaled
+                self.journal.write_step(rid, hbytes, cbytes if keep else None)
             if self._sink is not None:
                 self._sink.write(seq, rhash, cbytes)
-            self._headers.append((hbytes, rid))
-            self._head = digest.hex()
+            # orjson's bytes keep its whole (4 KiB) output buffer: keep an exact-size copy instead.
+            self._headers.append((memoryview(hbytes).tobytes(), rid))
+            self._head = digest_hex
             self._seq = seq
             if status == "error":
                 self._any_error = True
+        if self.journal is not None:
+            self.journal.sync_step()
         header["receipt_id"] = rid
         return header
 
@@ -272,6 +307,8 @@ class Collector:
                 return dict(known)
             if self._receipt_bytes is not None:
                 raise CollectorClosedError("collector is finalized; agents can no longer be registered")
+            if self.journal is not None:
+                self.journal.write_agent(identity)
             self._agents[name] = identity
         return dict(identity)
 
@@ -330,8 +367,7 @@ class Collector:
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
         self._append(
-            CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content),
-            {"reply_to": None, "target": None, "recipient": None, "call_id": None},
+            CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content), None
         )
         with self._lock:
             steps = [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
@@ -342,6 +378,8 @@ class Collector:
                 receipt["signature"] = sign_receipt(receipt, self._signing_key)
             self._receipt_bytes = orjson.dumps(receipt)
             self._final_args = args
+            if self.journal is not None:
+                self.journal.finish(receipt)
         return receipt
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "CLOSED_BY_RECOVERY",
     "CLOSE_AGENT",
     "CLOSE_BOUND_MEMBERS",
     "CLOSE_KIND",
@@ -49,6 +50,8 @@ KINDS = (
 CLOSE_KIND = "close"
 #: The ``agent`` of the close step: the recorder itself.
 CLOSE_AGENT = "aer1"
+#: The ``closed_by`` member of a receipt that ``aer1 recover`` closed from a journal (status incomplete).
+CLOSED_BY_RECOVERY = "recovery"
 STEP_STATUSES = ("ok", "error", "cancelled")
 WORKFLOW_STATUSES = ("ok", "error", "incomplete")
 STEP_OPTIONAL_MEMBERS = ("reply_to", "target", "recipient", "call_id")
@@ -68,6 +71,7 @@ CLOSE_BOUND_MEMBERS = (
     "merkle_version",
     "agents",
     "recording_failures",
+    "closed_by",
 )
 
 

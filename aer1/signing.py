@@ -204,15 +204,17 @@ def parse_signature(member: Any) -> tuple[bytes, bytes, str]:
     return raw, sig, kid
 
 
-def verify_signature(receipt: Mapping[str, Any]) -> str:
+def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | None = None) -> str:
     """Verify the receipt's signature under its embedded key; returns the key id.
 
+    ``message``: the signed bytes, when the caller already built them (the streaming
+    verifier does, step by step); by default ``signing_input(receipt)``.
     Raises ValueError if the member is malformed, :class:`SignatureInvalid` if the
     signature does not verify.
     """
     raw, sig, kid = parse_signature(receipt.get("signature"))
     try:
-        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signing_input(receipt))
+        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signing_input(receipt) if message is None else message)
     except InvalidSignature as e:
         raise SignatureInvalid(f"signature does not verify under key {kid}") from e
     return kid

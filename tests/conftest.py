@@ -8,6 +8,7 @@ the peer ships its own ``aer1-verify`` console script, which would shadow ours. 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -73,10 +74,21 @@ def peer_module(peer_dir: Path) -> Any:
 
 
 @pytest.fixture(scope="session")
-def peer_verify_workflow(peer_module: Any) -> Callable[[dict[str, Any]], list[str]]:
-    """``aer1_autogen.verify_workflow_receipt`` from the peer: failure reasons, [] when valid."""
+def peer_verify_workflow(peer_dir: Path) -> Callable[[dict[str, Any]], list[str]]:
+    """``aer1_autogen.verify_workflow_receipt`` from the peer: failure reasons, [] when valid.
+
+    Loaded from the peer's ``collector.py`` by path: that file needs only the standard
+    library, while the package's ``__init__`` imports autogen-agentchat, which the ag2
+    environment does not have.
+    """
+    spec = importlib.util.spec_from_file_location(
+        "_peer_aer1_autogen_collector", peer_dir / "aer1_autogen" / "collector.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
 
     def run(receipt: dict[str, Any]) -> list[str]:
-        return list(peer_module.verify_workflow_receipt(json.loads(json.dumps(receipt))))
+        return list(module.verify_workflow_receipt(json.loads(json.dumps(receipt))))
 
     return run

@@ -34,6 +34,7 @@ from ._checks import (
 from ._evidence import check_evidence
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
+from ._stream import STREAM_MIN_BYTES, verify_streaming
 from .proof import verify_proof
 
 __all__ = [
@@ -76,6 +77,12 @@ def verify_receipt(
     if isinstance(receipt, (str, os.PathLike)):
         source = os.fspath(receipt)
         report.source = source
+        if os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES:  # large: stream it
+            trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
+            streamed = verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
+                                        expected_root=expected_root, expected_head=expected_head)
+            if streamed is not None:
+                return streamed
         try:
             wf: Any = parse_strict(read_limited(source), what=source)
         except MalformedInput as e:

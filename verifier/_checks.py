@@ -175,8 +175,51 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         result.fail(f"members outside the profile: {', '.join(unknown)}")
 
 
+_PROFILE_STEP_REQUIRED = frozenset(
+    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
+     "prev_digest")
+)
+_TWO_TS = re.compile(
+    r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+    r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+)
+_HEX128 = re.compile(r"[0-9a-f]{128}")
+
+
+def _profile_step_ok(step: Any) -> bool:
+    """Quick test of a profile step; when it says no, the detailed checks say why."""
+    if type(step) is not dict:
+        return False
+    keys = step.keys()
+    if not (_PROFILE_STEP_REQUIRED <= keys and keys <= _PROFILE_STEP_MEMBERS):
+        return False
+    s, tool, agent = step["seq"], step["tool"], step["agent"]
+    if type(s) is not int or not 0 < s <= _MAX_SEQ or type(tool) is not str or not tool:
+        return False
+    if type(agent) is not str or not agent or step["kind"] not in _KIND_SET:
+        return False
+    if step["status"] not in _STEP_STATUS_SET:
+        return False
+    started, ended, rh, prev, rid = (step["started_at"], step["ended_at"], step["receipt_hash"],
+                                     step["prev_digest"], step["receipt_id"])
+    if type(started) is not str or type(ended) is not str or type(rh) is not str or type(prev) is not str:
+        return False
+    m = _TWO_TS.fullmatch(started + ended)
+    if m is None or ended < started or not _date_ok(m.group(1)) or not _date_ok(m.group(2)):
+        return False
+    if _HEX128.fullmatch(rh + prev) is None or type(rid) is not str or _UUID.fullmatch(rid) is None:
+        return False
+    if len(keys) > len(_PROFILE_STEP_REQUIRED):
+        for name in STEP_OPTIONAL_MEMBERS:
+            if name in step and (type(step[name]) is not str or not step[name]):
+                return False
+    return True
+
+
 def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     seq = i + 1
+    if profile and _profile_step_ok(step):
+        return True
     if not isinstance(step, dict):
         result.fail("step is not an object", seq=seq)
         return False
@@ -366,8 +409,13 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
 # ------------------------------------------------------------------ check 6
 
 
-def check_signature(wf: Mapping[str, Any], trusted: Iterable[str] | None, result: CheckResult) -> None:
-    """Check 6: signature valid under its key (integrity); the key trusted (authenticity)."""
+def check_signature(
+    wf: Mapping[str, Any], trusted: Iterable[str] | None, result: CheckResult, signed: bytes | bytearray | None = None
+) -> None:
+    """Check 6: signature valid under its key (integrity); the key trusted (authenticity).
+
+    ``signed``: the signed bytes when already built (streaming verification).
+    """
     trusted_ids = None if trusted is None else set(trusted)
     if "signature" not in wf:
         if trusted_ids is not None:
@@ -381,7 +429,7 @@ def check_signature(wf: Mapping[str, Any], trusted: Iterable[str] | None, result
         result.fail(f"could not verify: malformed signature member: {e}")
         return
     try:
-        kid = verify_signature(wf)
+        kid = verify_signature(wf, signed)
     except SignatureInvalid as e:
         result.fail(str(e))
         return

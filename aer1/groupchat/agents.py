@@ -93,9 +93,7 @@ AgentFunction = Callable[[HistoryView], "str | Reply | Awaitable[str | Reply]"]
 class FunctionAgent:
     """Replies with whatever a function of the history returns (a str becomes a message)."""
 
-    def __init__(
-        self, name: str, function: AgentFunction, *, role: str = "assistant", description: str = ""
-    ) -> None:
+    def __init__(self, name: str, function: AgentFunction, *, role: str = "assistant", description: str = "") -> None:
         self.name = name
         self.description = description
         self.role = role
@@ -112,6 +110,8 @@ class FunctionAgent:
             result = await result
         if isinstance(result, str):
             return text_message(self.name, result, self.role)
+        if isinstance(result, Mapping) and "name" not in result:
+            return {**result, "name": self.name}
         return result
 
 
@@ -164,9 +164,7 @@ class HumanProxy:
         elif interactive():
             answer = input(prompt)
         else:
-            raise AgentError(
-                f"human proxy {self.name!r} needs an input function: standard input is not interactive"
-            )
+            raise AgentError(f"human proxy {self.name!r} needs an input function: standard input is not interactive")
         if not isinstance(answer, str):
             raise AgentError(f"human input for {self.name!r} must be a string, got {type(answer).__name__}")
         leaving = answer.strip().lower() == self.exit_word.lower()

@@ -31,14 +31,16 @@ STOP_TERMINATION_MSG = "is_termination_msg"
 STOP_MAX_ROUND = "max_round"
 STOP_HUMAN_EXIT = "human_exit"
 STOP_ERROR = "error"
-STOP_REASONS = (STOP_TERMINATION_MSG, STOP_MAX_ROUND, STOP_HUMAN_EXIT, STOP_ERROR)
+STOP_CANCELLED = "cancelled"
+STOP_REASONS = (STOP_TERMINATION_MSG, STOP_MAX_ROUND, STOP_HUMAN_EXIT, STOP_ERROR, STOP_CANCELLED)
 DEFAULT_MAX_ROUND = 10
 PHASE_SELECTION = "speaker_selection"
 PHASE_REPLY = "reply"
 PHASE_VALIDATION = "validation"
 PHASE_TERMINATION_CHECK = "termination_check"
+PHASE_CANCELLED = "cancelled"
 
-TerminationCheck = Callable[[Message], bool]
+TerminationCheck = Callable[[Message], bool] | Callable[[dict[str, Any]], bool]
 
 
 class GroupChatError(RuntimeError):
@@ -163,13 +165,13 @@ class GroupChat:
             return asyncio.run(self.arun(task, sender=sender, collector=collector))
         raise RuntimeError("GroupChat.run() cannot be called from a running event loop; await arun() there")
 
-    async def arun(
-        self, task: str, *, sender: str | None = None, collector: Collector | None = None
-    ) -> ChatResult:
+    async def arun(self, task: str, *, sender: str | None = None, collector: Collector | None = None) -> ChatResult:
         """Run the chat: returns messages, stop reason and receipt, or raises GroupChatError."""
         if not isinstance(task, str) or not task:
             raise ValueError("task must be a non-empty string")
         sender = sender or self.initiator
+        if sender == MANAGER:
+            raise ValueError(f"the task cannot come from {MANAGER!r}")
         task_message: Message = {"role": "user", "content": task, "name": sender}
         history = History()
         history.append(task_message)  # validates the sender's name before anything is recorded
@@ -197,9 +199,12 @@ class GroupChat:
                 if rounds >= self.max_round:
                     raise _Stop(STOP_MAX_ROUND, f"{self.max_round} rounds done")
                 speaker = await self._select(collector, history, last_speaker, fallback, rounds + 1)
-                await self._turn(history, run, recorder, collector, speaker, rounds + 1)
-                rounds += 1
-                last_speaker = speaker
+                spoke, stop = await self._turn(history, run, recorder, collector, speaker, rounds + 1)
+                if spoke:
+                    rounds += 1
+                    last_speaker = speaker
+                if stop is not None:
+                    raise stop
         except _Stop as stop:
             self._terminate(collector, stop.reason, stop.detail, rounds, len(history))
             receipt = collector.finalize(text_of(history.view()[-1]), status=self._status(collector, "ok"))
@@ -220,12 +225,17 @@ class GroupChat:
             collector.safe_record("error", content, agent=failure.agent, kind="error", status="error")
             self._terminate(collector, STOP_ERROR, detail, rounds, len(history))
             receipt = collector.finalize(text_of(history.view()[-1]), status=self._status(collector, "error"))
-            result = ChatResult(
-                history.view().to_list(), STOP_ERROR, receipt, run.run_id, rounds, collector, detail
-            )
+            result = ChatResult(history.view().to_list(), STOP_ERROR, receipt, run.run_id, rounds, collector, detail)
             raise GroupChatError(
                 f"group chat aborted in {failure.phase} ({failure.agent}): {detail}", result
             ) from cause
+        except (asyncio.CancelledError, KeyboardInterrupt) as e:
+            # the run is interrupted from outside: close the receipt as incomplete, then let it propagate
+            content = {"phase": PHASE_CANCELLED, "error": type(e).__name__, "message": str(e), "round": rounds + 1}
+            collector.safe_record("error", content, agent=MANAGER, kind="error", status="cancelled")
+            self._terminate(collector, STOP_CANCELLED, type(e).__name__, rounds, len(history))
+            collector.finalize(text_of(history.view()[-1]), status="incomplete")
+            raise
 
     async def _select(
         self, collector: Collector, history: History, last_speaker: str, fallback: str, round_no: int
@@ -272,7 +282,8 @@ class GroupChat:
         collector: Collector,
         speaker: str,
         round_no: int,
-    ) -> None:
+    ) -> tuple[bool, _Stop | None]:
+        """One turn: whether a message was appended, and the stop it caused (if any)."""
         agent = self._by_name[speaker]
         context = TurnContext(run=run, speaker=speaker, round=round_no, recorder=recorder)
         started = time.time()
@@ -283,7 +294,7 @@ class GroupChat:
         except Exception as e:
             raise _Failure(PHASE_REPLY, speaker) from e
         if isinstance(reply, StopChat):
-            raise _Stop(reply.reason, reply.detail)
+            return False, _Stop(reply.reason, reply.detail)
         try:
             if isinstance(reply, Mapping) and reply.get("name") != speaker:
                 raise MessageValidationError(
@@ -301,13 +312,12 @@ class GroupChat:
             started_at=started,
         )
         if self.is_termination_msg is None:
-            return
+            return True, None
         try:
             done = bool(self.is_termination_msg(thaw(stored)))
         except Exception as e:
             raise _Failure(PHASE_TERMINATION_CHECK, MANAGER) from e
-        if done:
-            raise _Stop(STOP_TERMINATION_MSG, f"message {len(history) - 1} from {speaker}")
+        return True, _Stop(STOP_TERMINATION_MSG, f"message {len(history) - 1} from {speaker}") if done else None
 
     # -------------------------------------------------------------- recording
 
@@ -317,9 +327,7 @@ class GroupChat:
         ]
         for agent in self.agents:
             config = agent.config() if callable(getattr(agent, "config", None)) else None  # type: ignore[attr-defined]
-            entries.append(
-                (agent.name, type(agent).__name__, getattr(agent, "description", None) or None, config)
-            )
+            entries.append((agent.name, type(agent).__name__, getattr(agent, "description", None) or None, config))
         for name, kind, description, config in entries:
             try:
                 collector.register_agent(name, type=kind, description=description, config=config)

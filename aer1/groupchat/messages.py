@@ -130,9 +130,7 @@ def _check_tool_calls(value: Any) -> None:
             raise MessageValidationError(f"{path}.type", f'must be "{TOOL_CALL_TYPE}" (got {call["type"]!r})')
         function = call["function"]
         if not isinstance(function, Mapping):
-            raise MessageValidationError(
-                f"{path}.function", f"must be an object (got {_type_name(function)})"
-            )
+            raise MessageValidationError(f"{path}.function", f"must be an object (got {_type_name(function)})")
         _check_keys(function, FUNCTION_KEYS, FUNCTION_KEYS, f"{path}.function")
         _check_id(function["name"], f"{path}.function.name")
         _check_text(function["arguments"], f"{path}.function.arguments")
@@ -150,9 +148,7 @@ def _check_tool_responses(value: Any) -> None:
             raise MessageValidationError(f"{path}.tool_call_id", f"second response for call id {call_id!r}")
         seen.add(call_id)
         if response["role"] != TOOL_RESPONSE_ROLE:
-            raise MessageValidationError(
-                f"{path}.role", f'must be "{TOOL_RESPONSE_ROLE}" (got {response["role"]!r})'
-            )
+            raise MessageValidationError(f"{path}.role", f'must be "{TOOL_RESPONSE_ROLE}" (got {response["role"]!r})')
         _check_text(response["content"], f"{path}.content")
 
 
@@ -182,9 +178,7 @@ def validate_message(message: Any) -> Message:
         raise MessageValidationError("role", f"must be one of {', '.join(ROLES)} (got {role!r})")
     name = message["name"]
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise MessageValidationError(
-            "name", f"must be 1-{MAX_NAME_CHARS} letters, digits, '_' or '-' (got {name!r})"
-        )
+        raise MessageValidationError("name", f"must be 1-{MAX_NAME_CHARS} letters, digits, '_' or '-' (got {name!r})")
     has_calls = "tool_calls" in message
     has_responses = "tool_responses" in message
     content = message["content"]

@@ -116,9 +116,7 @@ class ManualSelector:
     async def select(self, context: SelectionContext) -> Selection:
         """Ask until a valid answer or ``max_attempts`` answers."""
         if self._ask is None and not interactive():
-            raise SelectionError(
-                "manual speaker selection needs an ask callback: standard input is not interactive"
-            )
+            raise SelectionError("manual speaker selection needs an ask callback: standard input is not interactive")
         prompt = self.prompt(context)
         answers: list[str] = []
         for _ in range(self.max_attempts):
@@ -134,9 +132,7 @@ class ManualSelector:
                 return Selection(answer, {"answers": answers})
             if answer.isdigit() and 1 <= int(answer) <= len(context.agents):
                 return Selection(context.agents[int(answer) - 1], {"answers": answers})
-        raise SelectionError(
-            f"manual speaker selection got no valid answer in {self.max_attempts} tries: {answers}"
-        )
+        raise SelectionError(f"manual speaker selection got no valid answer in {self.max_attempts} tries: {answers}")
 
 
 SELECTOR_SYSTEM = (
@@ -151,11 +147,17 @@ def _is_model_client(obj: Any) -> bool:
 
 
 def parse_speaker(text: str, agents: tuple[str, ...]) -> str | None:
-    """The agent a model's answer names: an exact name, or the only name mentioned."""
+    """The agent a model's answer names: the name itself, or the only name mentioned.
+
+    Case is ignored unless two agents differ only by case.
+    """
     answer = text.strip().strip("'\"`.").strip()
     if answer in agents:
         return answer
-    mentioned = [a for a in agents if re.search(rf"(?<![\w-]){re.escape(a)}(?![\w-])", text)]
+    folded = [a for a in agents if a.casefold() == answer.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    mentioned = [a for a in agents if re.search(rf"(?<![\w-]){re.escape(a)}(?![\w-])", text, re.IGNORECASE)]
     return mentioned[0] if len(mentioned) == 1 else None
 
 
@@ -179,14 +181,10 @@ class AutoSelector:
         models = _models()
         roles = "\n".join(f"{n}: {context.descriptions.get(n) or 'no description'}" for n in context.agents)
         names = "[" + ", ".join(context.agents) + "]"
-        transcript = "\n".join(
-            f"{m['name']}: {render_message(m)}" for m in context.history[-TRANSCRIPT_TAIL:]
-        )
+        transcript = "\n".join(f"{m['name']}: {render_message(m)}" for m in context.history[-TRANSCRIPT_TAIL:])
         messages = [
             models.SystemMessage(content=SELECTOR_SYSTEM.format(roles=roles, names=names)),
-            models.UserMessage(
-                content=SELECTOR_ASK.format(transcript=transcript, names=names), source="manager"
-            ),
+            models.UserMessage(content=SELECTOR_ASK.format(transcript=transcript, names=names), source="manager"),
         ]
         client: Any = self.selector
         result = await client.create(messages)
@@ -227,9 +225,7 @@ class CallableSelector:
             choice = await choice
         name = _name_of(choice)
         if not isinstance(name, str) or name not in context.agents:
-            raise SelectionError(
-                f"speaker selection function returned {choice!r}, not one of {list(context.agents)}"
-            )
+            raise SelectionError(f"speaker selection function returned {choice!r}, not one of {list(context.agents)}")
         return Selection(name, {"function": getattr(self.function, "__qualname__", repr(self.function))})
 
 

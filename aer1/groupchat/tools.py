@@ -240,9 +240,7 @@ class ToolExecutor:
             return ARGS_INVALID, "; ".join(problems)
         return _Prepared(tool, arguments)
 
-    def _finish(
-        self, context: TurnContext, call: ToolCall, started: float, outcome: ToolOutcome
-    ) -> ToolOutcome:
+    def _finish(self, context: TurnContext, call: ToolCall, started: float, outcome: ToolOutcome) -> ToolOutcome:
         context.record(
             "tool_call",
             {
@@ -270,9 +268,7 @@ class ToolExecutor:
         status: str = "error",
         approval_id: str | None = None,
     ) -> ToolOutcome:
-        content = (
-            f"{PENDING_PREFIX}{approval_id}" if kind == APPROVAL_PENDING else error_content(kind, message)
-        )
+        content = f"{PENDING_PREFIX}{approval_id}" if kind == APPROVAL_PENDING else error_content(kind, message)
         return ToolOutcome(
             call["id"],
             call["function"]["name"],
@@ -303,35 +299,37 @@ class ToolExecutor:
                 token = context.approvals.issue(call["id"], prepared.tool.name, prepared.arguments)
                 gate_approval_id = gated
         try:
-            return await self.execute(
-                context, call, token=token, _why_no_token=why_no_token, _approval_id=gate_approval_id
-            )
+            return await self._execute(context, call, prepared, time.time(), token, why_no_token, gate_approval_id)
         finally:
             context.approvals.discard(token)
 
-    async def execute(
-        self,
-        context: TurnContext,
-        call: ToolCall,
-        *,
-        token: ApprovalToken | None = None,
-        _why_no_token: str | None = None,
-        _approval_id: str | None = None,
-    ) -> ToolOutcome:
+    async def execute(self, context: TurnContext, call: ToolCall, *, token: ApprovalToken | None = None) -> ToolOutcome:
         """Run one call as the executor: a confirm tool needs a valid token or its own approval."""
         started = time.time()
         prepared = self._prepare(call)
         if isinstance(prepared, tuple):
             return self._finish(context, call, started, self._refusal(call, *prepared))
+        return await self._execute(context, call, prepared, started, token, None, None)
+
+    async def _execute(
+        self,
+        context: TurnContext,
+        call: ToolCall,
+        prepared: _Prepared,
+        started: float,
+        token: ApprovalToken | None,
+        why_no_token: str | None,
+        gate_approval_id: str | None,
+    ) -> ToolOutcome:
         approval_id: str | None = None
         if prepared.tool.requires_confirmation:
             try:
                 context.approvals.redeem(
                     token, call_id=call["id"], tool=prepared.tool.name, arguments=prepared.arguments
                 )
-                approval_id = _approval_id
+                approval_id = gate_approval_id
             except TokenRefused as e:
-                refusal = _why_no_token or str(e)
+                refusal = why_no_token or str(e)
                 decided = await self._executor_decides(context, call, prepared, refusal)
                 if isinstance(decided, ToolOutcome):
                     return self._finish(context, call, started, decided)
@@ -346,9 +344,7 @@ class ToolExecutor:
         request = ApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments)
         reason = f"no valid approval ({refusal}) and no executor approval port"
         self._record_decision(context, request, time.time(), None, EXECUTOR, DENIED, reason, refusal=refusal)
-        return self._refusal(
-            call, APPROVAL_DENIED, reason, status="cancelled", approval_id=request.approval_id
-        )
+        return self._refusal(call, APPROVAL_DENIED, reason, status="cancelled", approval_id=request.approval_id)
 
     async def _ask(
         self,
@@ -377,9 +373,7 @@ class ToolExecutor:
                     "the approval edited the arguments; edits are not applied",
                     True,
                 )
-        self._record_decision(
-            context, request, started, port.name, by, outcome, reason, refusal=refusal, edited=edited
-        )
+        self._record_decision(context, request, started, port.name, by, outcome, reason, refusal=refusal, edited=edited)
         if outcome == APPROVED:
             return request.approval_id
         if outcome == PENDING:
@@ -387,9 +381,7 @@ class ToolExecutor:
                 call, APPROVAL_PENDING, reason or "", status="cancelled", approval_id=request.approval_id
             )
         message = f"approval denied: {reason}" if reason else "approval denied"
-        return self._refusal(
-            call, APPROVAL_DENIED, message, status="cancelled", approval_id=request.approval_id
-        )
+        return self._refusal(call, APPROVAL_DENIED, message, status="cancelled", approval_id=request.approval_id)
 
     def _record_decision(
         self,

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from aer1.verifier import verify_receipt
 
 from aer1.signing import key_id, load_public_key
+from aer1.verifier import verify_receipt
 from tests.fixtures.generate_adversarial import generate
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from aer1.verifier.cli import main as verify_main
 
 from aer1.cli import main as aer1_main
+from aer1.verifier.cli import main as verify_main
 
 from .helpers import KEYS, make_collector
 

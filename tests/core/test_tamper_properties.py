@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from aer1.verifier import verify_receipt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aer1.signing import key_id, load_public_key
+from aer1.verifier import verify_receipt
 
 from .helpers import KEYS, make_receipt
 

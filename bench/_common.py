@@ -1,0 +1,67 @@
+"""Shared benchmark helpers: the peer collector, sized messages, best-of timing."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["PEER_DIR", "REPO", "best_us_per_step", "message", "peer"]
+
+REPO = Path(__file__).resolve().parent.parent
+PEER_DIR = REPO / "tests" / ".peers"
+PEER_PACKAGES = ("aer1-verify==0.2.19", "aer1-autogen==0.1.15")
+_PIP_TIMEOUT_S = 300
+_WORDS = ("the", "agent", "reads", "a", "file", "and", "writes", "its", "summary", "to", "report", "with",
+          "three", "tool", "calls", "then", "hands", "off", "review", "plan")
+
+
+def peer() -> Any:
+    """The aer1-autogen 0.1.15 package, installed beside the tests (never into the environment)."""
+    if not (PEER_DIR / "aer1_autogen").is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(PEER_DIR),
+                        *PEER_PACKAGES], check=True, timeout=_PIP_TIMEOUT_S)
+    if str(PEER_DIR) not in sys.path:
+        sys.path.append(str(PEER_DIR))
+    import aer1_autogen
+
+    return aer1_autogen
+
+
+def message(size: int) -> dict[str, Any]:
+    """An AgentChat-like message whose canonical JSON is exactly ``size`` bytes of plain text."""
+    base: dict[str, Any] = {"source": "alice", "type": "TextMessage", "content": ""}
+    room = size - len(orjson.dumps(base))
+    words: list[str] = []
+    length = 0
+    i = 0
+    while length < room:
+        w = _WORDS[i % len(_WORDS)]
+        words.append(w)
+        length += len(w) + 1
+        i += 1
+    base["content"] = " ".join(words)[:room]
+    assert len(orjson.dumps(base, option=orjson.OPT_SORT_KEYS)) == size
+    return base
+
+
+def best_us_per_step(run: Callable[[], float], steps: int, repeat: int) -> float:
+    """Best of ``repeat`` runs of ``run()`` (which returns seconds for ``steps`` steps), in µs per step."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        best = min(best, run())
+    return best / steps * 1e6
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """(seconds, result) of one call."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out

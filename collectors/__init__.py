@@ -1,0 +1,66 @@
+"""Collectors that feed AutoGen runs into an :class:`aer1.Collector`.
+
+Nothing here imports an agent framework until a name is used:
+
+* ``AER1AutoGenCollector``: needs no framework (AgentChat only for ``run``/``run_stream``);
+* ``AER1AgentWrapper``: autogen-agentchat (``aer1.collectors.agentchat``);
+* ``observe_tools``, ``observe_code_executor``, ``observe_approval``,
+  ``AER1InterventionHandler``, ``was_call_recorded``: autogen-core
+  (``aer1.collectors.autogen_core``);
+* ``attach_legacy_hooks``, ``observe_groupchat``: pyautogen 0.2 (``aer1.collectors.legacy``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._collector import AER1AutoGenCollector
+    from .agentchat import AER1AgentWrapper
+    from .autogen_core import (
+        AER1InterventionHandler,
+        observe_approval,
+        observe_code_executor,
+        observe_tools,
+        was_call_recorded,
+    )
+    from .legacy import attach_legacy_hooks, observe_groupchat
+
+#: Public name -> the submodule defining it (imported on first use).
+_EXPORTS = {
+    "AER1AutoGenCollector": "._collector",
+    "AER1AgentWrapper": ".agentchat",
+    "observe_tools": ".autogen_core",
+    "observe_code_executor": ".autogen_core",
+    "observe_approval": ".autogen_core",
+    "was_call_recorded": ".autogen_core",
+    "AER1InterventionHandler": ".autogen_core",
+    "attach_legacy_hooks": ".legacy",
+    "observe_groupchat": ".legacy",
+}
+
+__all__ = [
+    "AER1AgentWrapper",
+    "AER1AutoGenCollector",
+    "AER1InterventionHandler",
+    "attach_legacy_hooks",
+    "observe_approval",
+    "observe_code_executor",
+    "observe_groupchat",
+    "observe_tools",
+    "was_call_recorded",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,256 @@
+"""``AER1AutoGenCollector``: the AutoGen collector, importable without any AutoGen installed.
+
+It is an :class:`aer1.Collector` (same options: signing, evidence, redaction) that also
+knows about AgentChat teams:
+
+* :meth:`AER1AutoGenCollector.run` and :meth:`AER1AutoGenCollector.run_stream` run a team
+  (or a single agent) and record its ``task``, its ``speaker_selection`` steps and its
+  ``termination``; they import ``autogen_agentchat`` only when called;
+* :meth:`AER1AutoGenCollector.finalize` also accepts the team's ``TaskResult`` and records
+  the stop reason it carries (or, when AgentChat turns were recorded but no stop reason
+  was seen, a ``termination`` step saying the reason was not observed).
+
+Team-level steps name the actor :data:`MANAGER_ACTOR` (see ``spec/agentchat.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from aer1 import Collector
+
+if TYPE_CHECKING:
+    from .agentchat import AER1AgentWrapper
+
+__all__ = ["MANAGER_ACTOR", "MANAGER_DESCRIPTION", "MANAGER_TYPE", "AER1AutoGenCollector"]
+
+log = logging.getLogger("aer1")
+
+#: The ``agent`` of team-level steps (task, speaker selection, termination, and the chat
+#: messages a group chat manager writes itself, as MagenticOne's orchestrator does).
+MANAGER_ACTOR = "manager"
+#: How the team-level actor is listed in the receipt's ``agents``.
+MANAGER_TYPE = "GroupChatManager"
+MANAGER_DESCRIPTION = "AgentChat team manager: receives the task, selects speakers, ends the run"
+#: Note carried by a ``termination`` step whose stop reason nobody reported.
+UNOBSERVED_NOTE = (
+    "the team's stop reason was not observed: run the team with collector.run() or "
+    "collector.run_stream(), or pass its TaskResult to finalize()"
+)
+
+
+def _is_task_result(value: Any) -> bool:
+    """True for an AgentChat ``TaskResult`` (checked by shape: no AutoGen import needed)."""
+    return type(value).__name__ == "TaskResult" and hasattr(value, "messages") and hasattr(value, "stop_reason")
+
+
+def final_text(result: Any) -> str | None:
+    """The text of the last chat message of a ``TaskResult`` (events are skipped), or None."""
+    for message in reversed(list(getattr(result, "messages", None) or [])):
+        to_model_text = getattr(message, "to_model_text", None)
+        if callable(to_model_text):
+            try:
+                return str(to_model_text())
+            except Exception:  # an exotic message type: fall back to its content
+                content = getattr(message, "content", None)
+                return content if isinstance(content, str) else None
+    return None
+
+
+def error_info(exc: BaseException) -> dict[str, str]:
+    """Type and message of an exception, as steps record them."""
+    return {"type": type(exc).__qualname__, "module": type(exc).__module__, "message": str(exc)}
+
+
+def failure_status(exc: BaseException) -> str:
+    """``cancelled`` for a cancellation (or an abandoned generator), else ``error``."""
+    import asyncio
+
+    return "cancelled" if isinstance(exc, (asyncio.CancelledError, GeneratorExit)) else "error"
+
+
+def _team_stream(
+    collector: AER1AutoGenCollector, team: Any, task: Any, cancellation_token: Any, output_task_messages: bool
+) -> AsyncGenerator[Any, None]:
+    try:
+        from .agentchat import team_run_stream
+    except ImportError as e:
+        raise ImportError(
+            "AER1AutoGenCollector.run()/run_stream() need autogen-agentchat: pip install 'aer1[agentchat]'"
+        ) from e
+    return team_run_stream(
+        collector, team, task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages
+    )
+
+
+class AER1AutoGenCollector(Collector):
+    """A :class:`aer1.Collector` for AutoGen: wrap agents with ``AER1AgentWrapper`` and run.
+
+    Takes exactly the options of :class:`aer1.Collector`. ``finalize(final_answer=...)``
+    works as on any collector; ``finalize(result)`` or ``finalize(result=result)`` also
+    records the ``TaskResult``'s stop reason and, without an explicit final answer,
+    hashes the text of its last chat message.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ac_lock = threading.RLock()
+        # Wrapper id -> the team run it takes part in (for turn-order speaker selection).
+        self._ac_runs: dict[int, Any] = {}
+        # True once an AgentChat turn or run was seen and no termination was recorded since.
+        self._ac_pending_termination = False
+        # TaskResults whose stop reason is already in the chain (kept alive so ids stay unique).
+        self._ac_results: list[Any] = []
+        self._ac_manager_registered = False
+
+    # ------------------------------------------------------------------ team runs
+
+    async def run(
+        self,
+        team: Any,
+        *,
+        task: Any = None,
+        cancellation_token: Any = None,
+        output_task_messages: bool = True,
+    ) -> Any:
+        """Run ``team`` (``await team.run(task=...)`` recorded) and return its ``TaskResult``.
+
+        Records the ``task``, every ``speaker_selection`` and the ``termination`` with the
+        team's stop reason; exceptions propagate unchanged after a ``termination`` step
+        with status ``error`` (``cancelled`` for a cancellation).
+        """
+        stream = _team_stream(self, team, task, cancellation_token, output_task_messages)
+        result: Any = None
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                result = item  # the TaskResult comes last
+        if not _is_task_result(result):
+            raise RuntimeError(f"{type(team).__name__}.run_stream() ended without a TaskResult")
+        return result
+
+    async def run_stream(
+        self,
+        team: Any,
+        *,
+        task: Any = None,
+        cancellation_token: Any = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[Any, None]:
+        """``team.run_stream(task=...)`` recorded: yields every item unchanged (chunks included)."""
+        stream = _team_stream(self, team, task, cancellation_token, output_task_messages)
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                yield item
+
+    # ---------------------------------------------------------------- finishing
+
+    def finalize(self, final_answer: Any = None, *, result: Any = None, status: str | None = None) -> dict[str, Any]:
+        """Close the chain; accepts a ``TaskResult`` positionally or as ``result=``.
+
+        With a ``TaskResult`` its stop reason becomes a ``termination`` step (unless
+        :meth:`run` already recorded it) and, when ``final_answer`` is None, the text of
+        its last chat message is the final answer. Without one, if AgentChat turns were
+        recorded and no stop reason was seen, a ``termination`` step says so.
+        """
+        if result is None and _is_task_result(final_answer):
+            result, final_answer = final_answer, None
+        if not self.closed:
+            if result is not None:
+                self._ac_record_termination(result)
+            elif self._ac_pending_termination:
+                self._ac_record_team_step(
+                    "termination",
+                    {"stop_reason": None, "observed": False, "note": UNOBSERVED_NOTE},
+                )
+        if final_answer is None and result is not None:
+            final_answer = final_text(result)
+        return super().finalize(final_answer, status=status)
+
+    # ------------------------------------------------ hooks used by the AgentChat code
+
+    def _ac_record_team_step(
+        self,
+        kind: str,
+        content: Any,
+        *,
+        status: str = "ok",
+        started_at: float | None = None,
+        ended_at: float | None = None,
+        target: str | None = None,
+    ) -> dict[str, Any] | None:
+        """Record a team-level step (actor :data:`MANAGER_ACTOR`); never raises."""
+        self._ac_register_manager()
+        if kind == "termination":
+            self._ac_pending_termination = False
+        elif kind == "task":
+            self._ac_pending_termination = True
+        return self.safe_record(
+            kind,
+            content,
+            agent=MANAGER_ACTOR,
+            kind=kind,
+            status=status,
+            started_at=started_at,
+            ended_at=ended_at,
+            target=target,
+        )
+
+    def _ac_register_manager(self) -> None:
+        """List the team-level actor in ``agents`` (once); never raises."""
+        if self._ac_manager_registered:
+            return
+        self._ac_manager_registered = True
+        try:
+            self.register_agent(MANAGER_ACTOR, type=MANAGER_TYPE, description=MANAGER_DESCRIPTION)
+        except Exception as e:  # a user agent named "manager" keeps its own identity
+            log.debug("aer1: team-level actor not registered: %s", e)
+
+    def _ac_record_termination(
+        self,
+        result: Any,
+        *,
+        team: dict[str, Any] | None = None,
+        started_at: float | None = None,
+    ) -> None:
+        """Record the stop reason a ``TaskResult`` carries, once per result; never raises."""
+        with self._ac_lock:
+            if any(r is result for r in self._ac_results):
+                return
+            self._ac_results.append(result)
+        stop_reason = getattr(result, "stop_reason", None)
+        content: dict[str, Any] = dict(team or {})
+        content["stop_reason"] = stop_reason
+        content["observed"] = stop_reason is not None
+        content["observed_by"] = "TaskResult"
+        messages = getattr(result, "messages", None)
+        content["messages"] = len(messages) if isinstance(messages, Sequence) else None
+        if stop_reason is None:
+            content["note"] = "the TaskResult carries no stop reason"
+        self._ac_record_team_step("termination", content, started_at=started_at)
+
+    def _ac_turn_started(self, wrapper: AER1AgentWrapper) -> None:
+        """A wrapped agent's turn began: remember it, and hand it to its team run if any."""
+        self._ac_pending_termination = True
+        run = self._ac_runs.get(id(wrapper)) if self._ac_runs else None
+        if run is not None:
+            try:
+                run.turn_started(wrapper.name, time.time())
+            except Exception as e:  # observation never breaks the turn
+                log.warning("aer1: turn-order observation failed: %s: %s", type(e).__name__, e)
+
+    def _ac_attach_run(self, wrappers: Sequence[Any], run: Any) -> None:
+        """Route the turns of ``wrappers`` to the team run ``run`` (a run in progress keeps its own)."""
+        with self._ac_lock:
+            for wrapper in wrappers:
+                self._ac_runs.setdefault(id(wrapper), run)
+
+    def _ac_detach_run(self, run: Any) -> None:
+        """Forget the team run ``run``."""
+        with self._ac_lock:
+            for key in [k for k, v in self._ac_runs.items() if v is run]:
+                del self._ac_runs[key]

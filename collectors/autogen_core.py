@@ -1,0 +1,857 @@
+"""Recording hooks for autogen-core: tools, workbenches, code executors, approvals, runtime.
+
+Everything here observes and never changes what AutoGen does: wrapped objects keep their
+names, descriptions, schemas, return values and exceptions. Recording goes through
+``Collector.safe_record``, so a recording failure is logged and counted by the collector
+(the receipt then says ``incomplete``) but never breaks the run.
+
+Public names:
+
+* :func:`observe_tools`: a list of tools (or callables) or a workbench, recorded per call.
+* :func:`was_call_recorded`: whether an observed tool already recorded a call id.
+* :func:`observe_code_executor`: a ``CodeExecutor`` recording each execution.
+* :func:`observe_approval`: a ``CodeExecutorAgent`` approval function recording each decision.
+* :class:`AER1InterventionHandler`: records the sends, publishes and responses of a
+  ``SingleThreadedAgentRuntime``.
+
+The step contents are specified in ``spec/autogen-core.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from weakref import WeakKeyDictionary
+
+from autogen_core import (
+    AgentId,
+    CancellationToken,
+    ComponentModel,
+    DefaultInterventionHandler,
+    DropMessage,
+    MessageContext,
+    MessageHandlerContext,
+)
+from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
+from autogen_core.tools import (
+    BaseTool,
+    FunctionTool,
+    StaticStreamWorkbench,
+    StaticWorkbench,
+    StreamTool,
+    Tool,
+    ToolOverride,
+    ToolResult,
+    ToolSchema,
+    Workbench,
+)
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from aer1 import Collector
+
+__all__ = [
+    "MAX_TRACKED_CALL_IDS",
+    "RUNTIME_ACTOR",
+    "AER1InterventionHandler",
+    "core_agent_name",
+    "observe_approval",
+    "observe_code_executor",
+    "observe_tools",
+    "was_call_recorded",
+]
+
+logger = logging.getLogger("aer1")
+
+#: Actor named on steps whose agent is not known: a message sent from outside any agent,
+#: or a tool called outside a runtime message handler without ``agent=``.
+RUNTIME_ACTOR = "runtime"
+#: Most call ids remembered per collector for :func:`was_call_recorded` (oldest dropped first).
+MAX_TRACKED_CALL_IDS = 4096
+
+_T = TypeVar("_T")
+ToolLike = BaseTool[Any, Any] | Tool | Callable[..., Any]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def core_agent_name(agent_id: AgentId | None) -> str:
+    """Name an autogen-core agent on a step: ``"type/key"`` (AutoGen's own form), or ``runtime``."""
+    return str(agent_id) if agent_id is not None else RUNTIME_ACTOR
+
+
+def _current_actor(agent: str | None) -> str:
+    """The given agent name, else the runtime agent handling the current message."""
+    if agent is not None:
+        return agent
+    try:
+        return core_agent_name(MessageHandlerContext.agent_id())
+    except RuntimeError:
+        return RUNTIME_ACTOR
+
+
+def _ended(started_at: float) -> float:
+    """Now, never before ``started_at`` (the wall clock can step back between the two reads)."""
+    return max(time.time(), started_at)
+
+
+def _error_info(exc: BaseException) -> dict[str, str]:
+    return {"type": type(exc).__qualname__, "message": str(exc)}
+
+
+def _type_name(value: Any) -> str:
+    t = type(value)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+class _CallLedger:
+    """Call ids recorded by observed tools for one collector, with how often each was recorded."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: OrderedDict[str, int] = OrderedDict()
+
+    def add(self, call_id: str) -> None:
+        with self.lock:
+            self.counts[call_id] = self.counts.get(call_id, 0) + 1
+            self.counts.move_to_end(call_id)
+            while len(self.counts) > MAX_TRACKED_CALL_IDS:
+                self.counts.popitem(last=False)
+
+    def take(self, call_id: str, consume: bool) -> bool:
+        with self.lock:
+            count = self.counts.get(call_id, 0)
+            if count == 0:
+                return False
+            if consume:
+                if count == 1:
+                    del self.counts[call_id]
+                else:
+                    self.counts[call_id] = count - 1
+            return True
+
+
+_LEDGERS: WeakKeyDictionary[Any, _CallLedger] = WeakKeyDictionary()
+_LEDGERS_LOCK = threading.Lock()
+
+
+def _ledger(collector: Any) -> _CallLedger:
+    with _LEDGERS_LOCK:
+        ledger = _LEDGERS.get(collector)
+        if ledger is None:
+            ledger = _CallLedger()
+            _LEDGERS[collector] = ledger
+        return ledger
+
+
+def was_call_recorded(collector: Collector, call_id: str, *, consume: bool = True) -> bool:
+    """True if a tool observed by :func:`observe_tools` recorded a call with ``call_id`` on ``collector``.
+
+    Each recording answers True once (``consume=True``, the default): a model that reuses a
+    call id in a later turn (scripted clients do) is then not mistaken for a recorded call.
+    Pass ``consume=False`` to ask without using the answer up. At most
+    :data:`MAX_TRACKED_CALL_IDS` ids are kept per collector (oldest dropped first); the
+    bookkeeping lives as long as the collector.
+    """
+    if not call_id:
+        return False
+    with _LEDGERS_LOCK:
+        ledger = _LEDGERS.get(collector)
+    return ledger is not None and ledger.take(call_id, consume)
+
+
+def _record_call(
+    collector: Collector,
+    *,
+    label: str,
+    agent: str | None,
+    call_id: str | None,
+    arguments: Any,
+    started_at: float,
+    result: Any = None,
+    is_error: bool = False,
+    exc: BaseException | None = None,
+    streamed: int | None = None,
+) -> None:
+    """Record one ``tool_call`` step and remember its call id when recording succeeded."""
+    ended_at = _ended(started_at)
+    content: dict[str, Any] = {
+        "name": label,
+        "call_id": call_id,
+        "arguments": arguments,
+        "result": result,
+        "is_error": is_error or exc is not None,
+    }
+    status = "error" if content["is_error"] else "ok"
+    if exc is not None:
+        content["error"] = _error_info(exc)
+        if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+            status = "cancelled"
+    if streamed is not None:
+        content["streamed"] = streamed
+    step = collector.safe_record(
+        label,
+        content,
+        agent=_current_actor(agent),
+        kind="tool_call",
+        status=status,
+        started_at=started_at,
+        ended_at=ended_at,
+        call_id=call_id,
+    )
+    if step is not None and call_id:
+        _ledger(collector).add(call_id)
+
+
+# ------------------------------------------------------------------------------- tools
+
+
+class _ObservedTool(BaseTool[BaseModel, BaseModel]):
+    """A tool that records each ``run_json`` call and otherwise behaves as the tool it wraps."""
+
+    def __init__(self, inner: Tool, collector: Collector, agent: str | None, label: str | None = None) -> None:
+        super().__init__(inner.args_type(), inner.return_type(), inner.name, inner.description)
+        self._aer1_inner = inner
+        self._aer1_collector = collector
+        self._aer1_agent = agent
+        self._aer1_label = label
+
+    # Everything a model, agent or workbench reads comes from the wrapped tool.
+    @property
+    def name(self) -> str:
+        return self._aer1_inner.name
+
+    @property
+    def description(self) -> str:
+        return self._aer1_inner.description
+
+    @property
+    def schema(self) -> ToolSchema:
+        return self._aer1_inner.schema
+
+    @property
+    def wrapped_tool(self) -> Tool:
+        """The tool this one records."""
+        return self._aer1_inner
+
+    def args_type(self) -> type[BaseModel]:
+        return self._aer1_inner.args_type()
+
+    def return_type(self) -> type[Any]:
+        return self._aer1_inner.return_type()
+
+    def state_type(self) -> type[BaseModel] | None:
+        return self._aer1_inner.state_type()
+
+    def return_value_as_string(self, value: Any) -> str:
+        return self._aer1_inner.return_value_as_string(value)
+
+    async def save_state_json(self) -> Mapping[str, Any]:
+        return await self._aer1_inner.save_state_json()
+
+    async def load_state_json(self, state: Mapping[str, Any]) -> None:
+        await self._aer1_inner.load_state_json(state)
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped tool's component model: observation is not part of a configuration."""
+        dump = getattr(self._aer1_inner, "dump_component", None)
+        if not callable(dump):
+            raise TypeError(f"tool {self.name!r} ({_type_name(self._aer1_inner)}) is not a component")
+        return cast(ComponentModel, dump())
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_aer1_"):
+            raise AttributeError(item)
+        return getattr(self._aer1_inner, item)
+
+    def __repr__(self) -> str:
+        return f"observed({self._aer1_inner!r})"
+
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
+        """Run the wrapped tool unrecorded (``run_json`` is the recorded entry point)."""
+        if isinstance(self._aer1_inner, BaseTool):
+            return await self._aer1_inner.run(args, cancellation_token)
+        return await self._aer1_inner.run_json(args.model_dump(), cancellation_token)
+
+    def _result_text(self, value: Any) -> Any:
+        try:
+            return self._aer1_inner.return_value_as_string(value)
+        except Exception:  # the caller meets the same failure; keep the raw value
+            return value
+
+    async def run_json(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None = None
+    ) -> Any:
+        """Run the wrapped tool and record one ``tool_call`` step around the call."""
+        label = self._aer1_label or self._aer1_inner.name
+        arguments = dict(args)
+        started_at = time.time()
+        try:
+            value = await self._aer1_inner.run_json(args, cancellation_token, call_id=call_id)
+        except BaseException as exc:
+            _record_call(
+                self._aer1_collector,
+                label=label,
+                agent=self._aer1_agent,
+                call_id=call_id,
+                arguments=arguments,
+                started_at=started_at,
+                exc=exc,
+            )
+            raise
+        _record_call(
+            self._aer1_collector,
+            label=label,
+            agent=self._aer1_agent,
+            call_id=call_id,
+            arguments=arguments,
+            started_at=started_at,
+            result=self._result_text(value),
+        )
+        return value
+
+
+class _ObservedStreamTool(_ObservedTool):
+    """An observed tool that also streams (``StreamTool``): one step per complete stream."""
+
+    async def run_json_stream(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None = None
+    ) -> AsyncGenerator[Any, None]:
+        """Forward each streamed item; record the final item as the result."""
+        inner = cast(StreamTool, self._aer1_inner)
+        label = self._aer1_label or inner.name
+        arguments = dict(args)
+        count = 0
+        last: Any = None
+        started_at = time.time()
+        try:
+            async for item in inner.run_json_stream(args, cancellation_token, call_id=call_id):
+                count += 1
+                last = item
+                yield item
+        except BaseException as exc:  # GeneratorExit: the consumer stopped early
+            _record_call(
+                self._aer1_collector,
+                label=label,
+                agent=self._aer1_agent,
+                call_id=call_id,
+                arguments=arguments,
+                started_at=started_at,
+                exc=exc,
+                streamed=count,
+            )
+            raise
+        _record_call(
+            self._aer1_collector,
+            label=label,
+            agent=self._aer1_agent,
+            call_id=call_id,
+            arguments=arguments,
+            started_at=started_at,
+            result=self._result_text(last),
+            streamed=count,
+        )
+
+
+def _observe_tool(
+    tool: ToolLike, collector: Collector, agent: str | None, label: str | None = None
+) -> BaseTool[Any, Any]:
+    if isinstance(tool, _ObservedTool) and tool._aer1_collector is collector:
+        return tool
+    if isinstance(tool, Tool):
+        cls = _ObservedStreamTool if isinstance(tool, StreamTool) else _ObservedTool
+        return cls(tool, collector, agent, label)
+    if callable(tool):
+        # Exactly what AssistantAgent does with a plain callable.
+        description = tool.__doc__ if getattr(tool, "__doc__", None) is not None else ""
+        return _ObservedTool(FunctionTool(tool, description=description or ""), collector, agent, label)
+    raise TypeError(f"cannot observe {_type_name(tool)}: expected a tool, a callable or a workbench")
+
+
+# -------------------------------------------------------------------------- workbenches
+
+
+class _ObservedWorkbench(Workbench):
+    """A workbench recording each ``call_tool`` and delegating everything else."""
+
+    def __init__(self, inner: Workbench, collector: Collector, agent: str | None) -> None:
+        self._aer1_inner = inner
+        self._aer1_collector = collector
+        self._aer1_agent = agent
+
+    @property
+    def wrapped_workbench(self) -> Workbench:
+        """The workbench this one records."""
+        return self._aer1_inner
+
+    async def list_tools(self) -> list[ToolSchema]:
+        return await self._aer1_inner.list_tools()
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Call the tool in the wrapped workbench and record one ``tool_call`` step."""
+        recorded_args = dict(arguments or {})
+        started_at = time.time()
+        try:
+            result = await self._aer1_inner.call_tool(name, arguments, cancellation_token, call_id)
+        except BaseException as exc:
+            _record_call(
+                self._aer1_collector,
+                label=name,
+                agent=self._aer1_agent,
+                call_id=call_id,
+                arguments=recorded_args,
+                started_at=started_at,
+                exc=exc,
+            )
+            raise
+        _record_call(
+            self._aer1_collector,
+            label=name,
+            agent=self._aer1_agent,
+            call_id=call_id,
+            arguments=recorded_args,
+            started_at=started_at,
+            result=result.to_text(),
+            is_error=result.is_error,
+        )
+        return result
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def reset(self) -> None:
+        await self._aer1_inner.reset()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        return await self._aer1_inner.save_state()
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        await self._aer1_inner.load_state(state)
+
+    async def __aenter__(self) -> _ObservedWorkbench:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped workbench's component model."""
+        return self._aer1_inner.dump_component()
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_aer1_"):
+            raise AttributeError(item)
+        return getattr(self._aer1_inner, item)
+
+    def __repr__(self) -> str:
+        return f"observed({self._aer1_inner!r})"
+
+
+class _ObservedStreamWorkbench(_ObservedWorkbench):
+    """An observed workbench that also streams (``call_tool_stream``): one step per stream."""
+
+    async def call_tool_stream(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
+    ) -> AsyncGenerator[Any | ToolResult, None]:
+        """Forward each streamed item; record the final ``ToolResult``."""
+        inner = cast(Any, self._aer1_inner)
+        recorded_args = dict(arguments or {})
+        count = 0
+        final: ToolResult | None = None
+        started_at = time.time()
+        try:
+            async for item in inner.call_tool_stream(name, arguments, cancellation_token, call_id):
+                count += 1
+                if isinstance(item, ToolResult):
+                    final = item
+                yield item
+        except BaseException as exc:
+            _record_call(
+                self._aer1_collector,
+                label=name,
+                agent=self._aer1_agent,
+                call_id=call_id,
+                arguments=recorded_args,
+                started_at=started_at,
+                exc=exc,
+                streamed=count,
+            )
+            raise
+        _record_call(
+            self._aer1_collector,
+            label=name,
+            agent=self._aer1_agent,
+            call_id=call_id,
+            arguments=recorded_args,
+            started_at=started_at,
+            streamed=count,
+            result=final.to_text() if final is not None else None,
+            is_error=final.is_error if final is not None else False,
+        )
+
+
+_STATIC_WORKBENCHES = (StaticWorkbench, StaticStreamWorkbench)
+
+
+def _observe_workbench(workbench: Workbench, collector: Collector, agent: str | None) -> Workbench:
+    if isinstance(workbench, _ObservedWorkbench) and workbench._aer1_collector is collector:
+        return workbench
+    tools = getattr(workbench, "_tools", None)
+    overrides = getattr(workbench, "_tool_overrides", None)
+    if type(workbench) in _STATIC_WORKBENCHES and isinstance(tools, list) and isinstance(overrides, dict):
+        # Same class over the same (observed) tools: the agent keeps its exact code path
+        # (AssistantAgent streams only through StaticStreamWorkbench) and each tool run is timed.
+        typed_overrides = cast(dict[str, ToolOverride], overrides)
+        observed = [_observe_tool(t, collector, agent, _override_label(t.name, typed_overrides)) for t in tools]
+        static_class = cast(type[StaticWorkbench], type(workbench))
+        return static_class(observed, tool_overrides=dict(typed_overrides) or None)
+    if callable(getattr(workbench, "call_tool_stream", None)):
+        return _ObservedStreamWorkbench(workbench, collector, agent)
+    return _ObservedWorkbench(workbench, collector, agent)
+
+
+def _override_label(name: str, overrides: Mapping[str, ToolOverride]) -> str | None:
+    override = overrides.get(name)
+    return override.name if override is not None and override.name else None
+
+
+@overload
+def observe_tools(tools_or_workbench: Workbench, collector: Collector, *, agent: str | None = None) -> Workbench: ...
+
+
+@overload
+def observe_tools(
+    tools_or_workbench: Sequence[ToolLike | Workbench], collector: Collector, *, agent: str | None = None
+) -> list[Any]: ...
+
+
+@overload
+def observe_tools(
+    tools_or_workbench: BaseTool[Any, Any] | Tool, collector: Collector, *, agent: str | None = None
+) -> BaseTool[Any, Any]: ...
+
+
+def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str | None = None) -> Any:
+    """Return the same kind of thing, recording one ``tool_call`` step per call.
+
+    * a list of tools (``BaseTool``, any ``Tool``, or plain callables as ``AssistantAgent``
+      accepts them, which become a ``FunctionTool`` exactly as ``AssistantAgent`` would make
+      it) gives a list of ``BaseTool``: same name, description, schema, argument and return
+      types, state and component configuration; workbenches in the list are observed too;
+    * a ``StaticWorkbench`` or ``StaticStreamWorkbench`` gives a new workbench of the same
+      class over the observed tools (same overrides); any other ``Workbench`` gives a
+      delegating ``Workbench`` (with ``call_tool_stream`` if the wrapped one has it);
+    * a single tool gives the observed tool.
+
+    ``agent`` names the acting agent on the steps; by default the runtime agent handling
+    the current message (``"type/key"``), else ``"runtime"``. Observing twice for the same
+    collector returns the already observed object.
+    """
+    if isinstance(tools_or_workbench, Workbench):
+        return _observe_workbench(tools_or_workbench, collector, agent)
+    if isinstance(tools_or_workbench, (Tool, BaseTool)):
+        return _observe_tool(tools_or_workbench, collector, agent)
+    if isinstance(tools_or_workbench, Sequence) and not isinstance(tools_or_workbench, (str, bytes)):
+        return [
+            _observe_workbench(item, collector, agent)
+            if isinstance(item, Workbench)
+            else _observe_tool(item, collector, agent)
+            for item in tools_or_workbench
+        ]
+    raise TypeError(f"observe_tools expects a list of tools or a Workbench, not {_type_name(tools_or_workbench)}")
+
+
+# ------------------------------------------------------------------------ code execution
+
+
+class _ObservedCodeExecutor(CodeExecutor):
+    """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
+
+    def __init__(self, inner: CodeExecutor, collector: Collector, agent: str) -> None:
+        self._aer1_inner = inner
+        self._aer1_collector = collector
+        self._aer1_agent = agent
+
+    @property
+    def wrapped_executor(self) -> CodeExecutor:
+        """The executor this one records."""
+        return self._aer1_inner
+
+    async def execute_code_blocks(
+        self, code_blocks: list[CodeBlock], cancellation_token: CancellationToken
+    ) -> CodeResult:
+        """Execute with the wrapped executor; record the result as it returned it."""
+        blocks = [{"language": b.language, "code": b.code} for b in code_blocks]
+        started_at = time.time()
+        try:
+            result = await self._aer1_inner.execute_code_blocks(code_blocks, cancellation_token)
+        except BaseException as exc:
+            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+            self._record(blocks, started_at, status, {"error": _error_info(exc)})
+            raise
+        # Read now: CodeExecutorAgent rewrites result.output in place after this returns.
+        outcome: dict[str, Any] = {
+            "exit_code": result.exit_code,
+            "output": result.output,
+            "code_file": getattr(result, "code_file", None),
+            "result_type": _type_name(result),
+        }
+        self._record(blocks, started_at, "ok", outcome)
+        return result
+
+    def _record(self, blocks: list[dict[str, str]], started_at: float, status: str, outcome: dict[str, Any]) -> None:
+        content: dict[str, Any] = {
+            "language": blocks[0]["language"] if blocks else "",
+            "code_blocks": blocks,
+            "exit_code": None,
+            "output": None,
+            **outcome,
+        }
+        self._aer1_collector.safe_record(
+            "code_execution",
+            content,
+            agent=self._aer1_agent,
+            kind="code_execution",
+            status=status,
+            started_at=started_at,
+            ended_at=_ended(started_at),
+        )
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def restart(self) -> None:
+        await self._aer1_inner.restart()
+
+    async def __aenter__(self) -> _ObservedCodeExecutor:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped executor's component model."""
+        return self._aer1_inner.dump_component()
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_aer1_"):
+            raise AttributeError(item)
+        return getattr(self._aer1_inner, item)
+
+    def __repr__(self) -> str:
+        return f"observed({self._aer1_inner!r})"
+
+
+def observe_code_executor(executor: CodeExecutor, collector: Collector, *, agent: str) -> CodeExecutor:
+    """Wrap ``executor`` so each ``execute_code_blocks`` records a ``code_execution`` step.
+
+    The result is a ``CodeExecutor`` (``CodeExecutorAgent`` accepts it) that delegates
+    ``start``/``stop``/``restart``, the async context manager, ``dump_component`` and any
+    other attribute (``work_dir``, ``timeout``...) to ``executor``. ``agent`` is the name of
+    the agent executing the code (the ``CodeExecutorAgent``'s name).
+    """
+    if isinstance(executor, _ObservedCodeExecutor) and executor._aer1_collector is collector:
+        return executor
+    if not isinstance(executor, CodeExecutor):
+        raise TypeError(f"observe_code_executor expects a CodeExecutor, not {_type_name(executor)}")
+    return _ObservedCodeExecutor(executor, collector, agent)
+
+
+# ------------------------------------------------------------------------------ approval
+
+
+def _record_approval(
+    collector: Collector,
+    agent: str,
+    request: Any,
+    started_at: float,
+    response: Any,
+    exc: BaseException | None,
+) -> None:
+    context = getattr(request, "context", None)
+    content: dict[str, Any] = {
+        "approved": getattr(response, "approved", None) if exc is None else None,
+        "reason": getattr(response, "reason", None) if exc is None else None,
+        "code": getattr(request, "code", None),
+        "context_messages": len(context) if isinstance(context, Sequence) else None,
+    }
+    status = "ok"
+    if exc is not None:
+        content["error"] = _error_info(exc)
+        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+    collector.safe_record(
+        "approval",
+        content,
+        agent=agent,
+        kind="approval",
+        status=status,
+        started_at=started_at,
+        ended_at=_ended(started_at),
+    )
+
+
+@overload
+def observe_approval(
+    approval_func: Callable[[Any], Awaitable[_T]], collector: Collector, *, agent: str
+) -> Callable[[Any], Awaitable[_T]]: ...
+
+
+@overload
+def observe_approval(
+    approval_func: Callable[[Any], _T], collector: Collector, *, agent: str
+) -> Callable[[Any], _T]: ...
+
+
+def observe_approval(approval_func: Callable[[Any], Any], collector: Collector, *, agent: str) -> Callable[[Any], Any]:
+    """Wrap a ``CodeExecutorAgent`` ``approval_func`` to record an ``approval`` step per decision.
+
+    A coroutine function gives a coroutine function and a plain function a plain function
+    (``CodeExecutorAgent`` decides how to call it with ``inspect.iscoroutinefunction``).
+    The decision is returned unchanged; an exception is recorded and re-raised.
+    """
+    if inspect.iscoroutinefunction(approval_func):
+
+        @functools.wraps(approval_func)
+        async def observed_async(request: Any) -> Any:
+            started_at = time.time()
+            try:
+                response = await approval_func(request)
+            except BaseException as exc:
+                _record_approval(collector, agent, request, started_at, None, exc)
+                raise
+            _record_approval(collector, agent, request, started_at, response, None)
+            return response
+
+        return observed_async
+
+    @functools.wraps(approval_func)
+    def observed(request: Any) -> Any:
+        started_at = time.time()
+        try:
+            response = approval_func(request)
+        except BaseException as exc:
+            _record_approval(collector, agent, request, started_at, None, exc)
+            raise
+        _record_approval(collector, agent, request, started_at, response, None)
+        return response
+
+    return observed
+
+
+# ------------------------------------------------------------------- intervention handler
+
+
+class AER1InterventionHandler(DefaultInterventionHandler):
+    """Record every send, publish and response a ``SingleThreadedAgentRuntime`` processes.
+
+    Each becomes a ``message`` step (tool label ``send``, ``publish`` or ``response``) whose
+    agent is the sender (``"type/key"``, or ``runtime`` for messages from outside any agent).
+    The handler always returns the message it was given, unchanged (never ``None``, never
+    ``DropMessage``) and never raises: the runtime drops a published message silently when a
+    handler raises. Recording failures are counted by the collector and logged on ``aer1``.
+    """
+
+    def __init__(self, collector: Collector) -> None:
+        self._collector = collector
+
+    async def on_send(
+        self, message: Any, *, message_context: MessageContext, recipient: AgentId
+    ) -> Any | type[DropMessage]:
+        """Record a direct message (``send_message``) and pass it on unchanged."""
+        self._safely(
+            "send",
+            message,
+            sender=message_context.sender,
+            recipient=recipient,
+            extra={"message_id": message_context.message_id, "is_rpc": message_context.is_rpc},
+        )
+        return message
+
+    async def on_publish(self, message: Any, *, message_context: MessageContext) -> Any | type[DropMessage]:
+        """Record a published message and pass it on unchanged."""
+        topic = message_context.topic_id
+        self._safely(
+            "publish",
+            message,
+            sender=message_context.sender,
+            recipient=None,
+            extra={
+                "message_id": message_context.message_id,
+                "topic": {"type": topic.type, "source": topic.source} if topic is not None else None,
+            },
+        )
+        return message
+
+    async def on_response(self, message: Any, *, sender: AgentId, recipient: AgentId | None) -> Any | type[DropMessage]:
+        """Record a handler's return value on its way back to the caller and pass it on unchanged."""
+        self._safely("response", message, sender=sender, recipient=recipient, extra={})
+        return message
+
+    def _safely(
+        self,
+        label: str,
+        message: Any,
+        *,
+        sender: AgentId | None,
+        recipient: AgentId | None,
+        extra: dict[str, Any],
+    ) -> None:
+        try:
+            now = time.time()
+            content: dict[str, Any] = {
+                "delivery": label,
+                "sender": str(sender) if sender is not None else None,
+                "recipient": str(recipient) if recipient is not None else None,
+                "message_type": _type_name(message),
+                "message": message,
+                **extra,
+            }
+            self._collector.safe_record(
+                label,
+                content,
+                agent=core_agent_name(sender),
+                kind="message",
+                started_at=now,
+                ended_at=now,
+                recipient=str(recipient) if recipient is not None else None,
+                reply_to=str(recipient) if label == "response" and recipient is not None else None,
+            )
+        except Exception:  # safe_record does not raise; this guards the content built above
+            logger.warning("aer1: could not record a runtime %s", label, exc_info=True)

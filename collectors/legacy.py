@@ -1,0 +1,1074 @@
+"""Recording hooks for the classic AutoGen API (the ``autogen`` module).
+
+Works with pyautogen 0.2.x and with ag2 up to 0.14, whose ``ConversableAgent``,
+``GroupChat`` and ``GroupChatManager`` share one design. Two entry points:
+
+* :func:`attach_legacy_hooks` records what one agent does: the messages it sends, the
+  functions and tools it executes, the code it runs and the human input it reads.
+* :func:`observe_groupchat` records a group chat: it attaches the hooks above to every
+  participant and adds the manager's ``speaker_selection`` and ``termination`` steps.
+
+Everything here only observes: hooks return their input unchanged, wrapped methods keep
+their signatures, return values and exceptions, and every step goes through
+``Collector.safe_record``, so a recording failure is logged and counted (the receipt then
+says ``incomplete``) but never breaks the chat. The step contents and the way termination
+reasons are derived are specified in ``spec/legacy.md``.
+
+Importing this module needs no AutoGen; calling its functions without the classic API
+installed raises an :class:`ImportError` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import logging
+import re
+import threading
+import time
+import types
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aer1 import Collector
+
+__all__ = [
+    "INSTALL_HINT",
+    "MANAGER_BROADCAST",
+    "TERMINATION_REASONS",
+    "attach_legacy_hooks",
+    "observe_groupchat",
+]
+
+log = logging.getLogger("aer1")
+
+#: How to install the classic AutoGen API this module observes.
+INSTALL_HINT = "pip install 'aer1[legacy]'"
+#: Why a group chat ended, as the ``reason`` of its ``termination`` step (see spec/legacy.md).
+TERMINATION_REASONS = (
+    "is_termination_msg",
+    "max_round",
+    "no_eligible_speaker",
+    "empty_reply",
+    "human_exit",
+    "error",
+)
+#: The ``recipient``-less marker a manager's introduction message carries in its content.
+MANAGER_BROADCAST = "all participants"
+#: The answer with which a human ends a chat in AutoGen's human input modes.
+HUMAN_EXIT_ANSWER = "exit"
+#: Speaker selection methods AutoGen accepts by name (anything else is a callable).
+SELECTION_METHODS = ("auto", "manual", "random", "round_robin")
+#: The tool label of a function call whose name is missing or empty.
+UNNAMED_FUNCTION = "unnamed_function"
+#: Names of the exception AutoGen raises when no speaker can be selected (0.2.x, ag2).
+_NO_ELIGIBLE_NAMES = frozenset({"NoEligibleSpeaker", "NoEligibleSpeakerError"})
+
+# Attributes under which the hooks keep their state on the observed objects.
+_AGENT_ATTR = "_aer1_legacy_agent"
+_GROUP_ATTR = "_aer1_legacy_group"
+_MANAGER_ATTR = "_aer1_legacy_manager"
+_EXECUTOR_ATTR = "_aer1_legacy_executor"
+_WRAPPED_ATTR = "_aer1_legacy_wrapped"
+_ORIGINAL_ATTR = "_aer1_original"
+
+# Keys of an llm_config that never enter an agent's config digest (credentials, clients).
+_SECRET_KEY = re.compile(
+    r"(api_?key|secret|passw|token$|^token|_token_|authorization|credential|access_key|private_key|"
+    r"http_client|default_headers|azure_ad_token)",
+    re.IGNORECASE,
+)
+_URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- autogen import
+
+_api: SimpleNamespace | None = None
+
+
+def _require_autogen() -> SimpleNamespace:
+    """The classic AutoGen classes, or an ImportError naming the extra to install."""
+    global _api
+    if _api is None:
+        try:
+            from autogen import ConversableAgent, GroupChat, GroupChatManager
+        except ImportError as e:
+            raise ImportError(
+                "aer1.collectors.legacy observes the classic AutoGen API (the `autogen` module of "
+                f"pyautogen 0.2.x or ag2 <= 0.14), which is not installed: {INSTALL_HINT}"
+            ) from e
+        _api = SimpleNamespace(
+            ConversableAgent=ConversableAgent, GroupChat=GroupChat, GroupChatManager=GroupChatManager
+        )
+    return _api
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _error_info(exc: BaseException) -> dict[str, str]:
+    """Type and message of an exception, as steps record them."""
+    return {"type": type(exc).__qualname__, "message": str(exc)}
+
+
+def _is_no_eligible(exc: BaseException) -> bool:
+    return any(cls.__name__ in _NO_ELIGIBLE_NAMES for cls in type(exc).__mro__)
+
+
+def _note_failure(collector: Collector, what: str, exc: BaseException) -> None:
+    """Log and count an observation failure (the receipt then says ``incomplete``)."""
+    log.warning("aer1: legacy hook could not observe %s: %s: %s", what, type(exc).__name__, exc)
+    try:
+        collector.recording_failures += 1
+    except Exception as e:
+        log.debug("aer1: recording failure not counted: %s", e)
+
+
+@contextlib.contextmanager
+def _observing(collector: Collector, what: str) -> Iterator[None]:
+    """Run observation code; a failure in it is logged and counted, never raised."""
+    try:
+        yield
+    except Exception as e:
+        _note_failure(collector, what, e)
+
+
+def _name(agent: Any) -> str:
+    """An agent's name as a non-empty string."""
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else type(agent).__name__
+
+
+def _type_label(obj: Any) -> str:
+    cls = type(obj)
+    module = cls.__module__ or ""
+    if module.split(".")[0] == "autogen":
+        return f"autogen.{cls.__qualname__}"
+    return f"{module}.{cls.__qualname__}" if module else cls.__qualname__
+
+
+def _callable_label(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__
+    module = getattr(func, "__module__", None)
+    return f"{module}.{name}" if module else str(name)
+
+
+def _public_config(value: Any, depth: int = 0) -> Any:
+    """An llm_config as plain data without credentials, clients or other live objects."""
+    if depth > 16:
+        return None
+    if hasattr(value, "model_dump") and not isinstance(value, type):
+        try:
+            value = value.model_dump()
+        except Exception:
+            return f"<{type(value).__name__}>"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            key_text = str(key)
+            if _SECRET_KEY.search(key_text):
+                continue
+            out[key_text] = _public_config(item, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_public_config(item, depth + 1) for item in value]
+    if isinstance(value, str):
+        return _URL_USERINFO.sub(r"\1", value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, type):
+        return _callable_label(value)
+    return f"<{type(value).__name__}>"
+
+
+def _code_execution_summary(agent: Any) -> Any:
+    config = getattr(agent, "_code_execution_config", False)
+    if config is False or config is None:
+        return False
+    executor = getattr(agent, "code_executor", None)
+    if executor is not None:
+        return {"executor": _type_label(executor)}
+    if isinstance(config, Mapping):
+        return {"legacy": {k: _public_config(v) for k, v in config.items() if k in ("use_docker", "timeout")}}
+    return {"legacy": {}}
+
+
+def _agent_config(agent: Any) -> dict[str, Any]:
+    """What an agent's ``config_digest`` binds: no API key ever enters it."""
+    config: dict[str, Any] = {
+        "system_message": getattr(agent, "system_message", None),
+        "llm_config": _public_config(getattr(agent, "llm_config", None)),
+        "function_map": sorted(str(k) for k in (getattr(agent, "function_map", None) or {})),
+        "human_input_mode": getattr(agent, "human_input_mode", None),
+        "code_execution": _code_execution_summary(agent),
+    }
+    groupchat = getattr(agent, "groupchat", None)
+    if groupchat is not None and hasattr(groupchat, "agents"):
+        method = getattr(groupchat, "speaker_selection_method", None)
+        config["groupchat"] = {
+            "agents": [_name(a) for a in groupchat.agents],
+            "max_round": getattr(groupchat, "max_round", None),
+            "speaker_selection_method": method if isinstance(method, str) else _callable_label(method),
+            "allow_repeat_speaker": _public_config(
+                [_name(a) for a in groupchat.allow_repeat_speaker]
+                if isinstance(getattr(groupchat, "allow_repeat_speaker", None), list)
+                else getattr(groupchat, "allow_repeat_speaker", None)
+            ),
+            "func_call_filter": getattr(groupchat, "func_call_filter", None),
+            "send_introductions": getattr(groupchat, "send_introductions", None),
+        }
+    return config
+
+
+def _register(collector: Collector, agent: Any) -> None:
+    """List ``agent`` in the receipt's ``agents`` (a second agent with its name is an error)."""
+    description = getattr(agent, "description", None)
+    collector.register_agent(
+        _name(agent),
+        type=_type_label(agent),
+        description=None if description is None else str(description),
+        config=_agent_config(agent),
+    )
+
+
+# ---------------------------------------------------------------------------- sessions
+
+
+@dataclass
+class _Session:
+    """Per-collector memory shared by all hooked agents: who spoke last in each pair."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_sender: dict[frozenset[int], str] = field(default_factory=dict)
+
+
+_sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
+_sessions_lock = threading.Lock()
+
+
+def _session(collector: Collector) -> _Session:
+    with _sessions_lock:
+        session = _sessions.get(collector)
+        if session is None:
+            session = _sessions[collector] = _Session()
+        return session
+
+
+# ------------------------------------------------------------------------- agent hooks
+
+
+class _AgentHooks:
+    """The hooks' state on one agent; ``collector`` can be switched by re-attaching."""
+
+    def __init__(self, agent: Any, collector: Collector) -> None:
+        self.collector = collector
+        self.name = _name(agent)
+        self.agent_ref = weakref.ref(agent)
+        self.lock = threading.Lock()
+        self.human_inputs = 0
+        self.last_answer: Any = None
+
+    # -- recording ---------------------------------------------------------------
+
+    def record_human(self, prompt: Any, answer: Any, started: float, *, error: BaseException | None = None) -> None:
+        with self.lock:
+            self.human_inputs += 1
+            self.last_answer = answer
+        content: dict[str, Any] = {"prompt": prompt, "answer": answer}
+        if error is not None:
+            content["error"] = _error_info(error)
+        self.collector.safe_record(
+            "human_input",
+            content,
+            agent=self.name,
+            kind="human_input",
+            status="ok" if error is None else "error",
+            started_at=started,
+            ended_at=time.time(),
+        )
+
+    def record_tool(
+        self,
+        func_call: Any,
+        call_id: Any,
+        outcome: Any,
+        started: float,
+        path: str,
+        *,
+        error: BaseException | None = None,
+    ) -> None:
+        with _observing(self.collector, "a function call"):
+            call = func_call if isinstance(func_call, Mapping) else {}
+            name = call.get("name")
+            if call_id is None:
+                call_id = self._find_call_id(func_call)
+            success = False
+            result: Any = None
+            if error is None and isinstance(outcome, tuple) and len(outcome) == 2:
+                success = bool(outcome[0])
+                returned = outcome[1]
+                result = returned.get("content") if isinstance(returned, Mapping) else returned
+            content: dict[str, Any] = {
+                "name": name,
+                "arguments": call.get("arguments"),
+                "result": result,
+                "success": success,
+                "call_id": None if call_id is None else str(call_id),
+                "path": path,
+            }
+            if error is not None:
+                content["error"] = _error_info(error)
+            self.collector.safe_record(
+                name if isinstance(name, str) and name else UNNAMED_FUNCTION,
+                content,
+                agent=self.name,
+                kind="tool_call",
+                status="ok" if success else "error",
+                started_at=started,
+                ended_at=time.time(),
+                call_id=None if call_id is None else str(call_id),
+            )
+
+    def _find_call_id(self, func_call: Any) -> str | None:
+        """The id of the tool call ``func_call`` belongs to (pyautogen 0.2 does not pass it)."""
+        agent = self.agent_ref()
+        if agent is None or not isinstance(func_call, Mapping):
+            return None
+        conversations = getattr(agent, "chat_messages", None) or {}
+        equal: list[str] = []
+        for messages in list(conversations.values()):
+            if not messages:
+                continue
+            last = messages[-1]
+            for tool_call in (last.get("tool_calls") or []) if isinstance(last, Mapping) else []:
+                if not isinstance(tool_call, Mapping) or tool_call.get("id") is None:
+                    continue
+                function = tool_call.get("function")
+                if function is func_call:
+                    return str(tool_call["id"])
+                if (
+                    isinstance(function, Mapping)
+                    and function.get("name") == func_call.get("name")
+                    and (function.get("arguments") == func_call.get("arguments"))
+                ):
+                    equal.append(str(tool_call["id"]))
+        return equal[0] if len(set(equal)) == 1 else None
+
+    def record_code(
+        self,
+        executor: str,
+        blocks: list[dict[str, Any]],
+        exit_code: Any,
+        output: Any,
+        started: float,
+        *,
+        code_file: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        content: dict[str, Any] = {
+            "executor": executor,
+            "blocks": blocks,
+            "exit_code": exit_code,
+            "output": output,
+        }
+        if code_file is not None:
+            content["code_file"] = str(code_file)
+        if error is not None:
+            content["error"] = _error_info(error)
+        failed = error is not None or exit_code != 0
+        self.collector.safe_record(
+            "code_execution",
+            content,
+            agent=self.name,
+            kind="code_execution",
+            status="error" if failed else "ok",
+            started_at=started,
+            ended_at=time.time(),
+        )
+
+
+# The agent whose reply is being generated, for code executors shared by several agents.
+_CURRENT_AGENT: contextvars.ContextVar[_AgentHooks | None] = contextvars.ContextVar(
+    "aer1_legacy_current_agent", default=None
+)
+
+
+def _hooks_of(agent: Any) -> _AgentHooks | None:
+    hooks = getattr(agent, "__dict__", {}).get(_AGENT_ATTR)
+    return hooks if isinstance(hooks, _AgentHooks) else None
+
+
+def _before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, silent: Any) -> Any:
+    """``process_message_before_send`` hook of a participant: one ``message`` step per send."""
+    collector = hooks.collector
+    group: _GroupHooks | None = None
+    with _observing(collector, "a group chat manager"):
+        api = _require_autogen()
+        if isinstance(recipient, api.GroupChatManager):
+            group = _group_of(getattr(recipient, "groupchat", None))
+            if group is not None:
+                # Observed through its GroupChat only: bind the manager before it runs.
+                _observe_manager(recipient, group.collector, api)
+    with _observing(collector, "a sent message"):
+        reply_to: str | None = None
+        if group is not None:
+            run = group.run
+            reply_to = run.last_speaker if run is not None else None
+        else:
+            session = _session(collector)
+            pair = frozenset((id(sender), id(recipient)))
+            history = getattr(sender, "chat_messages", None)
+            ongoing = bool(history.get(recipient)) if isinstance(history, Mapping) else False
+            with session.lock:
+                previous = session.last_sender.get(pair)
+                session.last_sender[pair] = hooks.name
+            if ongoing and previous == _name(recipient):
+                reply_to = previous
+        collector.safe_record(
+            "message",
+            {"message": message},
+            agent=hooks.name,
+            kind="message",
+            recipient=_name(recipient),
+            reply_to=reply_to,
+        )
+    return message
+
+
+def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
+    original = agent.execute_function
+
+    @functools.wraps(original)
+    def execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        try:
+            outcome = original(func_call, *args, **kwargs)
+        except BaseException as e:
+            hooks.record_tool(func_call, kwargs.get("call_id"), None, started, "sync", error=e)
+            raise
+        hooks.record_tool(func_call, kwargs.get("call_id"), outcome, started, "sync")
+        return outcome
+
+    agent.execute_function = execute_function
+
+
+def _wrap_a_execute_function(agent: Any, hooks: _AgentHooks) -> None:
+    original = agent.a_execute_function
+
+    @functools.wraps(original)
+    async def a_execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        try:
+            outcome = await original(func_call, *args, **kwargs)
+        except BaseException as e:
+            hooks.record_tool(func_call, kwargs.get("call_id"), None, started, "async", error=e)
+            raise
+        hooks.record_tool(func_call, kwargs.get("call_id"), outcome, started, "async")
+        return outcome
+
+    agent.a_execute_function = a_execute_function
+
+
+def _prompt_of(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    return args[0] if args else kwargs.get("prompt")
+
+
+def _wrap_human_input(agent: Any, hooks: _AgentHooks) -> None:
+    original = agent.get_human_input
+
+    @functools.wraps(original)
+    def get_human_input(*args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        try:
+            answer = original(*args, **kwargs)
+        except BaseException as e:
+            hooks.record_human(_prompt_of(args, kwargs), None, started, error=e)
+            raise
+        hooks.record_human(_prompt_of(args, kwargs), answer, started)
+        return answer
+
+    agent.get_human_input = get_human_input
+
+    a_original = agent.a_get_human_input
+
+    @functools.wraps(a_original)
+    async def a_get_human_input(*args: Any, **kwargs: Any) -> Any:
+        # pyautogen 0.2 reads async input through get_human_input (recorded there);
+        # ag2 reads it directly. Record here only what the sync hook did not see.
+        started = time.time()
+        with hooks.lock:
+            before = hooks.human_inputs
+        try:
+            answer = await a_original(*args, **kwargs)
+        except BaseException as e:
+            with hooks.lock:
+                seen = hooks.human_inputs != before
+            if not seen:
+                hooks.record_human(_prompt_of(args, kwargs), None, started, error=e)
+            raise
+        with hooks.lock:
+            seen = hooks.human_inputs != before
+        if not seen:
+            hooks.record_human(_prompt_of(args, kwargs), answer, started)
+        return answer
+
+    agent.a_get_human_input = a_get_human_input
+
+
+def _infer_language(code: str) -> str:
+    try:
+        from autogen.code_utils import infer_lang
+
+        return str(infer_lang(code))
+    except Exception:
+        return ""
+
+
+def _wrap_legacy_code(agent: Any, hooks: _AgentHooks) -> None:
+    """Record the ``code_execution_config`` path (``execute_code_blocks`` of the agent)."""
+    original = agent.execute_code_blocks
+
+    @functools.wraps(original)
+    def execute_code_blocks(code_blocks: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        blocks: list[dict[str, Any]] = []
+        with _observing(hooks.collector, "code blocks"):
+            for block in code_blocks:
+                language, code = block[0], block[1]
+                blocks.append({"language": language or _infer_language(code), "code": code})
+        try:
+            result = original(code_blocks, *args, **kwargs)
+        except BaseException as e:
+            with _observing(hooks.collector, "a code execution"):
+                hooks.record_code("legacy", blocks, None, None, started, error=e)
+            raise
+        with _observing(hooks.collector, "a code execution"):
+            exit_code, output = (result[0], result[1]) if isinstance(result, tuple) else (None, result)
+            hooks.record_code("legacy", blocks, exit_code, output, started)
+        return result
+
+    agent.execute_code_blocks = execute_code_blocks
+
+
+@dataclass
+class _ExecutorHooks:
+    """State on a ``CodeExecutor``: the hooked agents that use it, first one first."""
+
+    owners: list[_AgentHooks] = field(default_factory=list)
+
+
+def _wrap_executor(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
+    """Record the executor path (``CodeExecutor.execute_code_blocks`` returning a CodeResult)."""
+    executor = getattr(agent, "code_executor", None)
+    if executor is None:
+        return
+    state = getattr(executor, "__dict__", {}).get(_EXECUTOR_ATTR)
+    if not isinstance(state, _ExecutorHooks):
+        state = _ExecutorHooks()
+        original = executor.execute_code_blocks
+        label = _type_label(executor)
+
+        @functools.wraps(original)
+        def execute_code_blocks(code_blocks: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.time()
+            owner = _CURRENT_AGENT.get()
+            if owner is None or owner not in state.owners:
+                owner = state.owners[0] if state.owners else None
+            try:
+                result = original(code_blocks, *args, **kwargs)
+            except BaseException as e:
+                if owner is not None:
+                    with _observing(owner.collector, "a code execution"):
+                        owner.record_code(label, _executor_blocks(code_blocks), None, None, started, error=e)
+                raise
+            if owner is not None:
+                with _observing(owner.collector, "a code execution"):
+                    owner.record_code(
+                        label,
+                        _executor_blocks(code_blocks),
+                        getattr(result, "exit_code", None),
+                        getattr(result, "output", None),
+                        started,
+                        code_file=getattr(result, "code_file", None),
+                    )
+            return result
+
+        executor.execute_code_blocks = execute_code_blocks
+        setattr(executor, _EXECUTOR_ATTR, state)
+    if hooks not in state.owners:
+        state.owners.append(hooks)
+    # Name the acting agent while its executor reply runs (an executor may be shared).
+    reply = getattr(api.ConversableAgent, "_generate_code_execution_reply_using_executor", None)
+    if reply is None:
+        return
+
+    @functools.wraps(reply)
+    def code_reply(recipient: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _CURRENT_AGENT.set(hooks)
+        try:
+            return reply(recipient, *args, **kwargs)
+        finally:
+            _CURRENT_AGENT.reset(token)
+
+    agent.replace_reply_func(reply, code_reply)
+
+
+def _executor_blocks(code_blocks: Any) -> list[dict[str, Any]]:
+    return [{"language": getattr(b, "language", None), "code": getattr(b, "code", None)} for b in code_blocks]
+
+
+def _hook_agent(agent: Any, collector: Collector, api: SimpleNamespace) -> _AgentHooks:
+    """Attach the hooks to one agent (once); re-attaching switches the collector."""
+    hooks = _hooks_of(agent)
+    if hooks is not None:
+        if hooks.collector is not collector:
+            _register(collector, agent)
+            hooks.collector = collector
+        return hooks
+    _register(collector, agent)
+    hooks = _AgentHooks(agent, collector)
+    setattr(agent, _AGENT_ATTR, hooks)
+    agent.register_hook("process_message_before_send", functools.partial(_before_send, hooks))
+    _wrap_execute_function(agent, hooks)
+    _wrap_a_execute_function(agent, hooks)
+    _wrap_human_input(agent, hooks)
+    _wrap_legacy_code(agent, hooks)
+    _wrap_executor(agent, hooks, api)
+    return hooks
+
+
+def attach_legacy_hooks(agent: Any, collector: Collector) -> Any:
+    """Record what a classic AutoGen agent does into ``collector``; returns the agent.
+
+    Records every message the agent sends (sender, recipient, reply linkage), every
+    function and tool call it executes (sync and async paths, with the call id where the
+    framework has one), every code execution (``code_execution_config`` and executor
+    paths) and every human input it reads. The agent is listed once in the receipt's
+    ``agents``. A ``GroupChatManager`` is observed as by :func:`observe_groupchat`.
+    Attaching again is harmless; attaching to another collector moves the recording there.
+    """
+    api = _require_autogen()
+    if isinstance(agent, api.GroupChatManager):
+        observe_groupchat(agent, collector)
+        return agent
+    if not isinstance(agent, api.ConversableAgent):
+        raise TypeError(f"attach_legacy_hooks needs an autogen ConversableAgent, got {type(agent).__name__}")
+    _hook_agent(agent, collector, api)
+    return agent
+
+
+# --------------------------------------------------------------------------- group chats
+
+
+@dataclass
+class _Run:
+    """What one ``run_chat`` of a manager has done so far (the basis of its termination)."""
+
+    manager: str
+    groupchat: Any = None
+    appended: int = 0
+    last_speaker: str | None = None
+    last_message: Any = None
+    phase: str = "start"  # start | appended | selected | no_eligible
+    selected: _AgentHooks | None = None
+    selected_name: str | None = None
+    human_mark: int = 0
+    no_eligible: str | None = None
+    intro_recorded: bool = False
+
+
+class _GroupHooks:
+    """The hooks' state on one GroupChat."""
+
+    def __init__(self, groupchat: Any, collector: Collector) -> None:
+        self.collector = collector
+        self.groupchat_ref = weakref.ref(groupchat)
+        self.run: _Run | None = None
+        self.selection: dict[str, Any] | None = None
+
+
+def _group_of(groupchat: Any) -> _GroupHooks | None:
+    if groupchat is None:
+        return None
+    group = getattr(groupchat, "__dict__", {}).get(_GROUP_ATTR)
+    return group if isinstance(group, _GroupHooks) else None
+
+
+def _method_name(method: Any) -> str:
+    if isinstance(method, str):
+        return method.lower()
+    return "callable"
+
+
+@contextlib.contextmanager
+def _probe_callable(groupchat: Any, info: dict[str, Any]) -> Iterator[None]:
+    """While a selection runs, note what a callable speaker_selection_method returned."""
+    method = groupchat.speaker_selection_method
+    if isinstance(method, str) or not callable(method):
+        yield
+        return
+
+    @functools.wraps(method)
+    def probe(*args: Any, **kwargs: Any) -> Any:
+        groupchat.speaker_selection_method = method
+        returned = method(*args, **kwargs)
+        if returned is None:
+            info["callable_returned"] = None
+        elif isinstance(returned, str):
+            info["callable_returned"] = returned
+            info["delegated_to"] = returned.lower()
+        else:
+            info["callable_returned"] = "agent"
+        return returned
+
+    groupchat.speaker_selection_method = probe
+    try:
+        yield
+    finally:
+        if groupchat.speaker_selection_method is probe:
+            groupchat.speaker_selection_method = method
+
+
+def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> dict[str, Any]:
+    method = groupchat.speaker_selection_method
+    info: dict[str, Any] = {
+        "method": _method_name(method),
+        "last_speaker": None if last_speaker is None else _name(last_speaker),
+        "round": group.run.appended if group.run is not None else None,
+    }
+    if not isinstance(method, str):
+        info["callable"] = _callable_label(method)
+    group.selection = info
+    return info
+
+
+def _end_selection(
+    group: _GroupHooks,
+    selector: Any,
+    info: dict[str, Any],
+    started: float,
+    chosen: Any = None,
+    error: BaseException | None = None,
+) -> None:
+    group.selection = None
+    run = group.run
+    collector = group.collector
+    with _observing(collector, "a speaker selection"):
+        if error is not None and _is_no_eligible(error):
+            # Not a failed step: the chat ends here; the termination step says why.
+            if run is not None:
+                run.phase = "no_eligible"
+                run.no_eligible = str(error)
+            return
+        content = dict(info)
+        if error is not None:
+            content["selected"] = None
+            content["error"] = _error_info(error)
+        else:
+            content["selected"] = _name(chosen)
+            if run is not None:
+                run.phase = "selected"
+                run.selected_name = _name(chosen)
+                run.selected = _hooks_of(chosen)
+                run.human_mark = run.selected.human_inputs if run.selected is not None else 0
+        collector.safe_record(
+            "speaker_selection",
+            content,
+            agent=run.manager if run is not None else _name(selector),
+            kind="speaker_selection",
+            status="ok" if error is None else "error",
+            started_at=started,
+            ended_at=time.time(),
+            target=None if error is not None else _name(chosen),
+        )
+
+
+def _original(target: Any, attr: str) -> Any:
+    """``target.attr`` as AutoGen would call it, seen through any wrapper of ours.
+
+    A manager runs its chat on a shallow copy of the GroupChat, which carries the
+    original's instance attributes: a wrapper of ours found there was made for another
+    object, so its original method is rebound to ``target``.
+    """
+    current = getattr(target, "__dict__", {}).get(attr)
+    if current is None:
+        return getattr(target, attr)
+    under = getattr(current, _ORIGINAL_ATTR, None)
+    if under is None:
+        return current
+    func, owner = getattr(under, "__func__", None), getattr(under, "__self__", None)
+    if func is not None and owner is not None and owner is not target:
+        return types.MethodType(func, target)
+    return under
+
+
+def _install(target: Any, attr: str, wrapper: Any, original: Any) -> None:
+    setattr(wrapper, _ORIGINAL_ATTR, original)
+    setattr(target, attr, wrapper)
+
+
+def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
+    """Wrap append and the speaker selection of the GroupChat object a run uses (once)."""
+    marker = getattr(groupchat, "__dict__", {}).get(_WRAPPED_ATTR)
+    if marker is not None and marker() is groupchat:
+        return
+    append = _original(groupchat, "append")
+
+    @functools.wraps(append)
+    def append_message(message: Any, speaker: Any, *args: Any, **kwargs: Any) -> Any:
+        result = append(message, speaker, *args, **kwargs)
+        run = group.run
+        if run is not None:
+            run.appended += 1
+            run.last_speaker = _name(speaker)
+            run.last_message = message
+            run.phase = "appended"
+        return result
+
+    _install(groupchat, "append", append_message, append)
+
+    select = _original(groupchat, "select_speaker")
+
+    @functools.wraps(select)
+    def select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        info = _begin_selection(group, groupchat, last_speaker)
+        try:
+            with _probe_callable(groupchat, info):
+                chosen = select(last_speaker, selector, *args, **kwargs)
+        except Exception as e:
+            _end_selection(group, selector, info, started, error=e)
+            raise
+        _end_selection(group, selector, info, started, chosen=chosen)
+        return chosen
+
+    _install(groupchat, "select_speaker", select_speaker, select)
+
+    a_select = _original(groupchat, "a_select_speaker")
+
+    @functools.wraps(a_select)
+    async def a_select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.time()
+        info = _begin_selection(group, groupchat, last_speaker)
+        try:
+            with _probe_callable(groupchat, info):
+                chosen = await a_select(last_speaker, selector, *args, **kwargs)
+        except Exception as e:
+            _end_selection(group, selector, info, started, error=e)
+            raise
+        _end_selection(group, selector, info, started, chosen=chosen)
+        return chosen
+
+    _install(groupchat, "a_select_speaker", a_select_speaker, a_select)
+
+    manual = _original(groupchat, "manual_select_speaker")
+
+    @functools.wraps(manual)
+    def manual_select_speaker(*args: Any, **kwargs: Any) -> Any:
+        chosen = manual(*args, **kwargs)
+        info = group.selection
+        if info is not None:
+            info["manual_choice"] = None if chosen is None else _name(chosen)
+        return chosen
+
+    _install(groupchat, "manual_select_speaker", manual_select_speaker, manual)
+    setattr(groupchat, _WRAPPED_ATTR, weakref.ref(groupchat))
+
+
+def _termination(group: _GroupHooks, run: _Run, manager: Any, error: BaseException | None) -> dict[str, Any]:
+    """Derive why a group chat ended from what its run did (spec/legacy.md, Termination)."""
+    groupchat = run.groupchat if run.groupchat is not None else group.groupchat_ref()
+    max_round = getattr(groupchat, "max_round", None)
+    content: dict[str, Any] = {
+        "reason": "error",
+        "detail": "",
+        "rounds": run.appended,
+        "max_round": max_round,
+        "last_speaker": run.last_speaker,
+    }
+    if error is not None and not _is_no_eligible(error):
+        content["detail"] = "the group chat raised an exception"
+        content["error"] = _error_info(error)
+        return content
+    if error is not None or run.phase == "no_eligible":
+        content["reason"] = "no_eligible_speaker"
+        content["detail"] = run.no_eligible if run.no_eligible is not None else str(error)
+        if error is not None:
+            content["raised"] = True
+        return content
+    if run.phase == "selected":
+        speaker = run.selected
+        content["speaker"] = run.selected_name
+        answered = speaker is not None and speaker.human_inputs > run.human_mark
+        answer = speaker.last_answer if speaker is not None else None
+        if answered and isinstance(answer, str) and answer.strip() == HUMAN_EXIT_ANSWER:
+            content["reason"] = "human_exit"
+            content["detail"] = f"a human answered {HUMAN_EXIT_ANSWER!r} for {run.selected_name}"
+        else:
+            content["reason"] = "empty_reply"
+            content["detail"] = f"{run.selected_name} generated no reply"
+        return content
+    if run.phase == "start":
+        content["reason"] = "max_round"
+        content["detail"] = "the chat ran no round"
+        return content
+    # The run ended right after appending a message: the manager's termination check, or
+    # the last round. Ask the manager's own predicate (AutoGen checks it first).
+    terminating = False
+    try:
+        terminating = bool(manager._is_termination_msg(run.last_message))
+    except Exception as e:
+        content["predicate_error"] = _error_info(e)
+    if terminating:
+        content["reason"] = "is_termination_msg"
+        content["detail"] = f"the manager's is_termination_msg matched the message of {run.last_speaker}"
+    elif isinstance(max_round, int) and run.appended >= max_round:
+        content["reason"] = "max_round"
+        content["detail"] = f"{run.appended} of {max_round} rounds"
+    else:
+        content["reason"] = "error"
+        content["detail"] = "the chat ended after a message for no reason AutoGen reports"
+    return content
+
+
+def _end_run(group: _GroupHooks, run: _Run, manager: Any, error: BaseException | None) -> None:
+    if group.run is run:
+        group.run = None
+    with _observing(group.collector, "a group chat termination"):
+        content = _termination(group, run, manager, error)
+        status = "error" if error is not None else "ok"
+        if content["reason"] == "error":
+            status = "error"
+        group.collector.safe_record(
+            "termination",
+            content,
+            agent=run.manager,
+            kind="termination",
+            status=status,
+        )
+
+
+def _run_args(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """The ``config`` (the GroupChat) a manager's run_chat reply function was given."""
+    if "config" in kwargs:
+        return kwargs["config"]
+    return args[2] if len(args) > 2 else None
+
+
+def _manager_before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, silent: Any) -> Any:
+    """A manager's sends are re-broadcasts of recorded messages, except its introduction."""
+    with _observing(hooks.collector, "a manager message"):
+        group = _group_of(getattr(sender, "groupchat", None))
+        run = group.run if group is not None else None
+        if group is not None and run is not None and run.appended == 0 and not run.intro_recorded:
+            run.intro_recorded = True
+            groupchat = group.groupchat_ref()
+            group.collector.safe_record(
+                "message",
+                {
+                    "message": message,
+                    "broadcast_to": MANAGER_BROADCAST,
+                    "recipients": [_name(a) for a in getattr(groupchat, "agents", [])],
+                },
+                agent=hooks.name,
+                kind="message",
+            )
+    return message
+
+
+def _observe_manager(manager: Any, collector: Collector, api: SimpleNamespace) -> None:
+    """Wrap a manager's run_chat reply functions (once) so each run ends with a termination."""
+    hooks = getattr(manager, "__dict__", {}).get(_MANAGER_ATTR)
+    if isinstance(hooks, _AgentHooks):
+        if hooks.collector is not collector:
+            _register(collector, manager)
+            hooks.collector = collector
+        return
+    _register(collector, manager)
+    hooks = _AgentHooks(manager, collector)
+    setattr(manager, _MANAGER_ATTR, hooks)
+    manager.register_hook("process_message_before_send", functools.partial(_manager_before_send, hooks))
+
+    run_chat = api.GroupChatManager.run_chat
+    a_run_chat = api.GroupChatManager.a_run_chat
+
+    def begin(recipient: Any, config: Any) -> tuple[_GroupHooks | None, _Run | None]:
+        group = _group_of(config) or _group_of(getattr(recipient, "groupchat", None))
+        if group is None or config is None:
+            return None, None
+        run = _Run(manager=_name(recipient), groupchat=config)
+        with _observing(group.collector, "a group chat run"):
+            _wrap_groupchat(config, group)
+        group.run = run
+        return group, run
+
+    @functools.wraps(run_chat)
+    def observed_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
+        group, run = begin(recipient, _run_args((recipient, *args), kwargs))
+        try:
+            result = run_chat(recipient, *args, **kwargs)
+        except BaseException as e:
+            if group is not None and run is not None:
+                _end_run(group, run, recipient, e)
+            raise
+        if group is not None and run is not None:
+            _end_run(group, run, recipient, None)
+        return result
+
+    @functools.wraps(a_run_chat)
+    async def observed_a_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
+        group, run = begin(recipient, _run_args((recipient, *args), kwargs))
+        try:
+            result = await a_run_chat(recipient, *args, **kwargs)
+        except BaseException as e:
+            if group is not None and run is not None:
+                _end_run(group, run, recipient, e)
+            raise
+        if group is not None and run is not None:
+            _end_run(group, run, recipient, None)
+        return result
+
+    manager.replace_reply_func(run_chat, observed_run_chat)
+    manager.replace_reply_func(a_run_chat, observed_a_run_chat)
+
+
+def observe_groupchat(manager_or_groupchat: Any, collector: Collector) -> Any:
+    """Record a classic AutoGen group chat into ``collector``; returns its argument.
+
+    Attaches :func:`attach_legacy_hooks` to every participant and records, per round,
+    the manager's ``speaker_selection`` (method and selected speaker) and, when a run
+    ends, one ``termination`` step with the derived reason. Pass the
+    ``GroupChatManager`` when you have it; given only the ``GroupChat``, the manager is
+    found when a participant first sends to it.
+    """
+    api = _require_autogen()
+    if isinstance(manager_or_groupchat, api.GroupChatManager):
+        manager: Any = manager_or_groupchat
+        groupchat = manager.groupchat
+    elif isinstance(manager_or_groupchat, api.GroupChat):
+        manager, groupchat = None, manager_or_groupchat
+    else:
+        raise TypeError(
+            "observe_groupchat needs an autogen GroupChatManager or GroupChat, "
+            f"got {type(manager_or_groupchat).__name__}"
+        )
+    for agent in groupchat.agents:
+        if isinstance(agent, api.GroupChatManager):
+            _observe_manager(agent, collector, api)
+        elif isinstance(agent, api.ConversableAgent):
+            _hook_agent(agent, collector, api)
+    group = _group_of(groupchat)
+    if group is None:
+        group = _GroupHooks(groupchat, collector)
+        _wrap_groupchat(groupchat, group)
+        setattr(groupchat, _GROUP_ATTR, group)
+    else:
+        group.collector = collector
+    if manager is not None:
+        _observe_manager(manager, collector, api)
+    return manager_or_groupchat

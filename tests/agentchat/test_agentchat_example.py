@@ -1,0 +1,45 @@
+"""The README's main command: examples/agentchat_team.py runs offline and verifies."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agentchat_team.py"
+
+
+def test_example_team_offline(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    peer_verify_cli: Callable[[str | os.PathLike[str]], tuple[int, str]],
+    peer_verify_workflow: Callable[[dict[str, Any]], list[str]],
+) -> None:
+    spec = importlib.util.spec_from_file_location("agentchat_team_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "verdict: VALID" in out and "signature    PASS" in out
+    receipt = json.loads((tmp_path / "receipt.json").read_text(encoding="utf-8"))
+    assert [(s["kind"], s["agent"]) for s in receipt["steps"]] == [
+        ("task", "manager"),
+        ("speaker_selection", "manager"),
+        ("tool_call", "planner"),
+        ("handoff", "planner"),
+        ("speaker_selection", "manager"),
+        ("approval", "analyst"),
+        ("code_execution", "analyst"),
+        ("message", "analyst"),
+        ("termination", "manager"),
+        ("close", "aer1"),
+    ]
+    code, text = peer_verify_cli(tmp_path / "receipt.json")
+    assert code == 0, text
+    assert peer_verify_workflow(receipt) == []

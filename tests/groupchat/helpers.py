@@ -1,0 +1,27 @@
+"""Helpers for the group chat tests: step sequences and recorded contents."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from aer1.groupchat import ChatResult
+
+_counter = itertools.count()
+
+
+def step_pairs(result: ChatResult) -> list[tuple[str, str]]:
+    """(kind, agent) of every step, close included."""
+    return [(s["kind"], s["agent"]) for s in result.receipt["steps"]]
+
+
+def step_contents(result: ChatResult, folder: Path) -> list[Any]:
+    """Every step's recorded content in seq order, read back from the saved evidence."""
+    path = folder / f"contents-{next(_counter)}.json"
+    result.save(str(path))
+    lines = Path(f"{path.with_suffix('')}.evidence.jsonl").read_text(encoding="utf-8").splitlines()
+    entries = [json.loads(line) for line in lines[1:]]
+    assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
+    return [e["content"] for e in entries]

@@ -1,0 +1,83 @@
+"""Importing without AutoGen, and what the receipt says about each agent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import autogen
+import pytest
+
+from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks, observe_groupchat
+
+from .support import CLIENT_NAME, make_client
+
+NO_AUTOGEN = textwrap.dedent(
+    """
+    import sys
+    sys.modules["autogen"] = None  # as if the classic API were not installed
+    from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks, observe_groupchat
+    collector = AER1AutoGenCollector(goal="no autogen")
+    for call in (lambda: attach_legacy_hooks(object(), collector), lambda: observe_groupchat(object(), collector)):
+        try:
+            call()
+        except ImportError as e:
+            print(e)
+        else:
+            raise SystemExit("no ImportError")
+    """
+)
+
+
+def test_import_needs_no_autogen_and_calls_name_the_extra() -> None:
+    done = subprocess.run([sys.executable, "-c", NO_AUTOGEN], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2
+    assert all("pip install 'aer1[legacy]'" in line for line in lines)
+
+
+def _agent(api_key: str | None, collector: AER1AutoGenCollector) -> dict[str, Any]:
+    entry = {"model": "gpt-test", "model_client_cls": CLIENT_NAME}
+    if api_key is not None:
+        entry["api_key"] = api_key
+    agent = autogen.ConversableAgent(
+        "writer",
+        system_message="You write.",
+        description="Writes the plan",
+        llm_config={"config_list": [entry], "temperature": 0.2, "cache_seed": None},
+        human_input_mode="NEVER",
+        function_map={"lookup": lambda q: q},
+    )
+    agent.register_model_client(make_client(["x"]))
+    attach_legacy_hooks(agent, collector)
+    (identity,) = collector.finalize()["agents"]
+    return dict(identity)
+
+
+def test_config_digest_binds_config_but_never_the_api_key() -> None:
+    with_key = _agent("sk-live-0123456789abcdef", AER1AutoGenCollector(goal="a"))
+    other_key = _agent("sk-live-fedcba9876543210", AER1AutoGenCollector(goal="b"))
+    without = _agent(None, AER1AutoGenCollector(goal="c"))
+    assert with_key == other_key == without
+    assert with_key["name"] == "writer"
+    assert with_key["type"] == "autogen.ConversableAgent"
+    assert with_key["description"] == "Writes the plan"
+    assert len(with_key["config_digest"]) == 64
+
+
+def test_duplicate_agent_names_are_refused() -> None:
+    collector = AER1AutoGenCollector(goal="names")
+    attach_legacy_hooks(autogen.ConversableAgent("twin", llm_config=False, system_message="one"), collector)
+    other = autogen.ConversableAgent("twin", llm_config=False, system_message="two")
+    with pytest.raises(ValueError, match="twin"):
+        attach_legacy_hooks(other, collector)
+
+
+def test_wrong_objects_are_refused() -> None:
+    collector = AER1AutoGenCollector(goal="types")
+    for call in (attach_legacy_hooks, observe_groupchat):
+        with pytest.raises(TypeError, match="got str"):
+            call("not an agent", collector)
