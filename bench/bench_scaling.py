@@ -47,13 +47,16 @@ def measure(steps: int, directory: str) -> dict[str, dict[str, Any]]:
             ver = _child("verify", who, rec["path"])
             if ver["failures"]:
                 raise RuntimeError(f"{who} receipt of {steps} steps does not verify: {ver['failures']}")
-            if best is None or rec["record_s"] < best["record"]["record_s"]:
+            if best is None:
                 best = {"record": rec, "verify": ver}
-            elif ver["verify_s"] < best["verify"]["verify_s"]:
-                best["verify"] = ver
+            else:  # the best time of each phase, each from its own run
+                if rec["record_s"] < best["record"]["record_s"]:
+                    best["record"] = rec
+                if ver["verify_s"] < best["verify"]["verify_s"]:
+                    best["verify"] = ver
+            os.unlink(rec["path"])
         assert best is not None
         out[who] = best
-        os.unlink(best["record"]["path"])
     return out
 
 
@@ -91,7 +94,7 @@ def rows_for(steps: int, m: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run(quick: bool, million: bool = False) -> list[dict[str, Any]]:
-    """Rows for 10^3, 10^4, 10^5 steps (10^5 left out when quick), and 10^6 when asked."""
+    """Rows for 10^3, 10^4, 10^5 steps (10^5 left out when quick), and 10^6 when ``million``."""
     sizes = [s for s in SIZES if not (quick and s > 10_000)] + ([MILLION] if million else [])
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="aer1-scaling-") as d:
@@ -103,4 +106,4 @@ def run(quick: bool, million: bool = False) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     from _table import format_table
 
-    print(format_table(run(quick=False, million="--million" in sys.argv)))
+    print(format_table(run(quick=False, million="--no-million" not in sys.argv)))

@@ -1,9 +1,12 @@
 """Run every benchmark and print one markdown table, ours beside the aer1-autogen collector.
 
-Usage: ``python bench/run_all.py [--quick] [--million] [--json FILE]``
+Usage: ``python bench/run_all.py [--quick] [--no-million] [--json FILE]``
 
-* ``--quick``: fewer steps and repetitions (a smoke run; numbers are noisier);
-* ``--million``: add the 10^6-step scaling rows (a few minutes and a few GB of RAM);
+A full run takes about two minutes, the 10^6-step scaling rows about half of it (and
+about 3 GB of memory for the peer's receipt at its peak).
+
+* ``--quick``: fewer steps and repetitions, no 10^5 or 10^6 rows (a smoke run; noisier);
+* ``--no-million``: leave out the 10^6-step scaling rows;
 * ``--json FILE``: also write the rows as JSON.
 
 Each module in :data:`MODULES` exposes ``run(quick: bool) -> list[dict]`` with rows in
@@ -55,10 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks; print the machine line and the table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--quick", action="store_true", help="fewer steps and repetitions")
-    p.add_argument("--million", action="store_true", help="add the 10^6-step scaling rows")
+    p.add_argument("--no-million", action="store_true", help="leave out the 10^6-step scaling rows")
     p.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = p.parse_args(argv)
-    rows, notes = collect(args.quick, args.million)
+    rows, notes = collect(args.quick, million=not (args.quick or args.no_million))
     print(f"Machine: {machine()}" + (" (quick run)" if args.quick else ""))
     print()
     print(format_table(rows))

@@ -169,7 +169,8 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         if type(n) is not int or n < 1:
             result.fail("recording_failures is not a positive integer", actual=repr(n))
     if "closed_by" in wf and (wf["closed_by"] != CLOSED_BY_RECOVERY or wf.get("status") != "incomplete"):
-        result.fail(f"closed_by is not {CLOSED_BY_RECOVERY!r} on an incomplete receipt", actual=repr(wf["closed_by"]))
+        result.fail(f"closed_by is not {CLOSED_BY_RECOVERY!r} on an incomplete receipt",
+                    actual=repr(wf["closed_by"]))
     unknown = sorted(set(wf) - _PROFILE_WORKFLOW_MEMBERS)
     if unknown:
         result.fail(f"members outside the profile: {', '.join(unknown)}")

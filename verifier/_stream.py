@@ -50,9 +50,8 @@ _MAX_MEMBER_FAILURES = 20
 _LEAF = 32
 _KEY_BYTES = 8
 _LEN_FIELD = 8
-#: Steps with at most this many members of strings and integers skip the generic limits walk.
-_FLAT_MEMBERS = 64
 _WS = re.compile(r"[ \t\n\r]*")
+_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 _NOT_PROFILE_NOTE = (
     "not an aer1-chain-v1 receipt: only the AER-1 base checks apply; step contents, agents "
     "and order are not bound beyond receipt ids and the Merkle root"
@@ -81,17 +80,6 @@ class _Hashes(Sequence[Mapping[str, str]]):
 
     def __iter__(self) -> Iterator[Mapping[str, str]]:
         return (self[i] for i in range(len(self)))
-
-
-def _flat(step: Any) -> bool:
-    """True for an object of short strings and integers: within every parse limit, nothing to walk."""
-    if type(step) is not dict or len(step) > _FLAT_MEMBERS:
-        return False
-    for v in step.values():
-        t = type(v)
-        if not (t is int or (t is str and len(v) <= MAX_STRING_CHARS)):
-            return False
-    return True
 
 
 def _jcs_key(key: str) -> bytes:
@@ -170,6 +158,7 @@ class _Walker:
         # members: failures of the step checks, grouped by step (the in-memory path cuts off after 20)
         self.step_members = CheckResult(2, "members")
         self.member_groups: list[tuple[int, int]] = []
+        self.member_failures = 0
         self.broken = False  # a step failed its members check: the later checks will not run
         # sequence
         self.order_fail: tuple[str, int, int, Any] | None = None
@@ -233,10 +222,23 @@ class _Walker:
         i = t.ws(i + 1)
         if t.char(i) == "]":
             return i + 1
+        decode, sep = self.decode, _SEP.match
         while True:
-            step, i = t.value(self.decode, i)
-            self._step(step)
-            i = t.ws(t.drop(i))
+            buf = t.buf
+            try:
+                step, end = decode(buf, i)
+            except json.JSONDecodeError:
+                step, end = t.value(decode, i)  # cut by the chunk's end, or malformed
+            else:
+                if end >= len(buf):  # a number could go on in the next chunk
+                    step, end = t.value(decode, i)
+            self._step(step, end - i)
+            i = t.drop(end)
+            m = sep(t.buf, i)
+            if m is not None and m.end() < len(t.buf):  # the usual case: ", " and the next step is here
+                i = m.end()
+                continue
+            i = t.ws(i)
             if t.char(i) == ",":
                 i = t.ws(i + 1)
                 continue
@@ -246,9 +248,8 @@ class _Walker:
 
     # -------------------------------------------------------------- checks
 
-    def _step(self, step: Any) -> None:
-        if not _flat(step):
-            check_json_value([[step]])  # the step sits two levels down, as in the whole document
+    def _step(self, step: Any, span: int) -> None:
+        """Check one step; ``span`` is the length of its JSON text."""
         i = self.n
         self.n += 1
         has_prev = isinstance(step, dict) and "prev_digest" in step
@@ -257,12 +258,18 @@ class _Walker:
         elif has_prev and not self.profile:
             raise _Fallback("a later step claims the profile")
         self.last = step
-        if len(self.step_members.failures) <= _MAX_MEMBER_FAILURES:
-            before = len(self.step_members.failures)
-            _check_step(step, i, self.profile, self.step_members)
-            if len(self.step_members.failures) > before:
-                self.member_groups.append((before, len(self.step_members.failures)))
+        flat = False
+        if self.member_failures <= _MAX_MEMBER_FAILURES:
+            before = self.member_failures
+            if _check_step(step, i, self.profile, self.step_members):
+                # a well-formed profile step holds only strings and integers; no string is longer than its text
+                flat = self.profile and span <= MAX_STRING_CHARS
+            else:
+                self.member_failures = len(self.step_members.failures)
+                self.member_groups.append((before, self.member_failures))
                 self.broken = True
+        if not flat:
+            check_json_value([[step]])  # the step sits two levels down, as in the whole document
         if self.broken:
             return
         seq, rid = step["seq"], step["receipt_id"]

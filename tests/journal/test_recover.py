@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,9 @@ def test_a_signed_recovery_verifies_with_the_trusted_key(tmp_path: Path, run_rec
     trusted = {key_id(load_public_key(TRUSTED_PUB))}
     report = verify_receipt(tmp_path / "r.json", trusted_key_ids=trusted)
     assert report.valid and report.check("signature").detail.startswith("valid signature by trusted key")
+    done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", str(tmp_path / "r.json"), "--key",
+                           str(TRUSTED_PUB)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == f"verdict: VALID (aer1-chain-v1; {STEPS + 1} steps)"
 
 
 def test_a_finalized_journal_rebuilds_the_same_receipt(tmp_path: Path) -> None:
