@@ -8,13 +8,15 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from hashlib import sha256
+from time import time_ns
 from typing import Any
 
 import orjson
 
 from . import timefmt
 from .canonical import _is_plain, canonical_bytes, normalize
-from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_hex
+from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .merkle import merkle_root_hex
@@ -33,6 +35,7 @@ from .receipt import (
 )
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
+from .timefmt import format_ns
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
 
@@ -116,7 +119,10 @@ class Collector:
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
-        self._receipt_bytes: bytes | None = None
+        # After finalize(): the receipt's members other than steps, as JSON (head, tail); the
+        # steps are rebuilt from the headers, so a finalized collector holds no second copy.
+        self._closed_parts: tuple[bytes, bytes] | None = None
+        self._closing = False  # set by finalize(): only the close step may follow
         self._final_args: tuple[Any, ...] | None = None
         self.recording_failures = 0
         self.late_records = 0
@@ -138,7 +144,7 @@ class Collector:
     @property
     def closed(self) -> bool:
         """True once ``finalize()`` has closed the chain."""
-        return self._receipt_bytes is not None
+        return self._closed_parts is not None
 
     @property
     def signed(self) -> bool:
@@ -196,20 +202,19 @@ class Collector:
             agent = DEFAULT_AGENT
         elif type(agent) is not str or not agent:
             raise ValueError(f"agent must be a non-empty string, got {agent!r}")
-        extras = None
         if reply_to is not None or target is not None or recipient is not None or call_id is not None:
-            extras = {"reply_to": reply_to, "target": target, "recipient": recipient, "call_id": call_id}
-            for name, value in extras.items():
+            for name, value in (("reply_to", reply_to), ("target", target), ("recipient", recipient),
+                                ("call_id", call_id)):
                 if value is not None and type(value) is not str:
                     raise TypeError(f"{name} must be a string, got {type(value).__name__}")
         if started_at is None or ended_at is None:
-            now = timefmt.now_ns()
+            now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
         end_ns = now if ended_at is None else timefmt.to_ns(ended_at)
         if end_ns < start_ns:
             raise ValueError("ended_at is before started_at")
         cbytes = self._content_bytes(content)
-        return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, extras)
+        return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
 
     def _append(
         self,
@@ -220,13 +225,17 @@ class Collector:
         start_ns: int,
         end_ns: int,
         cbytes: bytes,
-        extras: Mapping[str, str | None] | None,
+        reply_to: str | None = None,
+        target: str | None = None,
+        recipient: str | None = None,
+        call_id: str | None = None,
     ) -> dict[str, Any]:
-        rhash = hashlib.sha256(cbytes).hexdigest()
-        started = timefmt.format_ns(start_ns)
-        ended = started if end_ns == start_ns else timefmt.format_ns(end_ns)
+        """Chain one step (the hot path of every record: keep it flat)."""
+        rhash = sha256(cbytes).hexdigest()
+        started = format_ns(start_ns)
+        ended = started if end_ns == start_ns else format_ns(end_ns)
         with self._lock:
-            if self._receipt_bytes is not None:
+            if self._closed_parts is not None or (self._closing and kind != CLOSE_KIND):
                 raise CollectorClosedError("collector is finalized; its chain takes no new steps")
             seq = self._seq + 1
             header: dict[str, Any] = {
@@ -240,16 +249,21 @@ class Collector:
                 "status": status,
                 "prev_digest": self._head,
             }
-            if extras is not None:
-                for name, value in extras.items():
-                    if value is not None:
-                        header[name] = value
+            if reply_to is not None:
+                header["reply_to"] = reply_to
+            if target is not None:
+                header["target"] = target
+            if recipient is not None:
+                header["recipient"] = recipient
+            if call_id is not None:
+                header["call_id"] = call_id
             try:
                 hbytes = orjson.dumps(header, option=_SORT)
             except orjson.JSONEncodeError as e:
                 raise ValueError(f"step member is not valid text: {e}") from e
-            digest_hex = hashlib.sha256(STEP_TAG + hbytes).hexdigest()
-            rid = uuid8_from_hex(digest_hex)
+            h = sha256(STEP_TAG + hbytes).hexdigest()
+            # uuid8_from_hex, inlined: version nibble 8, variant bits 10
+            rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
             if self.journal is not None:
                 keep = self._sink is not None or kind == CLOSE_KIND  # the close content is always journaled
                 self.journal.write_step(rid, hbytes, cbytes if keep else None)
@@ -257,7 +271,7 @@ class Collector:
                 self._sink.write(seq, rhash, cbytes)
             # orjson's bytes keep its whole (4 KiB) output buffer: keep an exact-size copy instead.
             self._headers.append((memoryview(hbytes).tobytes(), rid))
-            self._head = digest_hex
+            self._head = h
             self._seq = seq
             if status == "error":
                 self._any_error = True
@@ -305,7 +319,7 @@ class Collector:
                 if known != identity:
                     raise ValueError(f"agent {name!r} is already registered with a different identity")
                 return dict(known)
-            if self._receipt_bytes is not None:
+            if self._closed_parts is not None or self._closing:
                 raise CollectorClosedError("collector is finalized; agents can no longer be registered")
             if self.journal is not None:
                 self.journal.write_agent(identity)
@@ -332,17 +346,20 @@ class Collector:
         """
         args = (final_answer if isinstance(final_answer, (str, type(None))) else canonical_bytes(final_answer), status)
         with self._lock:
-            if self._receipt_bytes is not None:
+            if self._closed_parts is not None:
                 if args != self._final_args:
                     raise CollectorClosedError("collector is already finalized with other arguments")
-                return dict(orjson.loads(self._receipt_bytes))
+                head_bytes, tail_bytes = self._closed_parts
+                return {**orjson.loads(head_bytes), "steps": self._steps(), **orjson.loads(tail_bytes)}
+            if status is not None and status not in WORKFLOW_STATUSES:
+                raise ValueError(f"status must be one of {', '.join(WORKFLOW_STATUSES)}; got {status!r}")
+            if self._closing:
+                raise CollectorClosedError("collector is being finalized by another caller")
+            # From here on record() refuses new steps, so the close step is the last one.
+            self._closing = True
+            failures, any_error, step_count = self.recording_failures, self._any_error, self._seq + 1
         if status is None:
-            if self.recording_failures:
-                status = "incomplete"
-            else:
-                status = "error" if self._any_error else "ok"
-        elif status not in WORKFLOW_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(WORKFLOW_STATUSES)}; got {status!r}")
+            status = "incomplete" if failures else ("error" if any_error else "ok")
         workflow: dict[str, Any] = {
             "type": WORKFLOW_TYPE,
             "version": WORKFLOW_VERSION,
@@ -358,29 +375,29 @@ class Collector:
         workflow["merkle_version"] = MERKLE_VERSION
         workflow["output_hash"] = self._output_hash(final_answer)
         workflow["verify_url"] = self.verify_url
-        if self.recording_failures:
-            workflow["recording_failures"] = self.recording_failures
-        with self._lock:
-            if self._receipt_bytes is not None:
-                raise CollectorClosedError("collector was finalized concurrently")
-            step_count = self._seq + 1
+        if failures:
+            workflow["recording_failures"] = failures
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
-        self._append(
-            CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content), None
-        )
+        self._append(CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content))
         with self._lock:
-            steps = [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
-            receipt: dict[str, Any] = {**workflow, "steps": steps}
-            receipt["merkle_root"] = merkle_root_hex([rid for _, rid in self._headers])
-            receipt["chain_head"] = self._head
+            receipt: dict[str, Any] = {**workflow, "steps": self._steps()}
+            tail: dict[str, Any] = {
+                "merkle_root": merkle_root_hex([rid for _, rid in self._headers]),
+                "chain_head": self._head,
+            }
+            receipt.update(tail)
             if self._signing_key is not None:
-                receipt["signature"] = sign_receipt(receipt, self._signing_key)
-            self._receipt_bytes = orjson.dumps(receipt)
+                tail["signature"] = receipt["signature"] = sign_receipt(receipt, self._signing_key)
+            self._closed_parts = (orjson.dumps(workflow), orjson.dumps(tail))
             self._final_args = args
             if self.journal is not None:
                 self.journal.finish(receipt)
         return receipt
+
+    def _steps(self) -> list[dict[str, Any]]:
+        """The receipt's steps, rebuilt from the stored headers."""
+        return [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
         """Offline checks of a receipt (this collector's when none is given): [] when valid."""

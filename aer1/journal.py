@@ -261,12 +261,7 @@ class Journal:
         else:
             line = b'{"type":"step","step":{"receipt_id":"%s",%s,"content":%s}\n' % (
                 receipt_id.encode(), header_bytes[1:], content)
-        try:
-            _write_all(self._fd, line)
-        except OSError as e:
-            self._fail("write", e)
-            return
-        self._written += 1
+        self._append(line)
 
     def write_agent(self, identity: Mapping[str, Any]) -> None:
         """Append a registered agent's identity."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
+from rfc3339_validator import validate_rfc3339
 
 from . import timefmt
 from .canonical import CanonicalizationError, canonical_bytes
@@ -223,8 +224,10 @@ def _check_step_members(step: dict[str, Any], seq: int) -> None:
     if step["kind"] not in KINDS or step["status"] not in STEP_STATUSES:
         raise _BadLine("kind or status is not a known value", seq)
     for name in ("started_at", "ended_at"):
-        if type(step[name]) is not str or _TS.fullmatch(step[name]) is None:
-            raise _BadLine(f"{name} is not YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
+        if type(step[name]) is not str or _TS.fullmatch(step[name]) is None or not validate_rfc3339(step[name]):
+            raise _BadLine(f"{name} is not a real date and time YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
+    if step["ended_at"] < step["started_at"]:  # one fixed-width UTC format: text order is time order
+        raise _BadLine("ended_at is before started_at", seq)
     if type(step["receipt_hash"]) is not str or _HEX64.fullmatch(step["receipt_hash"]) is None:
         raise _BadLine("receipt_hash is not 64 lowercase hex characters", seq)
 

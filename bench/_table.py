@@ -14,14 +14,16 @@ made by :func:`make_row`, with exactly the keys of :data:`ROW_KEYS`:
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
+import inspect
 import os
 import platform
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ROW_KEYS", "format_table", "machine", "make_row"]
+__all__ = ["ROW_KEYS", "format_table", "machine", "make_row", "run_standalone"]
 
 ROW_KEYS = ("name", "ours", "peer", "unit", "ratio")
 _CPUINFO = "/proc/cpuinfo"
@@ -72,3 +74,19 @@ def machine() -> str:
     """One line naming the machine and interpreter the table was measured on."""
     return (f"{_cpu()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
             f"Python {sys.version.split()[0]}, {_dt.date.today().isoformat()}")
+
+
+def run_standalone(run: Callable[..., list[dict[str, Any]]], doc: str | None, argv: Sequence[str] | None = None) -> int:
+    """Command line of one benchmark module: ``[--quick]`` (and ``[--no-million]`` where ``run``
+    takes ``million``); prints its table. A bad command line exits with code 2."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and repetitions")
+    takes_million = "million" in inspect.signature(run).parameters
+    if takes_million:
+        parser.add_argument("--no-million", action="store_true", help="leave out the 10^6-step rows")
+    args = parser.parse_args(argv)
+    kwargs: dict[str, Any] = {"quick": args.quick}
+    if takes_million:
+        kwargs["million"] = not (args.quick or args.no_million)
+    print(format_table(run(**kwargs)))
+    return 0

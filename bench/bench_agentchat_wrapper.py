@@ -27,7 +27,7 @@ import logging
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,14 @@ class ConstantClient(ChatCompletionClient):
     async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
         return CreateResult(finish_reason="stop", content="noted", usage=_USAGE, cached=False)
 
-    def create_stream(self, messages: Sequence[LLMMessage], **kwargs: Any) -> Any:
-        raise NotImplementedError("the benchmark does not stream")
+    async def create_stream(
+        self, messages: Sequence[LLMMessage], **kwargs: Any
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """The same answer as one chunk, then the result (as a streaming model ends)."""
+        result = await self.create(messages, **kwargs)
+        assert isinstance(result.content, str)
+        yield result.content
+        yield result
 
     async def close(self) -> None:
         return None

@@ -12,6 +12,7 @@ import asyncio
 import gc
 import os
 import statistics
+import sys
 import tempfile
 import time
 from functools import partial
@@ -106,6 +107,6 @@ def run(quick: bool) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from _table import format_table
+    from _table import run_standalone
 
-    print(format_table(run(quick=False)))
+    sys.exit(run_standalone(run, __doc__))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from functools import partial
 from typing import Any
@@ -98,6 +99,6 @@ def _fresh_key() -> bytes:
 
 
 if __name__ == "__main__":
-    from _table import format_table
+    from _table import run_standalone
 
-    print(format_table(run(quick=False)))
+    sys.exit(run_standalone(run, __doc__))

@@ -104,6 +104,6 @@ def run(quick: bool, million: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from _table import format_table
+    from _table import run_standalone
 
-    print(format_table(run(quick=False, million="--no-million" not in sys.argv)))
+    sys.exit(run_standalone(run, __doc__))

@@ -184,7 +184,8 @@ class AER1AutoGenCollector(Collector):
         target: str | None = None,
     ) -> dict[str, Any] | None:
         """Record a team-level step (actor :data:`MANAGER_ACTOR`); never raises."""
-        self._ac_register_manager()
+        if not self._ac_manager_registered:
+            self._ac_register_manager()
         if kind == "termination":
             self._ac_pending_termination = False
         elif kind == "task":

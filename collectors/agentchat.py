@@ -90,9 +90,24 @@ def _arguments(raw: str) -> tuple[Any, bool]:
         return raw, False
 
 
+#: Most classes whose per-class answers (below) are remembered: a run meets a handful.
+MAX_CACHED_CLASSES = 512
+# message class -> True when its content is its text (checked once per class, not per message)
+_PLAIN_TEXT: dict[type, bool] = {}
+
+
+def _is_plain_text(cls: type) -> bool:
+    plain = _PLAIN_TEXT.get(cls)
+    if plain is None:
+        plain = issubclass(cls, BaseTextChatMessage) and not issubclass(cls, (HandoffMessage, ToolCallSummaryMessage))
+        if len(_PLAIN_TEXT) < MAX_CACHED_CLASSES:
+            _PLAIN_TEXT[cls] = plain
+    return plain
+
+
 def _message_content(message: BaseChatMessage) -> Any:
-    if isinstance(message, BaseTextChatMessage) and not isinstance(message, (HandoffMessage, ToolCallSummaryMessage)):
-        return message.content
+    if _is_plain_text(type(message)):
+        return cast(BaseTextChatMessage, message).content
     try:
         dumped = message.dump()
     except Exception:  # a custom message that cannot dump: keep its text
@@ -196,6 +211,8 @@ def _handoff_targets(agent: Any) -> dict[str, str]:
 class _Turn:
     """One call of a wrapped agent: pairs tool calls and records the final message."""
 
+    __slots__ = ("agent", "collector", "handoff_calls", "reply_to", "requests", "started", "wrapper")
+
     def __init__(self, wrapper: AER1AgentWrapper, messages: Sequence[BaseChatMessage]) -> None:
         self.wrapper = wrapper
         self.collector = wrapper._collector
@@ -206,24 +223,27 @@ class _Turn:
         self.requests: dict[str, tuple[FunctionCall, float]] = {}
         self.handoff_calls: list[dict[str, Any]] = []
 
-    def observe(self, item: Any) -> None:
+    def handle(self, handler: _Handler, item: Any) -> None:
+        """Apply ``handler`` (``_handler(type(item))``) to ``item``; never raises."""
         try:
-            if isinstance(item, Response):
-                self._response(item)
-            elif isinstance(item, ToolCallRequestEvent):
-                now = time.time()
-                for call in item.content:
-                    self.requests[call.id] = (call, now)
-            elif isinstance(item, ToolCallExecutionEvent):
-                now = time.time()
-                for result in item.content:
-                    self._result(result.call_id, result.name, result.content, bool(result.is_error), now)
-            elif isinstance(item, UserInputRequestedEvent):
-                self.wrapper._input_request_id = item.request_id
+            handler(self, item)
         except Exception as e:  # observation never breaks the turn
             log.warning(
                 "aer1: could not observe %s from %r: %s: %s", type(item).__name__, self.agent, type(e).__name__, e
             )
+
+    def _requested(self, item: ToolCallRequestEvent) -> None:
+        now = time.time()
+        for call in item.content:
+            self.requests[call.id] = (call, now)
+
+    def _executed(self, item: ToolCallExecutionEvent) -> None:
+        now = time.time()
+        for result in item.content:
+            self._result(result.call_id, result.name, result.content, bool(result.is_error), now)
+
+    def _input_requested(self, item: UserInputRequestedEvent) -> None:
+        self.wrapper._input_request_id = item.request_id
 
     def _result(self, call_id: str, name: str | None, result: Any, is_error: bool, now: float) -> None:
         call, requested = self.requests.pop(call_id, (None, now))
@@ -259,38 +279,46 @@ class _Turn:
 
     def _response(self, response: Response) -> None:
         message = response.chat_message
-        if isinstance(message, HandoffMessage):
-            # Calls requested but whose result never came back still belong to the handoff.
-            for call_id, (call, _) in list(self.requests.items()):
-                if call.name in self.wrapper._handoff_targets:
-                    del self.requests[call_id]
-                    self.handoff_calls.append(
-                        {"name": call.name, "call_id": call_id, "target": self.wrapper._handoff_targets[call.name],
-                         "arguments": _arguments(call.arguments)[0], "result": None}
-                    )  # fmt: skip
-            selected = next((c["call_id"] for c in self.handoff_calls if c["target"] == message.target), None)
-            content = {
-                "message_type": type(message).__name__,
-                "message_id": message.id,
-                "target": message.target,
-                "content": message.content,
-                "context": message.context,
-                "handoff_calls": self.handoff_calls,
-                "selected_call_id": selected,
-            }
-            self.collector.safe_record(
-                "handoff", content, agent=self.agent, kind="handoff", started_at=self.started,
-                reply_to=self.reply_to, target=message.target,
-            )  # fmt: skip
+        cls = type(message)
+        if _is_plain_text(cls):  # the common case: a text message is no handoff
+            content: Any = cast(BaseTextChatMessage, message).content
+        elif isinstance(message, HandoffMessage):
+            self._handoff(message)
             return
+        else:
+            content = _message_content(message)
         self.collector.safe_record(
             "message",
-            {"message_type": type(message).__name__, "message_id": message.id, "content": _message_content(message)},
+            {"message_type": cls.__name__, "message_id": message.id, "content": content},
             agent=self.agent,
             kind="message",
             started_at=self.started,
             reply_to=self.reply_to,
         )
+
+    def _handoff(self, message: HandoffMessage) -> None:
+        # Calls requested but whose result never came back still belong to the handoff.
+        for call_id, (call, _) in list(self.requests.items()):
+            if call.name in self.wrapper._handoff_targets:
+                del self.requests[call_id]
+                self.handoff_calls.append(
+                    {"name": call.name, "call_id": call_id, "target": self.wrapper._handoff_targets[call.name],
+                     "arguments": _arguments(call.arguments)[0], "result": None}
+                )  # fmt: skip
+        selected = next((c["call_id"] for c in self.handoff_calls if c["target"] == message.target), None)
+        content = {
+            "message_type": type(message).__name__,
+            "message_id": message.id,
+            "target": message.target,
+            "content": message.content,
+            "context": message.context,
+            "handoff_calls": self.handoff_calls,
+            "selected_call_id": selected,
+        }
+        self.collector.safe_record(
+            "handoff", content, agent=self.agent, kind="handoff", started_at=self.started,
+            reply_to=self.reply_to, target=message.target,
+        )  # fmt: skip
 
     def failed(self, exc: BaseException) -> None:
         """The agent raised (or was cancelled): record unanswered calls, then the error."""
@@ -309,6 +337,27 @@ class _Turn:
         self.collector.safe_record(
             "error", error_info(exc), agent=self.agent, kind="error", status=status, started_at=self.started
         )
+
+
+_Handler = Callable[[_Turn, Any], None]
+# item class -> what a turn does with such items (None: forward only); found once per class.
+_HANDLERS: dict[type, _Handler | None] = {}
+_UNSEEN: Any = object()
+
+
+def _find_handler(cls: type) -> _Handler | None:
+    handler: _Handler | None = None
+    if issubclass(cls, Response):
+        handler = _Turn._response
+    elif issubclass(cls, ToolCallRequestEvent):
+        handler = _Turn._requested
+    elif issubclass(cls, ToolCallExecutionEvent):
+        handler = _Turn._executed
+    elif issubclass(cls, UserInputRequestedEvent):
+        handler = _Turn._input_requested
+    if len(_HANDLERS) < MAX_CACHED_CLASSES:
+        _HANDLERS[cls] = handler
+    return handler
 
 
 # ---------------------------------------------------------------------------- wrapper
@@ -343,7 +392,8 @@ class AER1AgentWrapper(BaseChatAgent):
         super().__init__(name=agent.name, description=agent.description)
         self._inner = agent
         self._collector = collector
-        self._team_aware = isinstance(collector, AER1AutoGenCollector)
+        # The collector when it also records team runs (turn order, pending termination).
+        self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._handoff_targets = _handoff_targets(agent)
         self._turns_active = 0
         self._input_request_id: str | None = None
@@ -370,10 +420,11 @@ class AER1AgentWrapper(BaseChatAgent):
         return self._inner.produced_message_types
 
     def __getattr__(self, item: str) -> Any:
-        inner = self.__dict__.get("_inner")
-        if inner is None or item.startswith("__"):
+        # Called only for names the wrapper lacks; ``_inner`` itself missing means __init__ has
+        # not set it yet. (Reading ``self.__dict__`` here would slow every later attribute read.)
+        if item == "_inner" or item.startswith("__"):
             raise AttributeError(item)
-        return getattr(inner, item)
+        return getattr(self._inner, item)
 
     def __repr__(self) -> str:
         return f"AER1AgentWrapper({self._inner!r})"
@@ -396,13 +447,19 @@ class AER1AgentWrapper(BaseChatAgent):
         """Forward the wrapped agent's stream item by item, recording as items pass."""
         turn = _Turn(self, messages)
         self._turns_active += 1
-        if self._team_aware:
-            cast(AER1AutoGenCollector, self._collector)._ac_turn_started(self)
+        if self._team_collector is not None:
+            self._team_collector._ac_turn_started(self)
         stream = self._inner.on_messages_stream(messages, cancellation_token)
         exhausted = False
+        handlers = _HANDLERS
         try:
             async for item in stream:
-                turn.observe(item)
+                # Most items (streaming chunks, thoughts) are only forwarded: one lookup each.
+                handler = handlers.get(type(item), _UNSEEN)
+                if handler is _UNSEEN:
+                    handler = _find_handler(type(item))
+                if handler is not None:
+                    turn.handle(handler, item)
                 yield item
             exhausted = True
         except GeneratorExit:
@@ -458,8 +515,10 @@ class AER1AgentWrapper(BaseChatAgent):
 
     def _instrument(self) -> None:
         inner = self._inner
-        previous = inner.__dict__.get(_OWNER_ATTR)
-        if isinstance(previous, AER1AgentWrapper):
+        # getattr/object.__setattr__, never ``inner.__dict__``: reading an instance's __dict__
+        # turns off CPython's fast attribute reads on that agent for all its later turns.
+        previous = getattr(inner, _OWNER_ATTR, None)
+        if isinstance(previous, AER1AgentWrapper) and previous._inner is inner:
             previous._uninstrument()
         if isinstance(inner, CodeExecutorAgent):
             executor = inner._code_executor
@@ -469,7 +528,7 @@ class AER1AgentWrapper(BaseChatAgent):
                 self._swap("_approval_func", observe_approval(approval, self._collector, agent=self.name))
         if isinstance(inner, UserProxyAgent):
             self._swap("input_func", self._observe_input(inner.input_func))
-        inner.__dict__[_OWNER_ATTR] = self
+        object.__setattr__(inner, _OWNER_ATTR, self)
 
     def _swap(self, attr: str, value: Any) -> None:
         self._swapped.append((attr, getattr(self._inner, attr)))
@@ -565,6 +624,10 @@ class _TeamRun:
                 observed_by="turn_order", started_at=now,
             )  # fmt: skip
 
+    def watches_events(self) -> bool:
+        """True when selections are seen in the team's events (nothing else observes them)."""
+        return self.hook is None and not self.wrapped
+
     def observe(self, item: Any) -> None:
         if self.hook is None and not self.wrapped and isinstance(item, SelectSpeakerEvent):
             self.record_selection(
@@ -639,10 +702,13 @@ class _ManagerHook:
         self._select = manager.select_speaker
         self._publish = manager.publish_message
         manager.select_speaker = self.select_speaker
-        if not (self.round_robin or self.selector or self.swarm or self.graph):
-            # Managers AutoGen ships select every speaker in select_speaker and write no chat
-            # messages; any other one (MagenticOne, custom) is also watched where it publishes.
+        # Managers AutoGen ships select every speaker in select_speaker and write no chat
+        # messages; any other one (MagenticOne, custom) is also watched where it publishes.
+        self.watch_publish = not (self.round_robin or self.selector or self.swarm or self.graph)
+        if self.watch_publish:
             manager.publish_message = self.publish_message
+        # Only a selector's functions and a selector's or orchestrator's model write notes.
+        self.takes_notes = self.selector or self.magentic
         if self.selector:
             for attr, key in (("_selector_func", "selector_func"), ("_candidate_func", "candidate_func")):
                 func = getattr(manager, attr, None)
@@ -650,7 +716,8 @@ class _ManagerHook:
                     setattr(manager, attr, self._observe_func(func, key))
         if (self.selector or self.magentic) and getattr(manager, "_model_client", None) is not None:
             manager._model_client = _ModelProbe(manager._model_client, self)
-        manager.__dict__[_HOOK_ATTR] = self
+        # Not ``manager.__dict__``: see AER1AgentWrapper._instrument (fast attribute reads).
+        object.__setattr__(manager, _HOOK_ATTR, self)
 
     def start(self, run: _TeamRun) -> None:
         self.run = run
@@ -687,7 +754,8 @@ class _ManagerHook:
         if run is None:
             return await self._select(thread)
         started = time.time()
-        self.details, self.replies = {}, []
+        if self.takes_notes:
+            self.details, self.replies = {}, []
         before = self._safely(self._before, thread) or {}
         try:
             result = await self._select(thread)
@@ -703,7 +771,8 @@ class _ManagerHook:
             details = self._safely(self._after, names, before) or before
         if names:
             run.record_selection(names, details, observed_by="select_speaker", started_at=started)
-            self.expected.update(names)
+            if self.watch_publish:  # only the publish observer reads (and empties) the counter
+                self.expected.update(names)
         return result
 
     def _safely(self, func: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any] | None:
@@ -827,8 +896,8 @@ async def _attach(team: Any, run: _TeamRun) -> _ManagerHook | None:
         manager = await _find_manager(team)
         if manager is None:
             return None
-        hook = manager.__dict__.get(_HOOK_ATTR)
-        if not isinstance(hook, _ManagerHook):
+        hook = getattr(manager, _HOOK_ATTR, None)
+        if not (isinstance(hook, _ManagerHook) and hook.manager is manager):
             hook = _ManagerHook(manager)
     except Exception as e:  # fall back to turn order
         log.info("aer1: group chat manager not observable (%s: %s); using turn order", type(e).__name__, e)
@@ -874,13 +943,14 @@ async def team_run_stream(
     stream = team.run_stream(
         task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages
     )
+    watch = run.watches_events()
     try:
         async with contextlib.aclosing(stream):
             async for item in stream:
                 if isinstance(item, TaskResult):
                     result = item
                     collector._ac_record_termination(item, team=run.team)
-                else:
+                elif watch:
                     run.observe(item)
                 yield item
     except BaseException as exc:

@@ -169,54 +169,77 @@ def was_call_recorded(collector: Collector, call_id: str, *, consume: bool = Tru
     return ledger is not None and ledger.take(call_id, consume)
 
 
-def _record_call(
-    collector: Collector,
-    *,
-    label: str,
-    agent: str | None,
-    call_id: str | None,
-    arguments: Any,
-    started_at: float,
-    result: Any = None,
-    is_error: bool = False,
-    exc: BaseException | None = None,
-    streamed: int | None = None,
-) -> None:
-    """Record one ``tool_call`` step and remember its call id when recording succeeded."""
-    ended_at = _ended(started_at)
-    content: dict[str, Any] = {
-        "name": label,
-        "call_id": call_id,
-        "arguments": arguments,
-        "result": result,
-        "is_error": is_error or exc is not None,
-    }
-    status = "error" if content["is_error"] else "ok"
-    if exc is not None:
-        content["error"] = _error_info(exc)
-        if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
-            status = "cancelled"
-    if streamed is not None:
-        content["streamed"] = streamed
-    step = collector.safe_record(
-        label,
-        content,
-        agent=_current_actor(agent),
-        kind="tool_call",
-        status=status,
-        started_at=started_at,
-        ended_at=ended_at,
-        call_id=call_id,
-    )
-    if step is not None and call_id:
-        _ledger(collector).add(call_id)
+class _ObservedCall:
+    """One observed tool call, timed from its creation; :meth:`done` records its ``tool_call`` step."""
+
+    def __init__(self, collector: Collector, label: str, agent: str | None, call_id: str | None,
+                 arguments: Any) -> None:
+        self.collector = collector
+        self.label = label
+        self.agent = agent
+        self.call_id = call_id
+        self.arguments = arguments
+        self.started_at = time.time()
+
+    def done(
+        self,
+        *,
+        result: Any = None,
+        is_error: bool = False,
+        exc: BaseException | None = None,
+        streamed: int | None = None,
+    ) -> None:
+        """Record the step and remember its call id when recording succeeded."""
+        ended_at = _ended(self.started_at)
+        content: dict[str, Any] = {
+            "name": self.label,
+            "call_id": self.call_id,
+            "arguments": self.arguments,
+            "result": result,
+            "is_error": is_error or exc is not None,
+        }
+        status = "error" if content["is_error"] else "ok"
+        if exc is not None:
+            content["error"] = _error_info(exc)
+            if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+                status = "cancelled"
+        if streamed is not None:
+            content["streamed"] = streamed
+        step = self.collector.safe_record(
+            self.label,
+            content,
+            agent=_current_actor(self.agent),
+            kind="tool_call",
+            status=status,
+            started_at=self.started_at,
+            ended_at=ended_at,
+            call_id=self.call_id,
+        )
+        if step is not None and self.call_id:
+            _ledger(self.collector).add(self.call_id)
 
 
 # ------------------------------------------------------------------------------- tools
 
 
-class _ObservedTool(BaseTool[BaseModel, BaseModel]):
+class _Delegating:
+    """Reads every attribute it does not define itself from the object it observes."""
+
+    _aer1_inner: Any
+
+    def __getattr__(self, item: str) -> Any:
+        if item.startswith("_aer1_"):
+            raise AttributeError(item)
+        return getattr(self._aer1_inner, item)
+
+    def __repr__(self) -> str:
+        return f"observed({self._aer1_inner!r})"
+
+
+class _ObservedTool(_Delegating, BaseTool[BaseModel, BaseModel]):
     """A tool that records each ``run_json`` call and otherwise behaves as the tool it wraps."""
+
+    _aer1_inner: Tool
 
     def __init__(self, inner: Tool, collector: Collector, agent: str | None, label: str | None = None) -> None:
         super().__init__(inner.args_type(), inner.return_type(), inner.name, inner.description)
@@ -268,14 +291,6 @@ class _ObservedTool(BaseTool[BaseModel, BaseModel]):
             raise TypeError(f"tool {self.name!r} ({_type_name(self._aer1_inner)}) is not a component")
         return cast(ComponentModel, dump())
 
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("_aer1_"):
-            raise AttributeError(item)
-        return getattr(self._aer1_inner, item)
-
-    def __repr__(self) -> str:
-        return f"observed({self._aer1_inner!r})"
-
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
         """Run the wrapped tool unrecorded (``run_json`` is the recorded entry point)."""
         if isinstance(self._aer1_inner, BaseTool):
@@ -292,32 +307,18 @@ class _ObservedTool(BaseTool[BaseModel, BaseModel]):
         self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None = None
     ) -> Any:
         """Run the wrapped tool and record one ``tool_call`` step around the call."""
-        label = self._aer1_label or self._aer1_inner.name
-        arguments = dict(args)
-        started_at = time.time()
+        call = self._aer1_call(call_id, args)
         try:
             value = await self._aer1_inner.run_json(args, cancellation_token, call_id=call_id)
         except BaseException as exc:
-            _record_call(
-                self._aer1_collector,
-                label=label,
-                agent=self._aer1_agent,
-                call_id=call_id,
-                arguments=arguments,
-                started_at=started_at,
-                exc=exc,
-            )
+            call.done(exc=exc)
             raise
-        _record_call(
-            self._aer1_collector,
-            label=label,
-            agent=self._aer1_agent,
-            call_id=call_id,
-            arguments=arguments,
-            started_at=started_at,
-            result=self._result_text(value),
-        )
+        call.done(result=self._result_text(value))
         return value
+
+    def _aer1_call(self, call_id: str | None, args: Mapping[str, Any]) -> _ObservedCall:
+        label = self._aer1_label or self._aer1_inner.name
+        return _ObservedCall(self._aer1_collector, label, self._aer1_agent, call_id, dict(args))
 
 
 class _ObservedStreamTool(_ObservedTool):
@@ -328,38 +329,18 @@ class _ObservedStreamTool(_ObservedTool):
     ) -> AsyncGenerator[Any, None]:
         """Forward each streamed item; record the final item as the result."""
         inner = cast(StreamTool, self._aer1_inner)
-        label = self._aer1_label or inner.name
-        arguments = dict(args)
         count = 0
         last: Any = None
-        started_at = time.time()
+        call = self._aer1_call(call_id, args)
         try:
             async for item in inner.run_json_stream(args, cancellation_token, call_id=call_id):
                 count += 1
                 last = item
                 yield item
         except BaseException as exc:  # GeneratorExit: the consumer stopped early
-            _record_call(
-                self._aer1_collector,
-                label=label,
-                agent=self._aer1_agent,
-                call_id=call_id,
-                arguments=arguments,
-                started_at=started_at,
-                exc=exc,
-                streamed=count,
-            )
+            call.done(exc=exc, streamed=count)
             raise
-        _record_call(
-            self._aer1_collector,
-            label=label,
-            agent=self._aer1_agent,
-            call_id=call_id,
-            arguments=arguments,
-            started_at=started_at,
-            result=self._result_text(last),
-            streamed=count,
-        )
+        call.done(result=self._result_text(last), streamed=count)
 
 
 def _observe_tool(
@@ -380,8 +361,10 @@ def _observe_tool(
 # -------------------------------------------------------------------------- workbenches
 
 
-class _ObservedWorkbench(Workbench):
+class _ObservedWorkbench(_Delegating, Workbench):
     """A workbench recording each ``call_tool`` and delegating everything else."""
+
+    _aer1_inner: Workbench
 
     def __init__(self, inner: Workbench, collector: Collector, agent: str | None) -> None:
         self._aer1_inner = inner
@@ -404,32 +387,17 @@ class _ObservedWorkbench(Workbench):
         call_id: str | None = None,
     ) -> ToolResult:
         """Call the tool in the wrapped workbench and record one ``tool_call`` step."""
-        recorded_args = dict(arguments or {})
-        started_at = time.time()
+        call = self._aer1_call(name, call_id, arguments)
         try:
             result = await self._aer1_inner.call_tool(name, arguments, cancellation_token, call_id)
         except BaseException as exc:
-            _record_call(
-                self._aer1_collector,
-                label=name,
-                agent=self._aer1_agent,
-                call_id=call_id,
-                arguments=recorded_args,
-                started_at=started_at,
-                exc=exc,
-            )
+            call.done(exc=exc)
             raise
-        _record_call(
-            self._aer1_collector,
-            label=name,
-            agent=self._aer1_agent,
-            call_id=call_id,
-            arguments=recorded_args,
-            started_at=started_at,
-            result=result.to_text(),
-            is_error=result.is_error,
-        )
+        call.done(result=result.to_text(), is_error=result.is_error)
         return result
+
+    def _aer1_call(self, name: str, call_id: str | None, arguments: Mapping[str, Any] | None) -> _ObservedCall:
+        return _ObservedCall(self._aer1_collector, name, self._aer1_agent, call_id, dict(arguments or {}))
 
     async def start(self) -> None:
         await self._aer1_inner.start()
@@ -462,14 +430,6 @@ class _ObservedWorkbench(Workbench):
         """The wrapped workbench's component model."""
         return self._aer1_inner.dump_component()
 
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("_aer1_"):
-            raise AttributeError(item)
-        return getattr(self._aer1_inner, item)
-
-    def __repr__(self) -> str:
-        return f"observed({self._aer1_inner!r})"
-
 
 class _ObservedStreamWorkbench(_ObservedWorkbench):
     """An observed workbench that also streams (``call_tool_stream``): one step per stream."""
@@ -483,10 +443,9 @@ class _ObservedStreamWorkbench(_ObservedWorkbench):
     ) -> AsyncGenerator[Any | ToolResult, None]:
         """Forward each streamed item; record the final ``ToolResult``."""
         inner = cast(Any, self._aer1_inner)
-        recorded_args = dict(arguments or {})
         count = 0
         final: ToolResult | None = None
-        started_at = time.time()
+        call = self._aer1_call(name, call_id, arguments)
         try:
             async for item in inner.call_tool_stream(name, arguments, cancellation_token, call_id):
                 count += 1
@@ -494,27 +453,12 @@ class _ObservedStreamWorkbench(_ObservedWorkbench):
                     final = item
                 yield item
         except BaseException as exc:
-            _record_call(
-                self._aer1_collector,
-                label=name,
-                agent=self._aer1_agent,
-                call_id=call_id,
-                arguments=recorded_args,
-                started_at=started_at,
-                exc=exc,
-                streamed=count,
-            )
+            call.done(exc=exc, streamed=count)
             raise
-        _record_call(
-            self._aer1_collector,
-            label=name,
-            agent=self._aer1_agent,
-            call_id=call_id,
-            arguments=recorded_args,
-            started_at=started_at,
-            streamed=count,
+        call.done(
             result=final.to_text() if final is not None else None,
             is_error=final.is_error if final is not None else False,
+            streamed=count,
         )
 
 
@@ -592,8 +536,10 @@ def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str |
 # ------------------------------------------------------------------------ code execution
 
 
-class _ObservedCodeExecutor(CodeExecutor):
+class _ObservedCodeExecutor(_Delegating, CodeExecutor):
     """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
+
+    _aer1_inner: CodeExecutor
 
     def __init__(self, inner: CodeExecutor, collector: Collector, agent: str) -> None:
         self._aer1_inner = inner
@@ -669,14 +615,6 @@ class _ObservedCodeExecutor(CodeExecutor):
     def dump_component(self) -> ComponentModel:
         """The wrapped executor's component model."""
         return self._aer1_inner.dump_component()
-
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("_aer1_"):
-            raise AttributeError(item)
-        return getattr(self._aer1_inner, item)
-
-    def __repr__(self) -> str:
-        return f"observed({self._aer1_inner!r})"
 
 
 def observe_code_executor(executor: CodeExecutor, collector: Collector, *, agent: str) -> CodeExecutor:

@@ -16,6 +16,7 @@ steps then depend on what the model decides.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
@@ -147,6 +148,20 @@ def main(out_dir: Path, live: bool = False) -> int:
     return int(report.exit_code)
 
 
+def parse_out_dir(argv: list[str] | None = None) -> tuple[Path, bool]:
+    """OUT_DIR (created) and --live from the command line; a bad command line exits with code 2."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/agentchat"), metavar="OUT_DIR")
+    parser.add_argument("--live", action="store_true", help="use gpt-4o-mini (needs OPENAI_API_KEY)")
+    args = parser.parse_args(argv)
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
+    out_dir: Path = args.out_dir
+    return out_dir, bool(args.live)
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--live"]
-    sys.exit(main(Path(args[0]) if args else Path("out/agentchat"), live="--live" in sys.argv[1:]))
+    out_dir, live = parse_out_dir()
+    sys.exit(main(out_dir, live=live))

@@ -12,6 +12,7 @@ prints the verdict and a timeline.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from pathlib import Path
@@ -139,5 +140,18 @@ def main(out_dir: Path) -> int:
     return int(report.exit_code)
 
 
+def parse_out_dir(argv: list[str] | None = None) -> Path:
+    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/builtin_groupchat"), metavar="OUT_DIR")
+    args = parser.parse_args(argv)
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
+    out_dir: Path = args.out_dir
+    return out_dir
+
+
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/builtin_groupchat")))
+    sys.exit(main(parse_out_dir()))

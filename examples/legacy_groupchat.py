@@ -14,6 +14,7 @@ and prints the verdict and a timeline.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -126,8 +127,7 @@ def build(work_dir: Path) -> tuple[autogen.ConversableAgent, autogen.GroupChatMa
     return user, manager
 
 
-def main(argv: list[str]) -> int:
-    out_dir = Path(argv[1] if len(argv) > 1 else "out/legacy_groupchat")
+def main(out_dir: Path) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     user, manager = build(out_dir / "work")
 
@@ -148,5 +148,18 @@ def main(argv: list[str]) -> int:
     return 0 if report.valid and not failures else 1
 
 
+def parse_out_dir(argv: list[str] | None = None) -> Path:
+    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/legacy_groupchat"), metavar="OUT_DIR")
+    args = parser.parse_args(argv)
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
+    out_dir: Path = args.out_dir
+    return out_dir
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(parse_out_dir()))

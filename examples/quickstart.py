@@ -8,6 +8,7 @@ out/quickstart), signed with a fresh key whose public half is OUT_DIR/signing.pu
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -56,8 +57,21 @@ def main(out_dir: Path) -> int:
     for check in report.checks:
         print(f"  {check.number} {check.name:<12} {check.status:<11} {check.detail}")
     print(f"verdict: {report.verdict}")
-    return report.exit_code
+    return int(report.exit_code)
+
+
+def parse_out_dir(argv: list[str] | None = None) -> Path:
+    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/quickstart"), metavar="OUT_DIR")
+    args = parser.parse_args(argv)
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
+    out_dir: Path = args.out_dir
+    return out_dir
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/quickstart")))
+    sys.exit(main(parse_out_dir()))

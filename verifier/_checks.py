@@ -184,7 +184,7 @@ _TWO_TS = re.compile(
     r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
     r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
 )
-_HEX128 = re.compile(r"[0-9a-f]{128}")
+_HEX_DIGITS = "0123456789abcdef"
 
 
 def _profile_step_ok(step: Any) -> bool:
@@ -208,7 +208,10 @@ def _profile_step_ok(step: Any) -> bool:
     m = _TWO_TS.fullmatch(started + ended)
     if m is None or ended < started or not _date_ok(m.group(1)) or not _date_ok(m.group(2)):
         return False
-    if _HEX128.fullmatch(rh + prev) is None or type(rid) is not str or _UUID.fullmatch(rid) is None:
+    # hex: 64 characters that all strip away (str.strip stops at the first other character)
+    if len(rh) != 64 or len(prev) != 64 or rh.strip(_HEX_DIGITS) or prev.strip(_HEX_DIGITS):
+        return False
+    if type(rid) is not str or _UUID.fullmatch(rid) is None:
         return False
     if len(keys) > len(_PROFILE_STEP_REQUIRED):
         for name in STEP_OPTIONAL_MEMBERS:

@@ -65,6 +65,8 @@ def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
         return None
     ids = set()
     for src in sources:
+        if os.path.isdir(src):
+            raise _UsageError(f"key file {src} is a directory (use --trusted-keys for a directory of keys)")
         if not os.path.isfile(src):
             raise _UsageError(f"key file {src} does not exist")
         try:
@@ -123,6 +125,8 @@ def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.evidence and len(args.paths) != 1:
         raise _UsageError("--evidence goes with exactly one receipt")
+    if args.evidence and os.path.isdir(args.evidence):
+        raise _UsageError(f"--evidence {args.evidence}: a directory, not an evidence file")
     if args.evidence and not os.path.isfile(args.evidence):
         raise _UsageError(f"--evidence {args.evidence}: no such file")
     trusted = _trusted_ids(args)

@@ -138,8 +138,8 @@ def _notices(result: SandboxResult, limits: SandboxLimits) -> list[str]:
     return notices
 
 
-def _join(parts: Iterable[str]) -> str:
-    """Concatenate, starting each non-empty part on a new line."""
+def join_outputs(parts: Iterable[str]) -> str:
+    """Concatenate outputs, starting each non-empty one on a new line."""
     text = ""
     for part in parts:
         if part and text and not text.endswith("\n"):
@@ -198,7 +198,7 @@ def execute_code_blocks(
             exit_code = REFUSED_EXIT_CODE
             break
         result = sandbox.run(command_for(block), work_dir=work_dir, limits=limits)
-        parts.append(_join([result.output, *(n + "\n" for n in _notices(result, limits))]))
+        parts.append(join_outputs([result.output, *(n + "\n" for n in _notices(result, limits))]))
         timed_out = timed_out or result.timed_out
         truncated = truncated or result.output_truncated
         hit += [name for name in result.limits_hit if name not in hit]
@@ -207,7 +207,7 @@ def execute_code_blocks(
             break
     return CodeResult(
         exit_code=exit_code,
-        output=_join(parts),
+        output=join_outputs(parts),
         sandbox=sandbox.name,
         timed_out=timed_out,
         output_truncated=truncated,

@@ -14,16 +14,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .code import SUPPORTED_LANGUAGES, execute_code_blocks, extract_code_blocks
+from .code import SUPPORTED_LANGUAGES, execute_code_blocks, extract_code_blocks, join_outputs
 from .context import TurnContext
 from .history import HistoryView
 from .messages import Message, text_of
-from .sandbox import DEFAULT_LIMITS, Sandbox, SandboxLimits, SandboxUnavailableError, default_sandbox
+from .sandbox import (
+    BWRAP_PATH,
+    DEFAULT_LIMITS,
+    Sandbox,
+    SandboxLimits,
+    SandboxUnavailableError,
+    UnsandboxedExecutor,
+    default_sandbox,
+)
 
 NO_CODE_REPLY = "No code blocks to execute."
 SUCCEEDED = "execution succeeded"
 FAILED = "execution failed"
-UNSANDBOXED_NAME = "none"
 
 
 def result_text(exit_code: int, output: str) -> str:
@@ -31,22 +38,12 @@ def result_text(exit_code: int, output: str) -> str:
     return f"exitcode: {exit_code} ({SUCCEEDED if exit_code == 0 else FAILED})\nCode output:\n{output}"
 
 
-def join_outputs(parts: list[str]) -> str:
-    """Concatenate block outputs, starting each non-empty one on a new line."""
-    text = ""
-    for part in parts:
-        if part and text and not text.endswith("\n"):
-            text += "\n"
-        text += part
-    return text
-
-
 class CodeExecutor:
     """Runs code blocks from the latest message inside ``sandbox`` with ``work_dir`` as its disk.
 
-    With ``sandbox=None`` the best sandbox available is used; when there is none this
-    raises ``SandboxUnavailableError`` unless ``allow_unsandboxed=True``. An explicitly
-    given unsandboxed executor needs ``allow_unsandboxed=True`` too.
+    With ``sandbox=None`` the best sandbox available is used (bubblewrap at ``bwrap``); when
+    there is none this raises ``SandboxUnavailableError`` unless ``allow_unsandboxed=True``.
+    An explicitly given unsandboxed executor needs ``allow_unsandboxed=True`` too.
     """
 
     def __init__(
@@ -58,10 +55,11 @@ class CodeExecutor:
         allow_unsandboxed: bool = False,
         limits: SandboxLimits = DEFAULT_LIMITS,
         description: str = "Runs the python, sh and bash code blocks of the latest message in a sandbox.",
+        bwrap: str = BWRAP_PATH,
     ) -> None:
         if sandbox is None:
-            sandbox = default_sandbox(allow_unsandboxed=allow_unsandboxed)
-        elif sandbox.name == UNSANDBOXED_NAME and not allow_unsandboxed:
+            sandbox = default_sandbox(allow_unsandboxed=allow_unsandboxed, bwrap=bwrap)
+        elif sandbox.name == UnsandboxedExecutor.name and not allow_unsandboxed:
             raise SandboxUnavailableError(
                 "the given executor runs code without isolation; pass allow_unsandboxed=True to opt out explicitly"
             )

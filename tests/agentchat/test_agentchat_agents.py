@@ -248,6 +248,18 @@ async def test_code_executor_with_model_client(
     assert contents[2]["content"] == "it printed hi"
 
 
+async def test_wrapping_again_moves_the_hooks(collector: AER1AutoGenCollector, check: Check, tmp_path: Path) -> None:
+    inner = CodeExecutorAgent("runner", code_executor=_executor(tmp_path), approval_func=_decisions(True))
+    first = AER1AutoGenCollector(goal="the first wrapper's collector")
+    AER1AgentWrapper(inner, first)
+    runner = AER1AgentWrapper(inner, collector)
+    result = await runner.run(task="```python\nprint('moved')\n```")
+    receipt, contents = check(collector, result)
+    assert pairs(receipt) == [("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE]
+    assert contents[1]["output"] == "moved\n"
+    assert first.step_count == 0
+
+
 async def test_wrapper_is_invisible(collector: AER1AutoGenCollector, scripted: Scripted) -> None:
     inner = AssistantAgent("alice", model_client=scripted(["hello"]), handoffs=["bob"], description="Alice plans.")
     agent = AER1AgentWrapper(inner, collector)

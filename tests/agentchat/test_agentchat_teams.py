@@ -391,8 +391,11 @@ async def test_unobserved_termination_when_caller_stops_reading(
             break
     await stream.aclose()
     receipt, contents = check(collector)
-    assert pairs(receipt)[:3] == [TASK, ("speaker_selection", "manager"), ("message", "alice")]
-    assert pairs(receipt)[-2:] == [TERM, CLOSE]
+    # The runtime may run ahead of the reader: up to the two remaining turns are recorded too.
+    turn = [("speaker_selection", "manager"), ("message", "alice")]
+    turns = (len(receipt["steps"]) - 3) // 2
+    assert 1 <= turns <= 3
+    assert pairs(receipt) == [TASK, *turn * turns, TERM, CLOSE]
     term = contents[-2]
     assert term["observed"] is False and term["stop_reason"] is None
     assert term["note"] == "the caller stopped reading the stream before the team ended"

@@ -6,22 +6,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from autogen_core.models import CreateResult, ModelFamily, ModelInfo
+from autogen_core.models import CreateResult
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1 import Collector
-from aer1.receipt import evidence_path_for
 
-#: Model info for a scripted client that AssistantAgent lets call tools.
-FUNCTION_CALLING = ModelInfo(
-    vision=False,
-    function_calling=True,
-    json_output=False,
-    family=ModelFamily.UNKNOWN,
-    structured_output=False,
-)
+from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
+from ..scripted_models import scripted_client
 
 Finish = Callable[..., tuple[dict[str, Any], dict[int, Any]]]
 
@@ -35,37 +27,18 @@ def collector() -> Collector:
 @pytest.fixture
 def scripted() -> Callable[[Sequence[str | CreateResult]], ReplayChatCompletionClient]:
     """Make a replay client that declares function calling."""
-
-    def make(replies: Sequence[str | CreateResult]) -> ReplayChatCompletionClient:
-        return ReplayChatCompletionClient(list(replies), model_info=FUNCTION_CALLING)
-
-    return make
-
-
-def _read_evidence(path: str) -> dict[int, Any]:
-    lines = Path(path).read_bytes().splitlines()
-    out: dict[int, Any] = {}
-    for line in lines[1:]:
-        entry = orjson.loads(line)
-        out[entry["seq"]] = entry["content"]
-    return out
+    return scripted_client
 
 
 @pytest.fixture
-def finish(
-    tmp_path: Path,
-    peer_verify_cli: Callable[[str], tuple[int, str]],
-    peer_verify_workflow: Callable[[dict[str, Any]], list[str]],
-) -> Finish:
-    """Finalize, verify with ours and both peer verifiers, save; return (receipt, evidence by seq)."""
+def finish(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow) -> Finish:
+    """Finalize, verify with ours (memory and file+evidence) and both peers; (receipt, evidence by seq)."""
 
     def run(collector: Collector, final_answer: Any = None) -> tuple[dict[str, Any], dict[int, Any]]:
         receipt = collector.finalize(final_answer)
         assert collector.verify(receipt) == []
         path = collector.save(str(tmp_path / "receipt.json"), workflow=receipt)
-        code, out = peer_verify_cli(path)
-        assert code == 0, out
-        assert peer_verify_workflow(receipt) == []
-        return receipt, _read_evidence(evidence_path_for(path))
+        verify_everywhere(path, receipt, peer_verify_cli, peer_verify_workflow)
+        return receipt, evidence_contents(path)
 
     return run

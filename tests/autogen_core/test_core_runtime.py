@@ -29,7 +29,6 @@ from autogen_core.models import (
     FunctionExecutionResult,
     FunctionExecutionResultMessage,
     LLMMessage,
-    RequestUsage,
     SystemMessage,
     UserMessage,
 )
@@ -39,6 +38,8 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1 import Collector
 from aer1.collectors.autogen_core import AER1InterventionHandler, observe_tools, was_call_recorded
+
+from ..scripted_models import function_calls
 
 Scripted = Callable[[Sequence[str | CreateResult]], ReplayChatCompletionClient]
 CLOSE = ("close", "aer1")
@@ -80,15 +81,6 @@ def stock_tools() -> list[Tool]:
         FunctionTool(get_stock_price, description="Get the stock price."),
         FunctionTool(broken_feed, description="A broken price feed."),
     ]
-
-
-def call_turn(*calls: FunctionCall) -> CreateResult:
-    return CreateResult(
-        content=list(calls),
-        finish_reason="function_calls",
-        usage=RequestUsage(prompt_tokens=1, completion_tokens=1),
-        cached=False,
-    )
 
 
 def kinds(receipt: dict[str, Any]) -> list[tuple[str, str]]:
@@ -153,7 +145,7 @@ async def run_tool_use_agent(
 
 
 TOOL_USE_SCRIPT: list[str | CreateResult] = [
-    call_turn(
+    function_calls(
         FunctionCall(id="c1", name="get_stock_price", arguments='{"ticker": "NVDA", "date": "2024/06/01"}'),
         FunctionCall(id="c2", name="broken_feed", arguments='{"ticker": "NVDA"}'),
     ),
@@ -258,8 +250,8 @@ class Spy(DefaultInterventionHandler):
 
 
 CALLER_SCRIPT: list[str | CreateResult] = [
-    call_turn(FunctionCall(id="t1", name="get_stock_price", arguments='{"ticker": "NVDA", "date": "2024/06/01"}')),
-    call_turn(FunctionCall(id="t2", name="broken_feed", arguments='{"ticker": "NVDA"}')),
+    function_calls(FunctionCall(id="t1", name="get_stock_price", arguments='{"ticker": "NVDA", "date": "2024/06/01"}')),
+    function_calls(FunctionCall(id="t2", name="broken_feed", arguments='{"ticker": "NVDA"}')),
     "NVDA: 140.05; the feed is down.",
 ]
 

@@ -11,7 +11,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
 from autogen_core import CancellationToken, FunctionCall
-from autogen_core.models import CreateResult, RequestUsage
+from autogen_core.models import CreateResult
 from autogen_core.tools import (
     BaseStreamTool,
     BaseTool,
@@ -26,6 +26,8 @@ from pydantic import BaseModel
 
 from aer1 import Collector
 from aer1.collectors.autogen_core import RUNTIME_ACTOR, observe_tools, was_call_recorded
+
+from ..scripted_models import function_calls
 
 SLOW_TOOL_SECONDS = 0.2
 CLOSE = ("close", "aer1")
@@ -77,13 +79,7 @@ def when(stamp: str) -> dt.datetime:
 
 
 def calls_result(calls: Sequence[FunctionCall], text: str = "done") -> list[str | CreateResult]:
-    first = CreateResult(
-        content=list(calls),
-        finish_reason="function_calls",
-        usage=RequestUsage(prompt_tokens=1, completion_tokens=1),
-        cached=False,
-    )
-    return [first, text]
+    return [function_calls(*calls), text]
 
 
 async def test_schemas_and_identity_are_preserved(collector: Collector) -> None:
@@ -241,7 +237,7 @@ async def test_assistant_agent_parallel_calls_are_invisible_and_recorded(
     for step in slow:
         assert when(step["ended_at"]) - when(step["started_at"]) >= dt.timedelta(seconds=SLOW_TOOL_SECONDS)
     assert max(when(s["started_at"]) for s in slow) < min(when(s["ended_at"]) for s in slow)
-    # What part A's fallback pairing will skip, and what it must record itself.
+    # What the AgentChat wrapper's event pairing skips (recorded here), and what it records itself.
     assert [was_call_recorded(collector, f"call-{n}") for n in range(1, 7)] == [True] * 4 + [False] * 2
 
 

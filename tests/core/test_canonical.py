@@ -12,6 +12,7 @@ from decimal import Decimal
 from pathlib import PurePosixPath
 
 import orjson
+import pydantic
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -186,9 +187,7 @@ def test_normalization_rules() -> None:
 
 
 def test_pydantic_models_are_dumped_in_json_mode() -> None:
-    pydantic = pytest.importorskip("pydantic")
-
-    class Msg(pydantic.BaseModel):  # type: ignore[misc,name-defined]
+    class Msg(pydantic.BaseModel):
         source: str
         when: dt.datetime
 

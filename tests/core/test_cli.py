@@ -45,7 +45,7 @@ def test_json_shape(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["verdict"] == "VALID" and doc["exit_code"] == 0 and doc["profile"] == "aer1-chain-v1"
     assert [c["name"] for c in doc["checks"]] == ["parse", "members", "sequence", "merkle_root", "chain",
                                                   "signature", "evidence", "expected"]
-    assert doc["check" + "s"][5]["detail"].startswith("valid signature; signed by an untrusted key")
+    assert doc["checks"][5]["detail"].startswith("valid signature; signed by an untrusted key")
     assert doc["failures"] == []
 
 
@@ -196,3 +196,10 @@ def test_aer1_verify_subcommand_and_show(saved: Path, capsys: pytest.CaptureFixt
     assert aer1_main(["show", str(saved)]) == 0
     out = capsys.readouterr().out
     assert "handoff" in out and "alice -> bob" in out
+
+
+def test_directories_given_as_files_are_named(saved: Path, tmp_path: Path) -> None:
+    done = _cli(str(saved), "--evidence", str(tmp_path))
+    assert done.returncode == 2 and "a directory, not an evidence file" in done.stderr
+    done = _cli(str(saved), "--key", str(tmp_path))
+    assert done.returncode == 2 and "is a directory" in done.stderr

@@ -109,13 +109,15 @@ def test_error_steps_make_the_workflow_status_error() -> None:
     assert c.finalize()["status"] == "error"
 
 
-def test_threads_and_tasks_record_in_exact_seq_order() -> None:
+def test_threads_and_tasks_record_in_exact_seq_order(tmp_path: Path) -> None:
     c = Collector(goal="g")
-    n_threads, per_thread = 8, 200
+    n_threads, per_thread, n_tasks, per_task = 8, 200, 4, 50
+    seqs: dict[str, list[int]] = {}
 
     def work(t: int) -> None:
+        mine = seqs.setdefault(f"a{t}", [])
         for i in range(per_thread):
-            c.record("message", {"t": t, "i": i}, agent=f"a{t}")
+            mine.append(c.record("message", {"by": f"a{t}", "i": i}, agent=f"a{t}")["seq"])
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(n_threads)]
     for th in threads:
@@ -125,16 +127,31 @@ def test_threads_and_tasks_record_in_exact_seq_order() -> None:
 
     async def async_work() -> None:
         async def one(t: int) -> None:
-            for i in range(50):
-                c.record("message", {"task": t, "i": i}, agent=f"task{t}")
+            mine = seqs.setdefault(f"task{t}", [])
+            for i in range(per_task):
+                mine.append(c.record("message", {"by": f"task{t}", "i": i}, agent=f"task{t}")["seq"])
                 await asyncio.sleep(0)
 
-        await asyncio.gather(*(one(t) for t in range(4)))
+        await asyncio.gather(*(one(t) for t in range(n_tasks)))
 
     asyncio.run(async_work())
     r = c.finalize()
-    assert len(r["steps"]) == n_threads * per_thread + 200 + 1
-    assert verify_receipt(r).valid
+    total = n_threads * per_thread + n_tasks * per_task
+    # Every record() got its own seq, each writer's seqs rise in the order it recorded,
+    # the tasks recorded after the threads, and the steps are stored in seq order.
+    assert sorted(s for mine in seqs.values() for s in mine) == list(range(1, total + 1))
+    assert all(mine == sorted(mine) for mine in seqs.values())
+    assert min(min(seqs[f"task{t}"]) for t in range(n_tasks)) == n_threads * per_thread + 1
+    assert [s["seq"] for s in r["steps"]] == list(range(1, total + 2))
+    by_seq = {s: agent for agent, mine in seqs.items() for s in mine}
+    assert [s["agent"] for s in r["steps"][:-1]] == [by_seq[n] for n in range(1, total + 1)]
+    # The evidence holds each writer's contents at the seqs record() returned.
+    c.save(tmp_path / "r.json", workflow=r)
+    lines = (tmp_path / "r.evidence.jsonl").read_text().splitlines()[1:-1]
+    contents = {json.loads(line)["seq"]: json.loads(line)["content"] for line in lines}
+    for agent, mine in seqs.items():
+        assert [contents[s] for s in mine] == [{"by": agent, "i": i} for i in range(len(mine))]
+    assert verify_receipt(tmp_path / "r.json").valid
 
 
 def test_default_redaction_keeps_secrets_out_of_hashes_and_evidence(tmp_path: Path) -> None:
@@ -233,3 +250,27 @@ def test_bad_constructor_arguments_are_named() -> None:
         Collector(goal="g", verify_url="ftp://x")
     with pytest.raises(TypeError, match="redact"):
         Collector(goal="g", redact=3)  # type: ignore[arg-type]
+
+
+def test_records_racing_finalize_never_follow_the_close_step() -> None:
+    """Threads still recording while finalize() runs become late records; the chain stays valid."""
+    for _ in range(30):
+        c = Collector(goal="g", evidence=False)
+        stop = threading.Event()
+
+        def writer(c: Collector = c, stop: threading.Event = stop) -> None:
+            while not stop.is_set():
+                c.safe_record("message", {"x": 1}, agent="w")
+
+        threads = [threading.Thread(target=writer) for _ in range(3)]
+        for th in threads:
+            th.start()
+        for i in range(50):
+            c.record("message", {"i": i}, agent="main")
+        receipt = c.finalize()
+        stop.set()
+        for th in threads:
+            th.join()
+        assert receipt["steps"][-1]["kind"] == "close"
+        assert verify_receipt(receipt).valid, [f.reason for f in verify_receipt(receipt).failures]
+        assert c.finalize() == receipt

@@ -42,11 +42,19 @@ def test_peer_verifiers_miss_edits_that_ours_catch(tmp_path: Path, peer_verify_c
     assert not report.valid and report.failures[0].check == "chain"
 
 
-def test_peer_collector_receipts_pass_our_base_checks_with_an_honest_report(peer_module: Any) -> None:
+async def test_peer_collector_receipts_pass_our_base_checks_with_an_honest_report(peer_module: Any) -> None:
+    """The peer's documented usage, run for real: its receipt passes the AER-1 base checks."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.teams import RoundRobinGroupChat
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
     collector = peer_module.AER1AutoGenCollector(goal="peer run")
-    collector._add_step("message", {"content": "hi"}, agent="alice")
-    collector._add_step("search", {"q": "x"}, agent="alice")
-    receipt = collector.finalize(final_answer="done")
+    client = ReplayChatCompletionClient(["draft: research, build, ship", "review: looks good"])
+    alice = peer_module.AER1AgentWrapper(AssistantAgent("alice", model_client=client), collector)
+    bob = peer_module.AER1AgentWrapper(AssistantAgent("bob", model_client=client), collector)
+    result = await RoundRobinGroupChat([alice, bob], max_turns=2).run(task="Plan the product launch")
+    receipt = collector.finalize(final_answer=result.messages[-1].content)
+    assert len(receipt["steps"]) == 2
     report = verify_receipt(receipt)
     assert report.valid, [f.reason for f in report.failures]
     assert report.profile is None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
 from aer1.groupchat import ChatResult
+
+from ..receipts import evidence_contents
 
 _counter = itertools.count()
 
@@ -21,7 +22,4 @@ def step_contents(result: ChatResult, folder: Path) -> list[Any]:
     """Every step's recorded content in seq order, read back from the saved evidence."""
     path = folder / f"contents-{next(_counter)}.json"
     result.save(str(path))
-    lines = Path(f"{path.with_suffix('')}.evidence.jsonl").read_text(encoding="utf-8").splitlines()
-    entries = [json.loads(line) for line in lines[1:]]
-    assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
-    return [e["content"] for e in entries]
+    return list(evidence_contents(path).values())

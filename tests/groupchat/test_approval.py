@@ -64,7 +64,7 @@ class Reviewer:
         return self.answers.pop(0)
 
 
-def delete_call(call_id: str, path: str = "/tmp/x") -> dict[str, Any]:
+def delete_call(call_id: str, path: str = "/srv/old.csv") -> dict[str, Any]:
     arguments = json.dumps({"path": path})
     return {"id": call_id, "type": "function", "function": {"name": "delete", "arguments": arguments}}
 
@@ -112,21 +112,21 @@ def test_granted_runs_once_and_the_executor_does_not_ask_again(
     files, gate, own = Files(), Reviewer(True), Reviewer()
     result = chat([ask(delete_call("c1")), DONE], executor(files, CallbackApproval(gate), CallbackApproval(own)))
     assert step_pairs(result) == pairs(GATED)
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert len(gate.asked) == 1 and own.asked == []
     request = gate.asked[0]
     assert (request.run_id, request.call_id, request.tool, dict(request.arguments)) == (
         result.run_id,
         "c1",
         "delete",
-        {"path": "/tmp/x"},
+        {"path": "/srv/old.csv"},
     )
     [approval] = contents_of(result, tmp_path, "approval")
     assert approval == {
         "approval_id": request.approval_id,
         "call_id": "c1",
         "tool": "delete",
-        "arguments": {"path": "/tmp/x"},
+        "arguments": {"path": "/srv/old.csv"},
         "arguments_digest": request.digest,
         "decided_by": "gate",
         "port": "callback",
@@ -137,7 +137,7 @@ def test_granted_runs_once_and_the_executor_does_not_ask_again(
     }
     [tool_call] = contents_of(result, tmp_path, "tool_call")
     assert tool_call["approval_id"] == request.approval_id
-    assert tool_call["result"] == "deleted /tmp/x" and tool_call["is_error"] is False
+    assert tool_call["result"] == "deleted /srv/old.csv" and tool_call["is_error"] is False
     check_receipt(result)
 
 
@@ -183,7 +183,7 @@ def test_deferred_answers_approval_required_then_a_resolved_retry_runs(
     assert step_pairs(result) == pairs(GATED, GATED)
     first = result.messages[2]["tool_responses"][0]["content"]
     assert first.startswith("approval required: apr_")
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert port.pending == {}
     approvals = contents_of(result, tmp_path, "approval")
     assert [(a["port"], a["decision"], a["call_id"]) for a in approvals] == [
@@ -200,16 +200,17 @@ def test_an_approval_that_edits_the_arguments_is_refused(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
     files = Files()
-    edit = ApprovalDecision("approved", "only the copy", {"path": "/tmp/x.copy"})
-    same = ApprovalDecision("approved", "fine as is", {"path": "/tmp/y"})
+    edit = ApprovalDecision("approved", "only the copy", {"path": "/srv/old.csv.copy"})
+    same = ApprovalDecision("approved", "fine as is", {"path": "/srv/new.csv"})
     gate = Reviewer(edit, same)
-    result = chat([ask(delete_call("c1"), delete_call("c2", "/tmp/y")), DONE], executor(files, CallbackApproval(gate)))
+    turns = [ask(delete_call("c1"), delete_call("c2", "/srv/new.csv")), DONE]
+    result = chat(turns, executor(files, CallbackApproval(gate)))
     assert step_pairs(result) == pairs(GATED + GATED)
-    assert files.deleted == ["/tmp/y"]
+    assert files.deleted == ["/srv/new.csv"]
     approvals = contents_of(result, tmp_path, "approval")
     assert [(a["decision"], a["edited"]) for a in approvals] == [("denied", True), ("approved", False)]
     assert approvals[0]["reason"] == "the approval edited the arguments; edits are not applied"
-    assert approvals[0]["arguments"] == {"path": "/tmp/x"}
+    assert approvals[0]["arguments"] == {"path": "/srv/old.csv"}
     error = json.loads(result.messages[2]["tool_responses"][0]["content"])["error"]
     assert error["kind"] == "approval-denied"
     check_receipt(result)
@@ -221,7 +222,7 @@ def test_a_replayed_call_gets_no_token_and_is_denied_without_an_executor_port(
     files, gate = Files(), Reviewer(True)
     result = chat([ask(delete_call("c1")), ask(delete_call("c1")), DONE], executor(files, CallbackApproval(gate)))
     assert step_pairs(result) == pairs(GATED, GATED)
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert len(gate.asked) == 1
     approvals = contents_of(result, tmp_path, "approval")
     assert [(a["decided_by"], a["port"], a["decision"]) for a in approvals] == [
@@ -239,7 +240,7 @@ def test_a_replayed_call_goes_to_the_executor_port_when_there_is_one(
     tools = executor(files, CallbackApproval(gate), CallbackApproval(own))
     result = chat([ask(delete_call("c1")), ask(delete_call("c1")), DONE], tools)
     assert step_pairs(result) == pairs(GATED, GATED)
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert [r.call_id for r in own.asked] == ["c1"]
     approvals = contents_of(result, tmp_path, "approval")
     assert [(a["decided_by"], a["decision"]) for a in approvals] == [("gate", "approved"), ("executor", "denied")]
@@ -250,7 +251,7 @@ def test_without_a_gate_the_executor_port_decides() -> None:
     files, own = Files(), Reviewer(True)
     result = chat([ask(delete_call("c1")), DONE], executor(files, None, CallbackApproval(own)))
     assert step_pairs(result) == pairs(GATED)
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert len(own.asked) == 1
 
 
@@ -281,9 +282,9 @@ def setup() -> tuple[Files, ToolExecutor, TurnContext]:
 
 async def test_a_valid_token_runs_without_asking(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     _files, tools, context = setup
-    token = context.approvals.issue("c1", "delete", {"path": "/tmp/x"})
+    token = context.approvals.issue("c1", "delete", {"path": "/srv/old.csv"})
     outcome = await tools.execute(context, delete_call("c1"), token=token)  # type: ignore[arg-type]
-    assert (outcome.is_error, outcome.content) == (False, "deleted /tmp/x")
+    assert (outcome.is_error, outcome.content) == (False, "deleted /srv/old.csv")
     assert [e.kind for e in context.events] == ["tool_call"]
 
 
@@ -296,7 +297,7 @@ def refused(context: TurnContext) -> str:
 
 async def test_a_forged_token_is_refused(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     files, tools, context = setup
-    genuine = context.approvals.issue("c9", "delete", {"path": "/tmp/x"})
+    genuine = context.approvals.issue("c9", "delete", {"path": "/srv/old.csv"})
     forged = ApprovalToken("grt_" + "0" * 32, context.run_id, "c1", "delete", genuine.arguments_digest, genuine.mac)
     outcome = await tools.execute(context, delete_call("c1"), token=forged)  # type: ignore[arg-type]
     assert outcome.error_kind == "approval-denied" and files.deleted == []
@@ -305,17 +306,17 @@ async def test_a_forged_token_is_refused(setup: tuple[Files, ToolExecutor, TurnC
 
 async def test_a_token_is_good_for_one_call_only(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     files, tools, context = setup
-    token = context.approvals.issue("c1", "delete", {"path": "/tmp/x"})
+    token = context.approvals.issue("c1", "delete", {"path": "/srv/old.csv"})
     await tools.execute(context, delete_call("c1"), token=token)  # type: ignore[arg-type]
     again = await tools.execute(context, delete_call("c1"), token=token)  # type: ignore[arg-type]
     assert again.error_kind == "approval-denied"
-    assert files.deleted == ["/tmp/x"]
+    assert files.deleted == ["/srv/old.csv"]
     assert refused(context) == "token was already used"
 
 
 async def test_a_token_for_another_call_is_refused(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     files, tools, context = setup
-    token = context.approvals.issue("c1", "delete", {"path": "/tmp/x"})
+    token = context.approvals.issue("c1", "delete", {"path": "/srv/old.csv"})
     outcome = await tools.execute(context, delete_call("c2"), token=token)  # type: ignore[arg-type]
     assert outcome.error_kind == "approval-denied" and files.deleted == []
     assert refused(context) == "token is for call 'c1', not 'c2'"
@@ -324,7 +325,7 @@ async def test_a_token_for_another_call_is_refused(setup: tuple[Files, ToolExecu
 async def test_a_token_from_another_run_is_refused(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     files, tools, context = setup
     other = RunState()
-    token = other.approvals.issue("c1", "delete", {"path": "/tmp/x"})
+    token = other.approvals.issue("c1", "delete", {"path": "/srv/old.csv"})
     outcome = await tools.execute(context, delete_call("c1"), token=token)  # type: ignore[arg-type]
     assert outcome.error_kind == "approval-denied" and files.deleted == []
     assert refused(context) == "token is forged or belongs to another run"
@@ -335,7 +336,7 @@ async def test_a_token_from_another_run_is_refused(setup: tuple[Files, ToolExecu
 
 async def test_a_token_for_other_arguments_is_refused(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:
     files, tools, context = setup
-    token = context.approvals.issue("c1", "delete", {"path": "/tmp/x"})
+    token = context.approvals.issue("c1", "delete", {"path": "/srv/old.csv"})
     outcome = await tools.execute(context, delete_call("c1", "/etc/passwd"), token=token)  # type: ignore[arg-type]
     assert outcome.error_kind == "approval-denied" and files.deleted == []
     assert refused(context) == "arguments differ from the approved ones"

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from aer1.groupchat import ChatResult, CodeExecutor, GroupChat, ScriptedAgent
-from aer1.groupchat import sandbox as sandbox_module
 from aer1.groupchat.sandbox import SandboxUnavailableError, UnsandboxedExecutor
 
 from .helpers import step_contents, step_pairs
@@ -62,18 +61,6 @@ def expected_pairs(executions: int) -> list[tuple[str, str]]:
         ("termination", M),
         ("close", "aer1"),
     ]
-
-
-@pytest.fixture
-def no_bubblewrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Make this process look like a machine without bubblewrap: the real probe, on a missing binary."""
-    missing = str(tmp_path / "no-such-bwrap")
-    real_probe = sandbox_module.probe_bubblewrap
-
-    def probe_missing(*args: Any, **kwargs: Any) -> str | None:
-        return real_probe(missing)
-
-    monkeypatch.setattr(sandbox_module, "probe_bubblewrap", probe_missing)
 
 
 def test_blocks_run_in_the_sandbox_and_each_is_recorded(
@@ -132,11 +119,12 @@ def test_a_message_without_supported_blocks_runs_nothing(tmp_path: Path) -> None
     assert result.messages[2]["content"] == "No code blocks to execute."
 
 
-@pytest.mark.usefixtures("no_bubblewrap")
 def test_without_a_sandbox_the_executor_refuses(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-bwrap")  # a machine without bubblewrap: the real probe fails
     with pytest.raises(SandboxUnavailableError, match="no working sandbox for code execution") as info:
-        CodeExecutor("runner", work_dir=tmp_path / "work")
-    assert "allow_unsandboxed=True" in str(info.value)
+        CodeExecutor("runner", work_dir=tmp_path / "work", bwrap=missing)
+    assert "allow_unsandboxed=True" in str(info.value) and missing in str(info.value)
+    assert not (tmp_path / "work").exists()
 
 
 def test_an_unsandboxed_executor_needs_the_explicit_opt_out(tmp_path: Path) -> None:
@@ -144,11 +132,11 @@ def test_an_unsandboxed_executor_needs_the_explicit_opt_out(tmp_path: Path) -> N
         CodeExecutor("runner", work_dir=tmp_path / "work", sandbox=UnsandboxedExecutor())
 
 
-@pytest.mark.usefixtures("no_bubblewrap")
 def test_the_opt_out_runs_unsandboxed_and_says_so_in_the_receipt(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
-    runner = CodeExecutor("runner", work_dir=tmp_path / "work", allow_unsandboxed=True)
+    missing = str(tmp_path / "no-such-bwrap")
+    runner = CodeExecutor("runner", work_dir=tmp_path / "work", allow_unsandboxed=True, bwrap=missing)
     assert runner.sandbox.name == "none"
     result = run_code(runner, f"{FENCE}python\nprint(6 * 7)\n{FENCE}")
     assert step_pairs(result) == expected_pairs(1)

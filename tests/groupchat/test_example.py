@@ -27,9 +27,27 @@ def test_example_three_agents_with_tool_approval_and_sandbox(
     assert "stop reason: is_termination_msg; sandbox: bubblewrap" in done.stdout
     assert "signature    PASS        valid signature by trusted key" in done.stdout
     receipt = json.loads((tmp_path / "receipt.json").read_text())
-    kinds = [(s["kind"], s["agent"]) for s in receipt["steps"]]
-    assert ("approval", "tools") in kinds and ("code_execution", "runner") in kinds
-    assert [k for k, _ in kinds].count("tool_call") == 2
+    select = ("speaker_selection", "manager")
+    assert [(s["kind"], s["agent"]) for s in receipt["steps"]] == [
+        ("task", "user"),
+        select, ("message", "analyst"),
+        select, ("tool_call", "tools"), ("message", "tools"),
+        select, ("message", "analyst"),
+        select, ("code_execution", "runner"), ("message", "runner"),
+        select, ("message", "analyst"),
+        select, ("approval", "tools"), ("tool_call", "tools"), ("message", "tools"),
+        select, ("message", "analyst"),
+        ("termination", "manager"),
+        ("close", "aer1"),
+    ]  # fmt: skip
+    calls = [(s["kind"], s["tool"], s["call_id"], s["status"]) for s in receipt["steps"] if "call_id" in s]
+    assert calls == [
+        ("tool_call", "get_sales", "call_sales", "ok"),
+        ("approval", "approval", "call_report", "ok"),
+        ("tool_call", "send_report", "call_report", "ok"),
+    ]
+    code_step = next(s for s in receipt["steps"] if s["kind"] == "code_execution")
+    assert code_step["status"] == "ok"
     assert {a["name"] for a in receipt["agents"]} == {"manager", "analyst", "tools", "runner"}
     code, out = peer_verify_cli(tmp_path / "receipt.json")
     assert code == 0, out

@@ -75,6 +75,10 @@ SHORT = SandboxLimits(
 # TEST-NET-1 (RFC 5737): a non-private, non-loopback address reserved for documentation and
 # never routed, so even a broken sandbox could not reach anything with it.
 UNROUTED_ADDRESS = "192.0.2.1"
+#: How long the leftover processes some tests start would live if nothing killed them (s).
+LINGER_S = 30
+#: How long killed sandbox processes may take to disappear (a wait for a condition, not a speed target).
+SETTLE_S = 10.0
 
 # Inside the sandbox: try each action, print one line "label: OK <value>" or "label: <ERRNO>".
 ATTEMPT = textwrap.dedent(
@@ -135,8 +139,8 @@ def sandbox_user_pids() -> set[int]:
 
 
 def assert_ticking_stopped(tick: Path) -> None:
-    """The file a sandboxed loop rewrote every 20 ms stops changing (within 3 s)."""
-    deadline = time.monotonic() + 3.0
+    """The file a sandboxed loop rewrote every 20 ms stops changing (within SETTLE_S)."""
+    deadline = time.monotonic() + SETTLE_S
     while True:
         before = tick.read_text()
         time.sleep(0.25)
@@ -151,7 +155,7 @@ def no_leftovers(bwrap: BubblewrapSandbox) -> Iterator[None]:
     before = sandbox_user_pids() if bwrap.as_root else set()
     yield
     if bwrap.as_root:
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + SETTLE_S
         while sandbox_user_pids() - before and time.monotonic() < deadline:
             time.sleep(0.05)
         assert sandbox_user_pids() - before == set()
@@ -355,7 +359,6 @@ def test_abstract_unix_socket_on_the_host_is_unreachable(bwrap: BubblewrapSandbo
 
 
 def test_outside_addresses_have_no_route(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
-    started = time.monotonic()
     lines = attempts(
         bwrap,
         f"""
@@ -366,8 +369,8 @@ def test_outside_addresses_have_no_route(bwrap: BubblewrapSandbox, work_dir: Pat
         """,
         work_dir,
     )
+    # ENETUNREACH (not a timeout): the sandbox has no route, so no packet was ever sent.
     assert lines == ["tcp: ENETUNREACH", "udp: ENETUNREACH", "ipv6: ENETUNREACH", "resolver config: ENOENT"]
-    assert time.monotonic() - started < 3  # refused at once: no packet was ever sent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,13 +523,13 @@ def test_rlimits_are_applied(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
 
 def test_fork_bomb_hits_the_process_limit(bwrap: BubblewrapSandbox, work_dir: Path, no_leftovers: None) -> None:
     code = textwrap.dedent(
-        """
+        f"""
         import errno, os, time
         forked = 0
         try:
             while True:
                 if os.fork() == 0:
-                    time.sleep(30)
+                    time.sleep({LINGER_S})
                     os._exit(0)
                 forked += 1
         except OSError as e:
@@ -546,7 +549,7 @@ def test_fork_bomb_hits_the_process_limit(bwrap: BubblewrapSandbox, work_dir: Pa
     assert 0 < int(forked) < LIMITS.max_processes
     assert result.exit_code == 1
     assert result.limits_hit == ("processes",)
-    assert result.duration_s < 5  # the sleeping children died with the sandbox
+    assert result.duration_s < LINGER_S  # run() did not wait for the sleeping children: they died with it
 
 
 def test_shell_fork_bomb_is_contained(bwrap: BubblewrapSandbox, work_dir: Path, no_leftovers: None) -> None:
@@ -561,14 +564,12 @@ def test_shell_fork_bomb_is_contained(bwrap: BubblewrapSandbox, work_dir: Path, 
     sampler = threading.Thread(target=sample)
     if bwrap.as_root:
         sampler.start()
-    started = time.monotonic()
     try:
-        result = bwrap.run(["bash", "-c", ":(){ :|:& };:; sleep 5"], work_dir=work_dir, limits=SHORT)
+        result = bwrap.run(["bash", "-c", f":(){{ :|:& }};:; sleep {LINGER_S}"], work_dir=work_dir, limits=SHORT)
     finally:
         done.set()
         if sampler.is_alive():
             sampler.join()
-    assert time.monotonic() - started < SHORT.timeout_s + 2
     assert (result.exit_code, result.timed_out, result.limits_hit) == (124, True, ("time", "processes"))
     assert "fork: retry: Resource temporarily unavailable" in result.output
     assert peak <= SHORT.max_processes
@@ -577,7 +578,7 @@ def test_shell_fork_bomb_is_contained(bwrap: BubblewrapSandbox, work_dir: Path, 
 def test_runaway_loop_hits_the_time_limit(bwrap: BubblewrapSandbox, work_dir: Path, no_leftovers: None) -> None:
     result = python(bwrap, "while True:\n    pass\n", work_dir, SHORT)
     assert (result.exit_code, result.output, result.timed_out, result.limits_hit) == (124, "", True, ("time",))
-    assert SHORT.timeout_s <= result.duration_s < SHORT.timeout_s + 1
+    assert result.duration_s >= SHORT.timeout_s  # not killed before its time
 
 
 def test_timeout_kills_detached_background_processes(
@@ -598,7 +599,7 @@ def test_leftovers_die_when_the_command_exits(bwrap: BubblewrapSandbox, work_dir
 
 def test_sandbox_dies_with_its_parent(bwrap: BubblewrapSandbox, work_dir: Path, no_leftovers: None) -> None:
     script = "while :; do date +%s%N > tick; sleep 0.02; done"
-    helper = subprocess.Popen(
+    parent = subprocess.Popen(
         [
             sys.executable,
             "-c",
@@ -612,11 +613,11 @@ def test_sandbox_dies_with_its_parent(bwrap: BubblewrapSandbox, work_dir: Path, 
     try:
         deadline = time.monotonic() + 10
         while not (work_dir / "tick").exists():
-            assert time.monotonic() < deadline and helper.poll() is None
+            assert time.monotonic() < deadline and parent.poll() is None
             time.sleep(0.02)
     finally:
-        helper.send_signal(signal.SIGKILL)
-        helper.wait()
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
     assert_ticking_stopped(work_dir / "tick")
 
 
@@ -717,10 +718,9 @@ def test_unsandboxed_executor_isolates_nothing_but_keeps_limits(
     )
     assert (result.exit_code, result.sandbox) == (0, "none")
     assert result.output == f"readable {work_dir} ['HOME', 'LANG', 'PATH']\n"
-    started = time.monotonic()
-    looped = none.run(["sh", "-c", "sleep 30 & while :; do :; done"], work_dir=work_dir, limits=SHORT)
+    looped = none.run(["sh", "-c", f"sleep {LINGER_S} & while :; do :; done"], work_dir=work_dir, limits=SHORT)
     assert (looped.exit_code, looped.timed_out) == (124, True)
-    assert time.monotonic() - started < SHORT.timeout_s + 1
+    assert looped.duration_s < LINGER_S  # the background sleep, holding the output pipe, was killed too
     big = python(none, "print('y' * 10000)", work_dir)
     assert (big.output, big.output_truncated) == ("y" * LIMITS.max_output_bytes, True)
 

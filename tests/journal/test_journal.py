@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from aer1.recover import recover_journal
 from aer1.verifier import verify_receipt
 
 from .conftest import RECEIPT_ID, STEPS, TRUSTED_KEY, WORKFLOW_ID, feed, journal_lines
+
+#: How long the interval thread may take to catch up (generous: a correctness wait, not a speed target).
+SYNC_WAIT_S = 10
 
 
 def _collector(journal: Path | None = None, **kw: object) -> Collector:
@@ -123,6 +127,12 @@ def test_interval_thread_syncs_and_stops_at_finalize(tmp_path: Path) -> None:
     assert journal is not None and journal._thread is not None
     for i in range(50):
         c.record("message", {"i": i}, agent="a")
+    # Nobody syncs but the background thread: it catches up with every line written.
+    deadline = time.monotonic() + SYNC_WAIT_S
+    while journal._synced < 50:
+        assert time.monotonic() < deadline, f"synced {journal._synced} of 50 lines"
+        time.sleep(0.01)
+    assert journal._synced == journal._written == 50
     c.finalize()
     assert not journal._thread.is_alive()
     assert journal.finished and journal.error is None and not journal.active

@@ -32,6 +32,11 @@ def scripted_llm_config() -> dict[str, Any]:
     return {"config_list": [{"model": "scripted", "model_client_cls": CLIENT_NAME}], "cache_seed": None}
 
 
+def says_terminate(message: dict[str, Any]) -> bool:
+    """The ``is_termination_msg`` of these tests: the message says TERMINATE."""
+    return "TERMINATE" in (message.get("content") or "")
+
+
 def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     """One OpenAI-style tool call; ``arguments`` given as a dict is JSON-encoded."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)

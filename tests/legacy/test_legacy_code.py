@@ -12,7 +12,7 @@ from autogen.coding import LocalCommandLineCodeExecutor
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, Finish, make_client, of_kind, rows, scripted_llm_config
+from .support import CLOSE, Finish, make_client, of_kind, rows, says_terminate, scripted_llm_config
 
 GOOD = "Here you go:\n```python\nprint(6 * 7)\n```"
 BAD = "And this fails:\n```python\nimport sys\nsys.stderr.write('bad input')\nsys.exit(3)\n```"
@@ -38,7 +38,7 @@ def _agents(code_config: dict[str, Any], collector: AER1AutoGenCollector) -> tup
         llm_config=False,
         human_input_mode="NEVER",
         code_execution_config=code_config,
-        is_termination_msg=lambda m: "TERMINATE" in (m.get("content") or ""),
+        is_termination_msg=says_terminate,
     )
     attach_legacy_hooks(coder, collector)
     attach_legacy_hooks(runner, collector)

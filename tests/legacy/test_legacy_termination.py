@@ -59,7 +59,14 @@ def test_is_termination_msg(chat: str, finish: Finish) -> None:
 def test_max_round(chat: str, finish: Finish) -> None:
     collector, _ = _chat([_agent("user"), _agent("alice"), _agent("bob")], chat, max_round=3)
     receipt, contents = finish(collector)
-    assert [r[0] for r in rows(receipt)].count("message") == 3
+    assert rows(receipt) == [
+        *OPENING,
+        ("message", "alice", MANAGER),
+        ("speaker_selection", MANAGER, None),
+        ("message", "bob", MANAGER),
+        ("termination", MANAGER, None),
+        CLOSE,
+    ]
     step, content = _termination(receipt, contents)
     assert (content["reason"], content["rounds"], content["max_round"]) == ("max_round", 3, 3)
     assert step["status"] == "ok"

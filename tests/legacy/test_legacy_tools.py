@@ -10,7 +10,17 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, Finish, make_client, of_kind, rows, scripted_llm_config, tool_call, tool_calls_reply
+from .support import (
+    CLOSE,
+    Finish,
+    make_client,
+    of_kind,
+    rows,
+    says_terminate,
+    scripted_llm_config,
+    tool_call,
+    tool_calls_reply,
+)
 
 
 def add(a: int, b: int) -> int:
@@ -42,21 +52,33 @@ CALLS = [
 ]
 
 
-def _chat(function: Any, collector: AER1AutoGenCollector) -> tuple[autogen.ConversableAgent, Any]:
+def _pair(
+    collector: AER1AutoGenCollector,
+    replies: list[Any],
+    functions: dict[str, Any] | None = None,
+    function_map: dict[str, Any] | None = None,
+) -> tuple[autogen.ConversableAgent, autogen.ConversableAgent]:
+    """(executor, assistant), both hooked: the assistant's scripted model asks, the executor runs."""
     assistant = autogen.ConversableAgent("assistant", llm_config=scripted_llm_config(), human_input_mode="NEVER")
     executor = autogen.ConversableAgent(
         "executor",
         llm_config=False,
         human_input_mode="NEVER",
-        is_termination_msg=lambda m: "TERMINATE" in (m.get("content") or ""),
+        function_map=function_map,
+        is_termination_msg=says_terminate,
     )
-    autogen.register_function(function, caller=assistant, executor=executor, name="add", description="Add.")
-    autogen.register_function(boom, caller=assistant, executor=executor, name="boom", description="Fails.")
+    for name, function in (functions or {}).items():
+        doc = function.__doc__
+        autogen.register_function(function, caller=assistant, executor=executor, name=name, description=doc)
     # register_function rebuilds the caller's client: register the model client last.
-    assistant.register_model_client(make_client([tool_calls_reply(*CALLS), "TERMINATE"]))
+    assistant.register_model_client(make_client(replies))
     attach_legacy_hooks(assistant, collector)
     attach_legacy_hooks(executor, collector)
     return executor, assistant
+
+
+def _chat(function: Any, collector: AER1AutoGenCollector) -> tuple[autogen.ConversableAgent, Any]:
+    return _pair(collector, [tool_calls_reply(*CALLS), "TERMINATE"], {"add": function, "boom": boom})
 
 
 @pytest.mark.parametrize("chat", ["sync", "async"])
@@ -120,18 +142,8 @@ def test_each_call_once_in_async_chats(collector: AER1AutoGenCollector, finish: 
         executed.append(n)
         return n
 
-    assistant = autogen.ConversableAgent("assistant", llm_config=scripted_llm_config(), human_input_mode="NEVER")
-    executor = autogen.ConversableAgent(
-        "executor",
-        llm_config=False,
-        human_input_mode="NEVER",
-        is_termination_msg=lambda m: "TERMINATE" in (m.get("content") or ""),
-    )
-    autogen.register_function(count, caller=assistant, executor=executor, name="count", description="Count.")
     calls = [tool_call(f"call_{n}", "count", {"n": n}) for n in range(3)]
-    assistant.register_model_client(make_client([tool_calls_reply(*calls), "TERMINATE"]))
-    attach_legacy_hooks(assistant, collector)
-    attach_legacy_hooks(executor, collector)
+    executor, assistant = _pair(collector, [tool_calls_reply(*calls), "TERMINATE"], {"count": count})
     asyncio.run(executor.a_initiate_chat(assistant, message="count"))
     receipt, contents = finish(collector)
 
@@ -144,18 +156,8 @@ def test_each_call_once_in_async_chats(collector: AER1AutoGenCollector, finish: 
 @pytest.mark.parametrize("chat", ["sync", "async"])
 def test_function_call_path(chat: str, collector: AER1AutoGenCollector, finish: Finish) -> None:
     """The deprecated ``function_call`` message: no call id, still one step."""
-    assistant = autogen.ConversableAgent("assistant", llm_config=scripted_llm_config(), human_input_mode="NEVER")
-    executor = autogen.ConversableAgent(
-        "executor",
-        llm_config=False,
-        human_input_mode="NEVER",
-        function_map={"add": add_text},
-        is_termination_msg=lambda m: "TERMINATE" in (m.get("content") or ""),
-    )
     reply = {"content": None, "function_call": {"name": "add", "arguments": '{"a": 20, "b": 22}'}}
-    assistant.register_model_client(make_client([reply, "TERMINATE"]))
-    attach_legacy_hooks(assistant, collector)
-    attach_legacy_hooks(executor, collector)
+    executor, assistant = _pair(collector, [reply, "TERMINATE"], function_map={"add": add_text})
     if chat == "sync":
         executor.initiate_chat(assistant, message="Add 20 and 22")
     else:
