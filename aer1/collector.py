@@ -210,9 +210,12 @@ class Collector:
         if started_at is None or ended_at is None:
             now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
-        end_ns = now if ended_at is None else timefmt.to_ns(ended_at)
-        if end_ns < start_ns:
-            raise ValueError("ended_at is before started_at")
+        if ended_at is None:
+            end_ns = now if now >= start_ns else start_ns  # the wall clock may step back: clamp
+        else:
+            end_ns = timefmt.to_ns(ended_at)
+            if end_ns < start_ns:
+                raise ValueError("ended_at is before started_at")
         cbytes = self._content_bytes(content)
         return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
 

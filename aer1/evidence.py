@@ -21,6 +21,8 @@ __all__ = ["EVIDENCE_TYPE", "EVIDENCE_VERSION", "EvidenceSink", "evidence_header
 
 EVIDENCE_TYPE = "aer1-evidence"
 EVIDENCE_VERSION = "1"
+#: Evidence lines held in memory before they are written to the temporary file.
+BATCH_LINES = 64
 
 
 def evidence_header(workflow_id: str) -> bytes:
@@ -39,13 +41,24 @@ class EvidenceSink:
     def __init__(self, workflow_id: str) -> None:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="aer1-evidence-")
         self._file.write(evidence_header(workflow_id))
+        # Lines wait here and go to the file in batches: one write call per step costs more
+        # than the line itself. At most BATCH_LINES lines are ever held.
+        self._pending: list[bytes] = []
 
     def write(self, seq: int, receipt_hash: str, content: bytes) -> None:
         """Append one step's evidence."""
-        self._file.write(b'{"seq":%d,"receipt_hash":"%s","content":%s}\n' % (seq, receipt_hash.encode(), content))
+        pending = self._pending
+        pending.append(b'{"seq":%d,"receipt_hash":"%s","content":%s}\n' % (seq, receipt_hash.encode(), content))
+        if len(pending) >= BATCH_LINES:
+            self._drain()
+
+    def _drain(self) -> None:
+        self._file.writelines(self._pending)
+        self._pending.clear()
 
     def save_to(self, path: str | os.PathLike[str]) -> None:
         """Copy everything written so far to ``path`` (atomically replaced)."""
+        self._drain()
         self._file.flush()
         tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
         end = self._file.tell()

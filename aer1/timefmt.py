@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 
 __all__ = ["format_ns", "now_ns", "to_ns"]
@@ -29,7 +30,14 @@ def format_ns(ns: int) -> str:
 
 
 def to_ns(value: object) -> int:
-    """Epoch nanoseconds from a float/int of epoch seconds or an aware datetime."""
+    """Epoch nanoseconds from a float/int of epoch seconds or an aware datetime.
+
+    Floats are floored to the microsecond (the precision a float of epoch seconds holds),
+    so a start taken with ``time.time()`` is never after an end taken later with
+    ``time.time_ns()``.
+    """
+    if type(value) is float:
+        return math.floor(value * 1_000_000) * 1000
     if isinstance(value, bool):
         raise TypeError("a timestamp must be epoch seconds or an aware datetime, not bool")
     if isinstance(value, _dt.datetime):
@@ -40,5 +48,5 @@ def to_ns(value: object) -> int:
     if isinstance(value, int):
         return value * _NS_PER_S
     if isinstance(value, float):
-        return round(value * 1_000_000) * 1000
+        return math.floor(value * 1_000_000) * 1000
     raise TypeError(f"a timestamp must be epoch seconds or an aware datetime, not {type(value).__name__}")

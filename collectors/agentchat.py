@@ -224,7 +224,7 @@ class _Turn:
         self.handoff_calls: list[dict[str, Any]] = []
 
     def handle(self, handler: _Handler, item: Any) -> None:
-        """Apply ``handler`` (``_handler(type(item))``) to ``item``; never raises."""
+        """Apply ``handler`` (the one ``_HANDLERS`` holds for the item's class) to ``item``; never raises."""
         try:
             handler(self, item)
         except Exception as e:  # observation never breaks the turn
@@ -342,10 +342,10 @@ class _Turn:
 _Handler = Callable[[_Turn, Any], None]
 # item class -> what a turn does with such items (None: forward only); found once per class.
 _HANDLERS: dict[type, _Handler | None] = {}
-_UNSEEN: Any = object()
 
 
 def _find_handler(cls: type) -> _Handler | None:
+    """What a turn does with items of class ``cls`` (None: forward only), remembered per class."""
     handler: _Handler | None = None
     if issubclass(cls, Response):
         handler = _Turn._response
@@ -455,8 +455,9 @@ class AER1AgentWrapper(BaseChatAgent):
         try:
             async for item in stream:
                 # Most items (streaming chunks, thoughts) are only forwarded: one lookup each.
-                handler = handlers.get(type(item), _UNSEEN)
-                if handler is _UNSEEN:
+                try:
+                    handler = handlers[type(item)]
+                except KeyError:
                     handler = _find_handler(type(item))
                 if handler is not None:
                     turn.handle(handler, item)

@@ -274,3 +274,15 @@ def test_records_racing_finalize_never_follow_the_close_step() -> None:
         assert receipt["steps"][-1]["kind"] == "close"
         assert verify_receipt(receipt).valid, [f.reason for f in verify_receipt(receipt).failures]
         assert c.finalize() == receipt
+
+
+def test_start_from_time_time_with_default_end_never_fails() -> None:
+    """A start taken with time.time() and an end left to the collector: never 'end before start'."""
+    import time
+
+    c = Collector(goal="g", evidence=False)
+    for _ in range(20_000):
+        c.record("message", {}, started_at=time.time())
+    assert c.recording_failures == 0
+    with pytest.raises(ValueError, match="before started_at"):
+        c.record("message", {}, started_at=time.time() + 60, ended_at=time.time())
