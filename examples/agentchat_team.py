@@ -142,9 +142,7 @@ def main(out_dir: Path, live: bool = False) -> int:
     print(f"stop reason: {result.stop_reason}")
     print(f"receipt:  {path}")
     print(f"evidence: {out_dir / 'receipt.evidence.jsonl'}")
-    for check in report.checks:
-        print(f"  {check.number} {check.name:<12} {check.status:<11} {check.detail}")
-    print(f"verdict: {report.verdict}")
+    print(report.to_text())
     return int(report.exit_code)
 
 

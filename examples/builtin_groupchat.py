@@ -12,12 +12,12 @@ prints the verdict and a timeline.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+from _outdir import parse_out_dir
 from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
@@ -134,24 +134,10 @@ def main(out_dir: Path) -> int:
     print(f"final answer: {result.final_answer}")
     print(f"receipt:  {path}")
     print(f"evidence: {out_dir / 'receipt.evidence.jsonl'}")
-    for check in report.checks:
-        print(f"  {check.number} {check.name:<12} {check.status:<11} {check.detail}")
-    print(f"verdict: {report.verdict}")
+    print(report.to_text())
     return int(report.exit_code)
 
 
-def parse_out_dir(argv: list[str] | None = None) -> Path:
-    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/builtin_groupchat"), metavar="OUT_DIR")
-    args = parser.parse_args(argv)
-    try:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
-    out_dir: Path = args.out_dir
-    return out_dir
-
 
 if __name__ == "__main__":
-    sys.exit(main(parse_out_dir()))
+    sys.exit(main(parse_out_dir((__doc__ or "").splitlines()[0], Path("out/builtin_groupchat"))))

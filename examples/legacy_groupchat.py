@@ -14,7 +14,6 @@ and prints the verdict and a timeline.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any
 
 import autogen
+from _outdir import parse_out_dir
 from autogen.coding import LocalCommandLineCodeExecutor
 
 from aer1 import verify_receipt
@@ -148,18 +148,6 @@ def main(out_dir: Path) -> int:
     return 0 if report.valid and not failures else 1
 
 
-def parse_out_dir(argv: list[str] | None = None) -> Path:
-    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/legacy_groupchat"), metavar="OUT_DIR")
-    args = parser.parse_args(argv)
-    try:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
-    out_dir: Path = args.out_dir
-    return out_dir
-
 
 if __name__ == "__main__":
-    sys.exit(main(parse_out_dir()))
+    sys.exit(main(parse_out_dir((__doc__ or "").splitlines()[0], Path("out/legacy_groupchat"))))

@@ -8,10 +8,11 @@ out/quickstart), signed with a fresh key whose public half is OUT_DIR/signing.pu
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
+
+from _outdir import parse_out_dir
 
 from aer1 import Collector, verify_receipt
 from aer1.signing import generate_key_pair, key_id, load_public_key
@@ -54,24 +55,10 @@ def main(out_dir: Path) -> int:
     print(format_timeline(receipt))
     print(f"receipt:  {path}")
     print(f"evidence: {out_dir / 'receipt.evidence.jsonl'}")
-    for check in report.checks:
-        print(f"  {check.number} {check.name:<12} {check.status:<11} {check.detail}")
-    print(f"verdict: {report.verdict}")
+    print(report.to_text())
     return int(report.exit_code)
 
 
-def parse_out_dir(argv: list[str] | None = None) -> Path:
-    """OUT_DIR from the command line, created; a bad command line exits with code 2."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=Path("out/quickstart"), metavar="OUT_DIR")
-    args = parser.parse_args(argv)
-    try:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
-    out_dir: Path = args.out_dir
-    return out_dir
-
 
 if __name__ == "__main__":
-    sys.exit(main(parse_out_dir()))
+    sys.exit(main(parse_out_dir((__doc__ or "").splitlines()[0], Path("out/quickstart"))))

@@ -150,6 +150,23 @@ class Report:
         """Every failure, in check order."""
         return [f for c in self.checks for f in c.failures]
 
+    def to_text(self) -> str:
+        """The human report: a line per check (PASS, FAIL, NOT CHECKED and why), notes, the verdict."""
+        lines = [f"{self.source or '(receipt)'}: {self.verdict}"]
+        for c in self.checks:
+            lines.append(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}")
+            for f in c.failures[1:5]:
+                lines.append(f"  {'':<14} {'':<11} {f.reason}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        what = "proof" if self.kind == "proof" else (self.profile or "AER-1 base checks only")
+        if self.verdict == "VALID":
+            lines.append(f"verdict: VALID ({what}; {self.steps if self.steps is not None else '-'} steps)")
+        else:
+            first = self.failures[0].reason if self.failures else "see above"
+            lines.append(f"verdict: {self.verdict}: {first}")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the shape ``aer1-verify --json`` prints)."""
         return {

@@ -104,23 +104,6 @@ def _hex_arg(name: str, value: str | None) -> str | None:
     return v
 
 
-def _text(report: Report) -> str:
-    lines = [f"{report.source or '(receipt)'}: {report.verdict}"]
-    for c in report.checks:
-        lines.append(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}")
-        for f in c.failures[1:5]:
-            lines.append(f"  {'':<14} {'':<11} {f.reason}")
-    for note in report.notes:
-        lines.append(f"  note: {note}")
-    what = "proof" if report.kind == "proof" else (report.profile or "AER-1 base checks only")
-    if report.verdict == "VALID":
-        lines.append(f"verdict: VALID ({what}; {report.steps if report.steps is not None else '-'} steps)")
-    else:
-        first = report.failures[0].reason if report.failures else "see above"
-        lines.append(f"verdict: {report.verdict}: {first}")
-    return "\n".join(lines)
-
-
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.evidence and len(args.paths) != 1:
@@ -162,7 +145,7 @@ def _run(argv: Sequence[str] | None) -> int:
             if r.malformed:
                 print(f"{r.source}: MALFORMED: {r.checks[0].detail}")
             else:
-                print(_text(r))
+                print(r.to_text())
         if not single:
             valid = sum(r.verdict == "VALID" for r in reports)
             print(f"{valid} of {len(reports)} valid")

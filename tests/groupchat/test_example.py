@@ -23,7 +23,7 @@ def test_example_three_agents_with_tool_approval_and_sandbox(
         [sys.executable, str(EXAMPLE), str(tmp_path)], capture_output=True, text=True, timeout=TIMEOUT_S
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.rstrip().endswith("verdict: VALID")
+    assert done.stdout.rstrip().splitlines()[-1].startswith("verdict: VALID (aer1-chain-v1;")
     assert "stop reason: is_termination_msg; sandbox: bubblewrap" in done.stdout
     assert "signature    PASS        valid signature by trusted key" in done.stdout
     receipt = json.loads((tmp_path / "receipt.json").read_text())
