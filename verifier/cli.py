@@ -15,7 +15,6 @@ import orjson
 
 from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
-from ._report import Report
 
 __all__ = ["main"]
 
