@@ -23,6 +23,7 @@ __all__ = [
     "sha256_hex",
     "step_digest",
     "step_digest_from_bytes",
+    "step_digest_hex",
     "uuid8_from_digest",
     "uuid8_from_hex",
 ]
@@ -55,6 +56,16 @@ def step_digest(step: Mapping[str, Any]) -> bytes:
     """Digest of a step: SHA-256(STEP_TAG || JCS(step without receipt_id))."""
     body = {k: v for k, v in step.items() if k != "receipt_id"}
     return step_digest_from_bytes(canonical_bytes(body))
+
+
+def step_digest_hex(step: Mapping[str, Any]) -> str:
+    """``hex(step_digest(step))``: what the next step's ``prev_digest`` must be.
+
+    Raises :class:`~aer1.canonical.CanonicalizationError` if the step is not JSON data.
+    """
+    body = dict(step)
+    body.pop("receipt_id", None)
+    return hashlib.sha256(STEP_TAG + canonical_bytes(body)).hexdigest()
 
 
 def uuid8_from_digest(digest: bytes) -> str:

@@ -8,11 +8,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import orjson
 from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, canonical_bytes
-from ..chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_hex
+from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
     CLOSE_AGENT,
@@ -363,18 +362,11 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
             result.fail(f"prev_digest does not link to {what}", seq=seq, expected=prev,
                         actual=step["prev_digest"])
             return
-        body = dict(step)
-        del body["receipt_id"]
         try:
-            # members check: ASCII keys, string values and a safe integer seq, so orjson is exact JCS
-            encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            try:
-                encoded = canonical_bytes(body)
-            except CanonicalizationError as e:
-                result.fail(f"step cannot be canonicalized: {e}", seq=seq)
-                return
-        digest_hex = sha(STEP_TAG + encoded).hexdigest()
+            digest_hex = step_digest_hex(step)
+        except CanonicalizationError as e:
+            result.fail(f"step cannot be canonicalized: {e}", seq=seq)
+            return
         rid = uuid8_from_hex(digest_hex)
         if step["receipt_id"] != rid:
             result.fail("receipt_id is not derived from the step's digest (a member was changed)",

@@ -30,7 +30,7 @@ from typing import IO, Any
 import orjson
 
 from ..canonical import CanonicalizationError, canonical_bytes
-from ..chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_hex
+from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_AGENT, CLOSE_KIND, close_content, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
@@ -321,17 +321,11 @@ class _Walker:
             self.chain_fail = (f"prev_digest does not link to the digest of step {i}", seq, self.prev,
                                step["prev_digest"])
             return
-        body = dict(step)
-        del body["receipt_id"]
         try:
-            encoded = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            try:
-                encoded = canonical_bytes(body)
-            except CanonicalizationError as e:
-                self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
-                return
-        digest_hex = hashlib.sha256(STEP_TAG + encoded).hexdigest()
+            digest_hex = step_digest_hex(step)
+        except CanonicalizationError as e:
+            self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
+            return
         rid = uuid8_from_hex(digest_hex)
         if step["receipt_id"] != rid:
             self.chain_fail = ("receipt_id is not derived from the step's digest (a member was changed)", seq, rid,
