@@ -23,7 +23,7 @@ $(AG2_STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/agentchat_team.py out/agentchat_team
 
-test: test-main test-ag2
+test: lint test-main test-ag2
 
 test-main: $(STAMP)
 	$(PY) -m pytest -q

@@ -56,14 +56,14 @@ def _fresh_checks() -> list[CheckResult]:
 
 
 def verify_receipt(
-    receipt: Mapping[str, Any] | str | os.PathLike[str],
+    receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes,
     *,
     evidence: str | os.PathLike[str] | None = None,
     trusted_key_ids: Iterable[str] | None = None,
     expected_root: str | None = None,
     expected_head: str | None = None,
 ) -> Report:
-    """Run every check on a receipt (a parsed dict, or a path to a receipt file).
+    """Run every check on a receipt: a parsed dict, a path to a receipt file, or its bytes.
 
     ``evidence``: an evidence file; by default, for a path, ``<stem>.evidence.jsonl``
     beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
@@ -94,6 +94,14 @@ def verify_receipt(
             beside = evidence_path_for(source)
             if os.path.exists(beside):
                 evidence = beside
+    elif isinstance(receipt, bytes):
+        try:
+            wf = parse_strict(receipt, what="the receipt")
+        except MalformedInput as e:
+            c_parse.fail(str(e))
+            _skip_rest(checks[1:], "the input could not be parsed")
+            return report
+        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
     else:
         wf = receipt
         try:

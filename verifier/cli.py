@@ -15,12 +15,14 @@ import orjson
 
 from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
+from ._parse import MAX_INPUT_BYTES
 
 __all__ = ["main"]
 
 _PROG = "aer1-verify"
 _KEY_SUFFIXES = (".pub", ".pem")
 _PROOF_SUFFIX = ".proof.json"
+_STDIN = "-"
 _RECEIPT_SUFFIX = ".json"
 #: Most files verified from directories in one run.
 MAX_FILES = 100_000
@@ -38,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="receipt file, or a directory: every *.json under it (*.proof.json as proofs)")
+                   help="receipt file, - for standard input, or a directory: every *.json under it "
+                   "(*.proof.json as proofs)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--evidence", metavar="FILE", help="evidence file (default: NAME.evidence.jsonl beside it)")
     p.add_argument("--key", metavar="FILE", action="append", default=[],
@@ -87,6 +90,10 @@ def _expand(paths: Sequence[str]) -> list[tuple[str, bool]]:
             if not found:
                 raise _UsageError(f"{path}: no *.json files in this directory")
             out.extend((f, f.endswith(_PROOF_SUFFIX)) for f in found)
+        elif path == _STDIN:
+            if out or len(paths) > 1:
+                raise _UsageError("- (standard input) goes alone")
+            out.append((path, False))
         else:
             out.append((path, path.endswith(_PROOF_SUFFIX)))
         if len(out) > MAX_FILES:
@@ -117,7 +124,13 @@ def _run(argv: Sequence[str] | None) -> int:
     files = _expand(args.paths)
     reports = []
     for path, is_proof in files:
-        if is_proof or args.proof:
+        if path == _STDIN:
+            report = verify_receipt(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), evidence=args.evidence,
+                                    trusted_key_ids=trusted, expected_root=expected_root,
+                                    expected_head=expected_head)
+            report.source = "(standard input)"
+            reports.append(report)
+        elif is_proof or args.proof:
             reports.append(verify_proof(path, expected_root=expected_root))
         else:
             reports.append(

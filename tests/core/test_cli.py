@@ -203,3 +203,16 @@ def test_directories_given_as_files_are_named(saved: Path, tmp_path: Path) -> No
     assert done.returncode == 2 and "a directory, not an evidence file" in done.stderr
     done = _cli(str(saved), "--key", str(tmp_path))
     assert done.returncode == 2 and "is a directory" in done.stderr
+
+
+def test_standard_input(saved: Path) -> None:
+    done = subprocess.run([str(BIN / "aer1-verify"), "-", "--json"], input=saved.read_bytes(), capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout
+    doc = json.loads(done.stdout)
+    assert doc["verdict"] == "VALID" and doc["source"] == "(standard input)"
+    assert doc["checks"][6]["status"] == "NOT CHECKED"  # no evidence beside standard input
+    done = subprocess.run([str(BIN / "aer1-verify"), "-"], input=b"{", capture_output=True, timeout=60)
+    assert done.returncode == 2 and b"MALFORMED: parse:" in done.stdout and b"Traceback" not in done.stderr
+    done = _cli("-", str(saved))
+    assert done.returncode == 2 and "goes alone" in done.stderr
