@@ -179,11 +179,12 @@ _PROFILE_STEP_REQUIRED = frozenset(
     ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
      "prev_digest")
 )
-_TWO_TS = re.compile(
-    r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
-    r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+_TS_PATTERN = r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+_TS_LEN = len("2026-01-01T00:00:00.000000Z")
+# started_at, ended_at, receipt_hash, prev_digest, receipt_id, concatenated
+_STEP_VALUES = re.compile(
+    _TS_PATTERN + _TS_PATTERN + r"[0-9a-f]{128}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 )
-_HEX_DIGITS = "0123456789abcdef"
 
 
 def _profile_step_ok(step: Any) -> bool:
@@ -204,17 +205,22 @@ def _profile_step_ok(step: Any) -> bool:
                                      step["prev_digest"], step["receipt_id"])
     if type(started) is not str or type(ended) is not str or type(rh) is not str or type(prev) is not str:
         return False
-    m = _TWO_TS.fullmatch(started + ended)
-    if m is None or ended < started or not _date_ok(m.group(1)) or not _date_ok(m.group(2)):
+    if type(rid) is not str or ended < started:
         return False
-    # hex: 64 characters that all strip away (str.strip stops at the first other character)
-    if len(rh) != 64 or len(prev) != 64 or rh.strip(_HEX_DIGITS) or prev.strip(_HEX_DIGITS):
+    # one regular expression over the five values: two timestamps, two digests, one UUID;
+    # the lengths fix where each value starts, so no value can borrow from its neighbour
+    if len(started) != _TS_LEN or len(ended) != _TS_LEN or len(rh) != 64 or len(prev) != 64 or len(rid) != 36:
         return False
-    if type(rid) is not str or _UUID.fullmatch(rid) is None:
+    m = _STEP_VALUES.fullmatch(started + ended + rh + prev + rid)
+    if m is None:
+        return False
+    d1, d2 = m.group(1, 2)
+    if not (_valid_dates.get(d1) or _date_ok(d1)) or not (_valid_dates.get(d2) or _date_ok(d2)):
         return False
     if len(keys) > len(_PROFILE_STEP_REQUIRED):
-        for name in STEP_OPTIONAL_MEMBERS:
-            if name in step and (type(step[name]) is not str or not step[name]):
+        for name in keys - _PROFILE_STEP_REQUIRED:
+            value = step[name]
+            if type(value) is not str or not value:
                 return False
     return True
 
@@ -363,7 +369,7 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
                         actual=step["prev_digest"])
             return
         try:
-            digest_hex = step_digest_hex(step)
+            digest_hex = step_digest_hex(step, flat=True)
         except CanonicalizationError as e:
             result.fail(f"step cannot be canonicalized: {e}", seq=seq)
             return

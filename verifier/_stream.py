@@ -322,7 +322,7 @@ class _Walker:
                                step["prev_digest"])
             return
         try:
-            digest_hex = step_digest_hex(step)
+            digest_hex = step_digest_hex(step, flat=True)
         except CanonicalizationError as e:
             self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
             return

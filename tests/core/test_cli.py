@@ -216,3 +216,15 @@ def test_standard_input(saved: Path) -> None:
     assert done.returncode == 2 and b"MALFORMED: parse:" in done.stdout and b"Traceback" not in done.stderr
     done = _cli("-", str(saved))
     assert done.returncode == 2 and "goes alone" in done.stderr
+
+
+def test_values_cannot_borrow_characters_from_their_neighbours(saved: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """started_at one character short and ended_at one long still fail, though their concatenation is fine."""
+    r = json.loads(saved.read_text())
+    step = r["steps"][1]
+    step["started_at"], step["ended_at"] = step["started_at"][:-1], step["started_at"][-1] + step["ended_at"]
+    saved.write_text(json.dumps(r))
+    assert verify_main([str(saved), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failures"][0]["check"] == "members" and doc["failures"][0]["seq"] == 2
