@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import os
@@ -26,6 +27,7 @@ from .receipt import (
     DEFAULT_VERIFY_URL,
     KINDS,
     MERKLE_VERSION,
+    STEP_OPTIONAL_MEMBERS,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
@@ -52,11 +54,15 @@ _ORDER = ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started
           "prev_digest")
 
 
-def _display_order(header: dict[str, Any], rid: str) -> dict[str, Any]:
+def _display_order(h: dict[str, Any], rid: str) -> dict[str, Any]:
     """A step with its members in reading order (the order is not hashed: JCS sorts)."""
-    header["receipt_id"] = rid
-    step = {k: header.pop(k) for k in _ORDER}
-    step.update(header)
+    step = {"seq": h["seq"], "receipt_id": rid, "tool": h["tool"], "kind": h["kind"], "agent": h["agent"],
+            "receipt_hash": h["receipt_hash"], "started_at": h["started_at"], "ended_at": h["ended_at"],
+            "status": h["status"], "prev_digest": h["prev_digest"]}
+    if len(h) > len(_ORDER) - 1:  # optional members (reply_to, target, recipient, call_id)
+        for k in STEP_OPTIONAL_MEMBERS:
+            if k in h:
+                step[k] = h[k]
     return step
 
 
@@ -400,7 +406,15 @@ class Collector:
 
     def _steps(self) -> list[dict[str, Any]]:
         """The receipt's steps, rebuilt from the stored headers."""
-        return [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+        # Millions of new dicts would set off the cyclic collector again and again, and none
+        # of them can be part of a cycle: pause it while they are built.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
         """Offline checks of a receipt (this collector's when none is given): [] when valid."""

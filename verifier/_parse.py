@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -104,6 +105,8 @@ def parse_strict(data: bytes, *, what: str = "input") -> Any:
         raise MalformedInput(f"{what} starts with a byte order mark")
     if not text.strip():
         raise MalformedInput(f"{what} is empty")
+    was_enabled = gc.isenabled()
+    gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants)
     except MalformedInput:
@@ -112,5 +115,8 @@ def parse_strict(data: bytes, *, what: str = "input") -> Any:
         raise MalformedInput(f"{what} is nested too deeply") from e
     except json.JSONDecodeError as e:
         raise MalformedInput(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    finally:
+        if was_enabled:
+            gc.enable()
     check_json_value(value)
     return value
