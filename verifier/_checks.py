@@ -360,7 +360,6 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
     """Check 5: prev_digest links, derived receipt ids, chain_head, and the close step."""
     steps = wf["steps"]
     prev = genesis_digest(wf["workflow_id"])
-    sha = hashlib.sha256
     for i, step in enumerate(steps):
         seq = i + 1
         if step["prev_digest"] != prev:
@@ -382,11 +381,17 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
         if step["kind"] == CLOSE_KIND and i != len(steps) - 1:
             result.fail("a close step before the last step", seq=seq)
             return
-    if wf["chain_head"] != prev:
-        result.fail("chain_head is not the digest of the last step", expected=prev, actual=wf["chain_head"])
+    check_chain_end(wf, prev, steps[-1], len(steps), result)
+
+
+def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult) -> None:
+    """The end of check 5: chain_head is the last digest; the last step is the bound close step.
+
+    Shared by the in-memory and the streaming verifier, so both report the same.
+    """
+    if wf["chain_head"] != head:
+        result.fail("chain_head is not the digest of the last step", expected=head, actual=wf["chain_head"])
         return
-    last = steps[-1]
-    n = len(steps)
     if last["kind"] != CLOSE_KIND:
         result.fail("receipt cut short: the last step is not a close step", seq=n,
                     expected=CLOSE_KIND, actual=last["kind"])
@@ -396,7 +401,7 @@ def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
                     actual=f"{last['tool']}/{last['agent']}")
         return
     try:
-        want = sha(canonical_bytes(close_content(wf, n))).hexdigest()
+        want = hashlib.sha256(canonical_bytes(close_content(wf, n))).hexdigest()
     except CanonicalizationError as e:
         result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
         return

@@ -18,7 +18,6 @@ names the problem exactly as it always does.
 from __future__ import annotations
 
 import codecs
-import hashlib
 import json
 import os
 import re
@@ -32,9 +31,9 @@ import orjson
 from ..canonical import CanonicalizationError, canonical_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
-from ..receipt import CLOSE_AGENT, CLOSE_KIND, close_content, evidence_path_for
+from ..receipt import CLOSE_KIND, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
-from ._checks import _check_step, _check_workflow_members, _is_hex64, check_expected, check_signature
+from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
 from ._parse import MAX_INPUT_BYTES, MAX_STRING_CHARS, MalformedInput, _no_constants, _pairs, check_json_value
 from ._report import CHECKS, FAIL, CheckResult, Report
@@ -386,28 +385,7 @@ class _Walker:
             message, seq, expected, actual = self.chain_fail
             result.fail(message, seq=seq, expected=expected, actual=actual)
             return
-        if wf["chain_head"] != self.prev:
-            result.fail("chain_head is not the digest of the last step", expected=self.prev, actual=wf["chain_head"])
-            return
-        if last["kind"] != CLOSE_KIND:
-            result.fail("receipt cut short: the last step is not a close step", seq=n,
-                        expected=CLOSE_KIND, actual=last["kind"])
-            return
-        if last["tool"] != CLOSE_KIND or last["agent"] != CLOSE_AGENT:
-            result.fail("close step tool/agent", seq=n, expected=f"{CLOSE_KIND}/{CLOSE_AGENT}",
-                        actual=f"{last['tool']}/{last['agent']}")
-            return
-        try:
-            want = hashlib.sha256(canonical_bytes(close_content(wf, n))).hexdigest()
-        except CanonicalizationError as e:
-            result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
-            return
-        if last["receipt_hash"] != want:
-            result.fail("close step does not match the workflow members (goal, session, status, "
-                        "output_hash, ... or the step count were changed)", seq=n,
-                        expected=want, actual=last["receipt_hash"])
-            return
-        result.passed(f"{n} links, derived receipt ids, chain_head and close step verified")
+        check_chain_end(wf, self.prev, last, n, result)
 
     def signing_input(self) -> bytearray:
         """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
