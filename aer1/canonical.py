@@ -31,6 +31,8 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "CanonicalizationError",
     "canonical_bytes",
+    "check_exact",
+    "exact_bytes",
     "jcs_encode",
     "normalize",
 ]
@@ -202,6 +204,59 @@ def canonical_bytes(value: Any) -> bytes:
     if _is_plain(data):
         return orjson.dumps(data, option=_ORJSON_OPTS)
     return jcs_encode(data)
+
+
+# ------------------------------------------------------------------ exact JSON data
+
+
+def check_exact(value: Any, _depth: int = 0) -> None:
+    """Raise :class:`CanonicalizationError` unless ``value`` is JSON data RFC 8785 holds exactly.
+
+    Exact means: ``dict`` with ``str`` keys, ``list``, ``str`` with no lone surrogate,
+    ``bool``, ``None``, ``int`` within ±(2^53 − 1) and finite ``float``, nested at most
+    :data:`MAX_DEPTH` deep. Such a value and its canonical bytes determine each other (up
+    to JCS's own equivalences, ``1 == 1.0`` and ``-0 == 0``); nothing is mapped or replaced.
+    """
+    if _depth > MAX_DEPTH:
+        raise CanonicalizationError(f"nesting deeper than {MAX_DEPTH} levels")
+    t = type(value)
+    if t is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise CanonicalizationError("string holds a lone surrogate") from e
+    elif value is None or t is bool:
+        return
+    elif t is int:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise CanonicalizationError("integer outside ±(2^53 − 1) has no exact JSON number form")
+    elif t is float:
+        if not math.isfinite(value):
+            raise CanonicalizationError(f"non-finite number {value!r} has no JSON form")
+    elif t is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise CanonicalizationError(f"object key {key!r} is not a string")
+            check_exact(key, _depth + 1)
+            check_exact(item, _depth + 1)
+    elif t is list:
+        for item in value:
+            check_exact(item, _depth + 1)
+    else:
+        raise CanonicalizationError(f"{t.__name__} is not JSON data")
+
+
+def exact_bytes(value: Any) -> bytes:
+    """Return the RFC 8785 bytes of ``value``, which must pass :func:`check_exact`.
+
+    Unlike :func:`canonical_bytes` nothing is normalized: a value with no exact JSON form
+    is refused, never mapped onto another value's bytes.
+    """
+    check_exact(value)
+    if _is_plain(value):
+        return orjson.dumps(value, option=_ORJSON_OPTS)
+    return jcs_encode(value)
 
 
 # ------------------------------------------------------------------ normalization
