@@ -33,7 +33,7 @@ test-ag2: $(AG2_STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check aer1 collectors verifier tests examples bench
-	$(VENV)/bin/mypy aer1 collectors verifier
+	$(PY) tests/typecheck.py
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
