@@ -95,28 +95,72 @@ def test_a_signed_recovery_verifies_with_the_trusted_key(tmp_path: Path, run_rec
     assert report.valid and report.check("signature").detail.startswith("valid signature by trusted key")
     done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", str(tmp_path / "r.json"), "--key",
                            str(TRUSTED_PUB)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.splitlines()[-1] == f"verdict: VALID (aer1-chain-v1; {STEPS + 1} steps)"
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[-1].startswith(
+        "verdict: VALID (aer1-chain-v1; chain checked; CLOSED BY RECOVERY (incomplete run); signed by trusted key ")
 
 
-def test_a_finalized_journal_rebuilds_the_same_receipt(tmp_path: Path) -> None:
-    path, c, _ = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
-    receipt = c.finalize("the answer")
-    c.save(tmp_path / "original.json", receipt)
-    result = recover_journal(path, tmp_path / "r.json")  # no key: the journaled signature is reused
-    assert (result.exit_code, result.finalized, result.steps_recovered, result.notes) == (0, True, STEPS, [])
-    assert (tmp_path / "r.json").read_bytes() == (tmp_path / "original.json").read_bytes()
-    assert (tmp_path / "r.evidence.jsonl").read_bytes() == (tmp_path / "original.evidence.jsonl").read_bytes()
-
-
-def test_finalize_interrupted_before_the_final_line(tmp_path: Path) -> None:
-    path, c, _ = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
-    c.save(tmp_path / "original.json", c.finalize("the answer"))
-    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
+def _recovered_from_finalized(tmp_path: Path, drop_final_line: bool) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    path, c, steps = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
+    original = c.finalize("the answer")
+    if drop_final_line:
+        path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
     result = recover_journal(path, tmp_path / "r.json", signing_key=str(TRUSTED_KEY))
-    assert (result.exit_code, result.finalized, result.problems) == (0, True, [])
-    assert result.notes == ["the final line is missing: finalize() was interrupted after writing the close step; "
-                            "the receipt is rebuilt from the close step"]
-    assert (tmp_path / "r.json").read_bytes() == (tmp_path / "original.json").read_bytes()
+    r = result.receipt
+    assert (result.exit_code, result.finalized, result.steps_recovered, result.problems) == (0, True, STEPS, [])
+    assert r["steps"][:STEPS] == steps
+    return original, result, r
+
+
+@pytest.mark.parametrize("drop_final_line", [False, True], ids=["final_line_kept", "finalize_interrupted"])
+def test_a_finalized_journal_still_gives_a_recovered_receipt(tmp_path: Path, drop_final_line: bool) -> None:
+    """The journal is not signed: its claim to be finalized cannot be told from a forgery."""
+    original, result, r = _recovered_from_finalized(tmp_path, drop_final_line)
+    assert (r["status"], r["closed_by"]) == ("incomplete", "recovery")
+    assert r["output_hash"] == original["output_hash"]  # the journaled answer hash is kept, bound as recovered
+    assert r["steps"][-1]["kind"] == "close" and r["steps"][-1]["receipt_id"] != original["steps"][-1]["receipt_id"]
+    assert "replaced by a recovery close step" in result.notes[0]
+    assert ("final line is missing" in result.notes[-1]) == drop_final_line
+    trusted = {key_id(load_public_key(TRUSTED_PUB))}
+    report = verify_receipt(tmp_path / "r.json", trusted_key_ids=trusted)
+    assert report.valid and report.basis()["closed_by"] == "recovery"
+    assert "CLOSED BY RECOVERY" in report.to_text().splitlines()[-1]
+
+
+def test_a_forged_finalized_journal_is_not_laundered(tmp_path: Path) -> None:
+    """A hand-written journal, fully re-chained, claiming a finalized run with status ok."""
+    path, c, _ = _journal(tmp_path)
+    c.finalize("the answer")
+    lines = path.read_bytes().splitlines(keepends=True)
+    forged = [lines[0]]
+    prev = None
+    for line in lines[1:]:
+        record = orjson.loads(line)
+        if record["type"] == "step":
+            step = record["step"]
+            if step["kind"] == "message":
+                record["content"] = {"type": "TextMessage", "content": "transfer approved"}
+                step["receipt_hash"] = hashlib.sha256(canonical_bytes(record["content"])).hexdigest()
+            if prev is not None:
+                step["prev_digest"] = prev
+            if step["kind"] == "close":
+                record["content"]["status"] = "ok"
+                step["receipt_hash"] = hashlib.sha256(canonical_bytes(record["content"])).hexdigest()
+            body = {k: v for k, v in step.items() if k != "receipt_id"}
+            digest = hashlib.sha256(STEP_TAG + canonical_bytes(body)).digest()
+            step["receipt_id"] = uuid8_from_digest(digest)
+            prev = digest.hex()
+        elif record["type"] == "final":
+            continue  # a forger need not write one
+        forged.append(orjson.dumps(record) + b"\n")
+    path.write_bytes(b"".join(forged))
+    result = recover_journal(path, tmp_path / "r.json", signing_key=str(TRUSTED_KEY))
+    assert result.finalized and result.problems == []
+    r = result.receipt
+    assert (r["status"], r["closed_by"]) == ("incomplete", "recovery")
+    report = verify_receipt(tmp_path / "r.json", trusted_key_ids={key_id(load_public_key(TRUSTED_PUB))})
+    assert report.valid and report.basis()["closed_by"] == "recovery"
+    assert "CLOSED BY RECOVERY (incomplete run)" in report.to_text().splitlines()[-1]
 
 
 def test_a_torn_last_line_is_reported_and_left_out(tmp_path: Path) -> None:
