@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from . import timefmt
-from .canonical import _is_plain, canonical_bytes, normalize
+from .canonical import CanonicalizationError, _is_plain, canonical_bytes, exact_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -176,7 +176,10 @@ class Collector:
         content = normalize(content)
         if self._redact is not None:
             content = self._redact(content)
-        return canonical_bytes(content)
+        try:
+            return exact_bytes(content)  # normalized once: its tags must not be escaped again
+        except CanonicalizationError:
+            return canonical_bytes(content)  # a custom redactor returned values that need normalizing
 
     def record(
         self,

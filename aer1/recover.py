@@ -34,7 +34,7 @@ import orjson
 from rfc3339_validator import validate_rfc3339
 
 from . import timefmt
-from .canonical import CanonicalizationError, canonical_bytes
+from .canonical import CanonicalizationError, exact_bytes
 from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .collector import _display_order
 from .evidence import evidence_header, evidence_line
@@ -286,8 +286,8 @@ class _Recovery:
             raise _BadLine(f"prev_digest does not link to {what}: the chain is broken here", seq)
         rid = step.pop("receipt_id")
         try:
-            hbytes = canonical_bytes(step)
-            cbytes = canonical_bytes(record["content"]) if wants_content else None
+            hbytes = exact_bytes(step)
+            cbytes = exact_bytes(record["content"]) if wants_content else None
         except CanonicalizationError as e:
             raise _BadLine(f"line cannot be canonicalized: {e}", seq) from e
         digest = hashlib.sha256(STEP_TAG + hbytes).digest()
@@ -363,7 +363,7 @@ def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
     if state.agents:
         members["agents"] = list(state.agents.values())
     workflow = _workflow(members)
-    return workflow, canonical_bytes(close_content(workflow, len(state.steps) + 1))
+    return workflow, exact_bytes(close_content(workflow, len(state.steps) + 1))
 
 
 def _append_close(state: _Recovery, cbytes: bytes) -> None:
@@ -375,7 +375,7 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         "status": "ok", "prev_digest": state.head,
     }
     rhash = header["receipt_hash"]
-    digest = hashlib.sha256(STEP_TAG + canonical_bytes(header)).digest()
+    digest = hashlib.sha256(STEP_TAG + exact_bytes(header)).digest()
     state.head = digest.hex()
     state.steps.append(_display_order(header, uuid8_from_digest(digest)))
     if state.evidence is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from rfc3339_validator import validate_rfc3339
 
-from ..canonical import CanonicalizationError, canonical_bytes
+from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
@@ -422,7 +422,7 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
                     actual=f"{last['tool']}/{last['agent']}")
         return
     try:
-        want = hashlib.sha256(canonical_bytes(close_content(wf, n))).hexdigest()
+        want = hashlib.sha256(exact_bytes(close_content(wf, n))).hexdigest()
     except CanonicalizationError as e:
         result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
         return

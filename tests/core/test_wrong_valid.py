@@ -264,3 +264,44 @@ def test_invalid_json_has_no_basis_claims(tmp_path: Path, capsys: pytest.Capture
     code, line, doc = _verdict([str(path)], capsys)
     assert code == 1 and line.startswith("verdict: INVALID: chain:")
     assert doc["basis"]["chain"] == "not checked" and doc["valid"] is False
+
+
+# ------------------------------------------------ canonical collisions (evidence)
+
+
+def _save(tmp_path: Path, *contents: Any) -> Path:
+    c = make_collector()
+    for content in contents:
+        c.record("lookup", content, agent="alice")
+    return Path(c.save(tmp_path / "r.json"))
+
+
+def test_contents_json_cannot_hold_are_recorded_one_to_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    honest = {"name": "caf\ufffd", "id": "18446744073709551617", "x": "NaN", "tag": {"$aer1:int": "5"}}
+    raw = {"name": "caf\udead", "id": 2**64 + 1, "x": float("nan"), "tag": 5}
+    path = _save(tmp_path, honest, raw)
+    steps = json.loads(path.read_text())["steps"]
+    assert steps[5]["receipt_hash"] != steps[6]["receipt_hash"]
+    assert verify_main([str(path)]) == 0
+    assert "evidence checked" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("recorded", "raw_json", "reason"), [
+    ("caf\ufffd", '"caf\\udead"', "lone surrogate"),
+    ("18446744073709551617", "18446744073709551617", "no exact JSON number form"),
+])
+def test_evidence_holding_values_without_an_exact_form_is_invalid(
+    tmp_path: Path, recorded: str, raw_json: str, reason: str
+) -> None:
+    """The old verifier normalized evidence, so these swaps kept the hash; now they are refused."""
+    path = _save(tmp_path, {"v": recorded})
+    evidence = path.with_name("r.evidence.jsonl")
+    lines = evidence.read_bytes().splitlines(keepends=True)
+    line = json.loads(lines[6])
+    assert line["content"] == {"v": recorded}
+    lines[6] = (f'{{"seq":{line["seq"]},"receipt_hash":"{line["receipt_hash"]}","content":{{"v":{raw_json}}}}}\n'
+                .encode())
+    evidence.write_bytes(b"".join(lines))
+    report = verify_receipt(path)
+    assert report.verdict == "INVALID" and report.failures[0].check == "evidence", report.to_text()
+    assert reason in report.failures[0].message
