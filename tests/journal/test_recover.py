@@ -19,6 +19,7 @@ from aer1.receipt import close_content
 from aer1.recover import Problem, RecoveryError, recover_journal
 from aer1.signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
+from tests.fixtures.generate_adversarial import forged_finalized_journal
 
 from .conftest import STEPS, TRUSTED_KEY, TRUSTED_PUB, feed
 
@@ -129,31 +130,8 @@ def test_a_finalized_journal_still_gives_a_recovered_receipt(tmp_path: Path, dro
 
 def test_a_forged_finalized_journal_is_not_laundered(tmp_path: Path) -> None:
     """A hand-written journal, fully re-chained, claiming a finalized run with status ok."""
-    path, c, _ = _journal(tmp_path)
-    c.finalize("the answer")
-    lines = path.read_bytes().splitlines(keepends=True)
-    forged = [lines[0]]
-    prev = None
-    for line in lines[1:]:
-        record = orjson.loads(line)
-        if record["type"] == "step":
-            step = record["step"]
-            if step["kind"] == "message":
-                record["content"] = {"type": "TextMessage", "content": "transfer approved"}
-                step["receipt_hash"] = hashlib.sha256(canonical_bytes(record["content"])).hexdigest()
-            if prev is not None:
-                step["prev_digest"] = prev
-            if step["kind"] == "close":
-                record["content"]["status"] = "ok"
-                step["receipt_hash"] = hashlib.sha256(canonical_bytes(record["content"])).hexdigest()
-            body = {k: v for k, v in step.items() if k != "receipt_id"}
-            digest = hashlib.sha256(STEP_TAG + canonical_bytes(body)).digest()
-            step["receipt_id"] = uuid8_from_digest(digest)
-            prev = digest.hex()
-        elif record["type"] == "final":
-            continue  # a forger need not write one
-        forged.append(orjson.dumps(record) + b"\n")
-    path.write_bytes(b"".join(forged))
+    path = tmp_path / "run.journal"
+    forged_finalized_journal(path)
     result = recover_journal(path, tmp_path / "r.json", signing_key=str(TRUSTED_KEY))
     assert result.finalized and result.problems == []
     r = result.receipt
