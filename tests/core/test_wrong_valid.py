@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from aer1 import Collector
 from aer1.canonical import canonical_bytes
 from aer1.cli import main as aer1_main
 from aer1.merkle import inclusion_proof, leaf_receipt_id
@@ -305,3 +306,22 @@ def test_evidence_holding_values_without_an_exact_form_is_invalid(
     report = verify_receipt(path)
     assert report.verdict == "INVALID" and report.failures[0].check == "evidence", report.to_text()
     assert reason in report.failures[0].message
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Collector(goal="caf\udead"),
+    lambda: Collector(goal="g", session_id="s\udead"),
+    lambda: Collector(goal="g", verify_url="https://x/\udead"),
+    lambda: make_collector().register_agent("carol", type="A", description="d\udead"),
+])
+def test_workflow_members_without_an_exact_form_are_refused_up_front(make: Any) -> None:
+    """They would be hashed exactly by the verifier: refuse them when given, not at finalize()."""
+    with pytest.raises(ValueError, match="not valid text"):
+        make()
+
+
+def test_step_content_with_an_unrepresentable_key_is_a_counted_failure() -> None:
+    c = make_collector()
+    assert c.safe_record("lookup", {"caf\udead": 1}, agent="alice") is None
+    assert c.recording_failures == 1
+    assert verify_receipt(c.finalize()).valid
