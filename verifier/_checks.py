@@ -211,9 +211,10 @@ def _profile_step_ok(step: Any) -> bool:
     s, tool, agent = step["seq"], step["tool"], step["agent"]
     if type(s) is not int or not 0 < s <= _MAX_SEQ or type(tool) is not str or not tool:
         return False
-    if type(agent) is not str or not agent or step["kind"] not in _KIND_SET:
+    kind, status = step["kind"], step["status"]
+    if type(agent) is not str or not agent or type(kind) is not str or kind not in _KIND_SET:
         return False
-    if step["status"] not in _STEP_STATUS_SET:
+    if type(status) is not str or status not in _STEP_STATUS_SET:
         return False
     started, ended, rh, prev, rid = (step["started_at"], step["ended_at"], step["receipt_hash"],
                                      step["prev_digest"], step["receipt_id"])
@@ -278,7 +279,7 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
         return ok
     if not ok:
         return ok
-    if step.get("kind") not in _KIND_SET:
+    if type(step.get("kind")) is not str or step["kind"] not in _KIND_SET:
         result.fail("kind is not a known kind", seq=seq, actual=repr(step.get("kind")))
         ok = False
     if not _is_label(step.get("agent")):

@@ -129,6 +129,8 @@ def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool]]) 
                           "a proof carries no signature)")
     if args.receipt is not None and not (args.key or args.trusted_keys):
         raise _UsageError("--receipt pins a proof's root only with --key or --trusted-keys")
+    if args.receipt is not None and not os.path.isfile(args.receipt):
+        raise _UsageError(f"--receipt {args.receipt}: no such file")
 
 
 def _run(argv: Sequence[str] | None) -> int:

@@ -325,3 +325,31 @@ def test_step_content_with_an_unrepresentable_key_is_a_counted_failure() -> None
     assert c.safe_record("lookup", {"caf\udead": 1}, agent="alice") is None
     assert c.recording_failures == 1
     assert verify_receipt(c.finalize()).valid
+
+
+_ODD_VALUES = [None, [], {}, "", "x", 1.5, -1, 0, 2**70, True, "0" * 64, {"seq": 1}]
+
+
+def test_odd_proof_members_never_crash_and_never_pass(signed_run: tuple[dict[str, Any], Path]) -> None:
+    r, _ = signed_run
+    good = build_step_proof(r, 3, {"q": 1})
+    targets = [(k,) for k in good] + [("step", k) for k in good["step"]] + [("close", "step", k)
+                                                                            for k in good["close"]["step"]]
+    for path in [*targets, ("close", "audit_path"), ("extra",), ("step", "extra"), ("close", "extra")]:
+        for value in _ODD_VALUES:
+            proof = copy.deepcopy(good)
+            node = proof
+            for k in path[:-1]:
+                node = node[k]
+            node[path[-1]] = value
+            report = verify_proof(proof, expected_root=r["merkle_root"])
+            assert report.verdict != "VALID", (path, value)
+            report.to_text()
+            json.dumps(report.to_dict())
+        proof = copy.deepcopy(good)
+        node = proof
+        for k in path[:-1]:
+            node = node[k]
+        node.pop(path[-1], None)
+        if path not in {("content",)} and path[-1] not in ("extra", "reply_to", "target", "recipient", "call_id"):
+            assert verify_proof(proof, expected_root=r["merkle_root"]).verdict != "VALID", ("dropped", path)
