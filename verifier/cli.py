@@ -148,7 +148,12 @@ def _run(argv: Sequence[str] | None) -> int:
     _refuse_for_proofs(args, files)
     reports = []
     for path, is_proof in files:
-        if path == _STDIN:
+        if path == _STDIN and args.proof:
+            report = verify_proof(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), expected_root=expected_root,
+                                  receipt=args.receipt, trusted_key_ids=trusted)
+            report.source = "(standard input)"
+            reports.append(report)
+        elif path == _STDIN:
             report = verify_receipt(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), evidence=args.evidence,
                                     trusted_key_ids=trusted, expected_root=expected_root,
                                     expected_head=expected_head)

@@ -198,21 +198,27 @@ def _pin(doc: Mapping[str, Any], expected_root: str | None, receipt: str | os.Pa
 
 
 def verify_proof(
-    proof: Mapping[str, Any] | str | os.PathLike[str],
+    proof: Mapping[str, Any] | str | os.PathLike[str] | bytes,
     *,
     expected_root: str | None = None,
     receipt: str | os.PathLike[str] | None = None,
     trusted_key_ids: Iterable[str] | None = None,
 ) -> Report:
-    """Check a proof (module docstring); ``receipt`` with ``trusted_key_ids`` can pin its root."""
+    """Check a proof: a parsed dict, a path or its bytes (module docstring).
+
+    ``receipt`` (a path) with ``trusted_key_ids`` can pin its root, as ``expected_root`` can.
+    """
     checks = [CheckResult(n, name) for n, name in PROOF_CHECKS]
     c_parse, c_members, c_id, c_size, c_incl, c_content, c_pin = checks
     report = Report(None, checks, kind="proof")
     trusted = None if trusted_key_ids is None else set(trusted_key_ids)
-    if isinstance(proof, (str, os.PathLike)):
-        report.source = os.fspath(proof)
+    if isinstance(proof, (str, os.PathLike, bytes)):
         try:
-            doc: Any = parse_strict(read_limited(report.source), what=report.source)
+            if isinstance(proof, bytes):
+                doc: Any = parse_strict(proof, what="the proof")
+            else:
+                report.source = os.fspath(proof)
+                doc = parse_strict(read_limited(report.source), what=report.source)
         except MalformedInput as e:
             c_parse.fail(str(e))
             for c in checks[1:]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -353,3 +355,14 @@ def test_odd_proof_members_never_crash_and_never_pass(signed_run: tuple[dict[str
         node.pop(path[-1], None)
         if path not in {("content",)} and path[-1] not in ("extra", "reply_to", "target", "recipient", "call_id"):
             assert verify_proof(proof, expected_root=r["merkle_root"]).verdict != "VALID", ("dropped", path)
+
+
+def test_a_proof_from_standard_input_is_verified_as_a_proof(proof_file: tuple[Path, Path, str]) -> None:
+    proof, _, root = proof_file
+    for args, want in ((["--expected-root", root], 0), ([], 1), (["--expected-head", root], 2)):
+        done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", "--proof", "-", "--json", *args],
+                              input=proof.read_bytes(), capture_output=True, timeout=120)
+        assert done.returncode == want, done.stderr
+        if want != 2:
+            doc = json.loads(done.stdout)
+            assert doc["kind"] == "proof" and doc["exit_code"] == want
