@@ -382,6 +382,16 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 
 
+def _same_file(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` name the same file (also through links)."""
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet
+        return False
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
@@ -405,8 +415,9 @@ def recover_journal(
     signed. Raises :class:`RecoveryError` when nothing can be recovered.
     """
     path, out = os.fspath(journal), os.fspath(output)
-    if os.path.abspath(path) == os.path.abspath(out):
-        raise RecoveryError("the output must not be the journal itself")
+    for written in (out, evidence_path_for(out)):
+        if _same_file(path, written):
+            raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:

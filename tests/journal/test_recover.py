@@ -344,4 +344,13 @@ def test_the_output_must_not_be_the_journal(tmp_path: Path) -> None:
     path, c, _ = _journal(tmp_path)
     with pytest.raises(RecoveryError, match="must not be the journal"):
         recover_journal(path, path)
+    named_like_evidence = tmp_path / "r.evidence.jsonl"
+    path.rename(named_like_evidence)
+    before = named_like_evidence.read_bytes()
+    for out in (tmp_path / "r.json", tmp_path / "link.json"):
+        if out.name == "link.json":
+            (tmp_path / "link.evidence.jsonl").symlink_to(named_like_evidence)
+        with pytest.raises(RecoveryError, match="would overwrite it"):
+            recover_journal(named_like_evidence, out)
+        assert named_like_evidence.read_bytes() == before and not out.exists()
     c.finalize()
