@@ -366,3 +366,16 @@ def test_a_proof_from_standard_input_is_verified_as_a_proof(proof_file: tuple[Pa
         if want != 2:
             doc = json.loads(done.stdout)
             assert doc["kind"] == "proof" and doc["exit_code"] == want
+
+
+def test_a_proof_carries_tagged_content_exactly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _save(tmp_path, {"id": 2**64 + 1, "name": "caf\udead", "ratio": float("inf")})
+    out = tmp_path / "s.proof.json"
+    assert aer1_main(["prove", str(path), "--step", "6", "-o", str(out)]) == 0
+    proof = json.loads(out.read_text())
+    assert proof["content"] == {"id": {"$aer1:int": "18446744073709551617"}, "name": {"$aer1:str": ["caf", 0xDEAD]},
+                                "ratio": {"$aer1:float": "Infinity"}}
+    root = json.loads(path.read_text())["merkle_root"]
+    capsys.readouterr()
+    assert verify_main([str(out), "--expected-root", root]) == 0
+    assert "content checked" in capsys.readouterr().out
