@@ -177,7 +177,7 @@ class Report:
             signature = "trusted key" if sig.facts.get("trusted") else "unknown key"
         facts = expected.facts if expected else {}
         return {
-            "checks": "aer1-chain-v1" if chain else "AER-1 base checks only",
+            "level": "aer1-chain-v1" if chain else "AER-1 base checks only",
             "chain": "checked" if chain else "not checked",
             "signature": signature,
             "key_id": key,
@@ -200,7 +200,7 @@ class Report:
             root = f"root pinned by {b['pinned_by']}" if b["root"] == "pinned" else "root NOT pinned"
             return (f"proof; step id {b['step_id']}; tree size {b['tree_size']}; content {b['content']}; {root}; "
                     f"{self.steps if self.steps is not None else '-'} steps")
-        parts = [b["checks"]]
+        parts = [b["level"]]
         if b["chain"] == "checked":
             parts.append("chain checked")
             parts.append("CLOSED BY RECOVERY (incomplete run)" if b["closed_by"] == "recovery" else "finalized")

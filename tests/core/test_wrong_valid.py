@@ -71,7 +71,7 @@ def test_foreign_receipt_with_v4_ids_still_valid_on_base_checks() -> None:
     forged["merkle_root"] = merkle_root_hex([s["receipt_id"] for s in forged["steps"]])
     report = verify_receipt(forged)
     assert report.verdict == "VALID", report.to_text()
-    assert report.basis()["checks"] == "AER-1 base checks only"
+    assert report.basis()["level"] == "AER-1 base checks only"
     assert "verdict: VALID (AER-1 base checks only; no chain" in report.to_text()
 
 
@@ -245,7 +245,7 @@ def test_verdict_names_its_basis(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert line.startswith("verdict: VALID (aer1-chain-v1; chain checked; finalized; signed by trusted key "
                            f"{TRUSTED}; evidence checked; root pinned;")
-    assert doc["basis"] == {"checks": "aer1-chain-v1", "chain": "checked", "signature": "trusted key",
+    assert doc["basis"] == {"level": "aer1-chain-v1", "chain": "checked", "signature": "trusted key",
                             "key_id": TRUSTED, "evidence": "checked", "root": "pinned", "head": "not pinned",
                             "closed_by": "finalize"}
 
