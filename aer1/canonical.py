@@ -432,6 +432,8 @@ def normalize(value: Any) -> Any:
 
 
 _RESTORE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: Longest digit string :func:`restore` turns back into an int (the interpreter's own default limit).
+_MAX_TAG_DIGITS = 4300
 
 
 def restore(data: Any) -> Any:
@@ -439,7 +441,7 @@ def restore(data: Any) -> Any:
 
     ``restore(normalize(x))`` equals ``x`` for JSON-like ``x`` (dicts with string keys,
     lists, strings, numbers, booleans, None); readers of evidence use it to get back what
-    the run produced.
+    the run produced. A malformed tag (which normalization never writes) is left as it is.
     """
     if type(data) is list:
         return [restore(v) for v in data]
@@ -449,12 +451,13 @@ def restore(data: Any) -> Any:
         return data
     if len(data) == 1:
         ((key, item),) = data.items()
-        if key == TAG_INT and type(item) is str:
+        if key == TAG_INT and type(item) is str and item.lstrip("-").isdigit() and len(item) <= _MAX_TAG_DIGITS:
             return int(item)
         if key == TAG_FLOAT and item in _RESTORE_FLOATS:
             return _RESTORE_FLOATS[item]
-        if key == TAG_STR and type(item) is list:
-            return "".join(chr(p) if type(p) is int else str(p) for p in item)
+        if key == TAG_STR and type(item) is list and all(
+                type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in item):
+            return "".join(p if type(p) is str else chr(p) for p in item)
         if key == TAG_OBJECT and type(item) is dict:
             return {k: restore(v) for k, v in item.items()}
     return {k: restore(v) for k, v in data.items()}

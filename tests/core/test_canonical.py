@@ -331,3 +331,9 @@ def test_collector_fast_path_agrees_with_normalize_redact_encode(value: object) 
     c = Collector(goal="differential", evidence=False)
     want = hashlib.sha256(exact_bytes(default_redactor(normalize(value)))).hexdigest()
     assert c.record("t", value)["receipt_hash"] == want
+
+
+@pytest.mark.parametrize("tag", [{"$aer1:int": "12x"}, {"$aer1:int": 5}, {"$aer1:str": ["a", 65]},
+                                 {"$aer1:float": "nan"}, {"$aer1:object": [1]}, {"$aer1:int": "9" * 5000}])
+def test_restore_leaves_malformed_tags_as_they_are(tag: dict[str, object]) -> None:
+    assert restore(tag) == tag
