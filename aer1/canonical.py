@@ -2,13 +2,17 @@
 
 Two layers:
 
-* :func:`normalize` turns any Python value into plain JSON data (dict with str keys,
-  list, str, int, float, bool, None) by the rules in ``spec/canonical.md``.
-* :func:`canonical_bytes` encodes normalized data as RFC 8785 canonical JSON. Plain
+* :func:`normalize` turns any Python value into exact JSON data (dict with str keys,
+  list, str, int, float, bool, None, each with an exact RFC 8785 form) by the rules in
+  ``spec/canonical.md``. A value JSON cannot hold exactly (a lone surrogate, an integer
+  beyond ±(2^53 − 1), NaN or an infinity) becomes a tagged object that no other value
+  gives, so the mapping is one-to-one; :func:`restore` inverts it.
+* :func:`canonical_bytes` encodes ``normalize(value)`` as RFC 8785 canonical JSON. Plain
   data (strings, safe integers, BMP-only keys) goes through orjson, which produces the
-  same bytes as JCS for that subset; anything else (floats, keys outside the Basic
-  Multilingual Plane, values that needed normalizing) goes through the exact encoder
+  same bytes as JCS for that subset; anything else goes through the exact encoder
   :func:`jcs_encode`. A property test shows the two agree on their common domain.
+* :func:`exact_bytes` encodes data that is already exact and refuses anything else: the
+  verifier uses it, so it never maps one value onto another value's bytes.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ import orjson
 __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
+    "TAG_PREFIX",
     "CanonicalizationError",
     "canonical_bytes",
     "check_exact",
     "exact_bytes",
     "jcs_encode",
     "normalize",
+    "restore",
 ]
 
 #: Largest integer that an IEEE 754 double (and so every JCS verifier) holds exactly.
@@ -43,6 +49,19 @@ MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 200
 
 _ORJSON_OPTS = orjson.OPT_SORT_KEYS
+
+#: Bits of the largest finite double; a longer integer is no double's text.
+_DOUBLE_MAX_BITS = 1024
+#: Object keys beginning with this are tags of the normalization (spec/canonical.md).
+TAG_PREFIX = "$aer1:"
+#: An integer beyond ±(2^53 − 1): its decimal digits.
+TAG_INT = TAG_PREFIX + "int"
+#: NaN, Infinity or -Infinity.
+TAG_FLOAT = TAG_PREFIX + "float"
+#: A string holding a lone surrogate: its runs of text, each lone surrogate as its code point (an integer).
+TAG_STR = TAG_PREFIX + "str"
+#: An object that has a key beginning with TAG_PREFIX, wrapped so it is not read as a tag.
+TAG_OBJECT = TAG_PREFIX + "object"
 
 
 class CanonicalizationError(ValueError):
@@ -173,8 +192,9 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
         if depth >= MAX_DEPTH:
             return False
         for k, v in value.items():
-            # Sorting by code point equals sorting by UTF-16 code units for BMP-only keys.
-            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff"):
+            # Sorting by code point equals sorting by UTF-16 code units for BMP-only keys;
+            # a tag-prefixed key needs the escape that normalization gives it.
+            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
                 return False
             if type(v) is not str and not _is_plain(v, depth + 1):
                 return False
@@ -199,11 +219,8 @@ def canonical_bytes(value: Any) -> bytes:
         try:
             return orjson.dumps(value, option=_ORJSON_OPTS)
         except orjson.JSONEncodeError:
-            pass  # e.g. a lone surrogate: normalization repairs it
-    data = normalize(value)
-    if _is_plain(data):
-        return orjson.dumps(data, option=_ORJSON_OPTS)
-    return jcs_encode(data)
+            pass  # e.g. a lone surrogate: normalization tags it
+    return exact_bytes(normalize(value))
 
 
 # ------------------------------------------------------------------ exact JSON data
@@ -213,8 +230,9 @@ def check_exact(value: Any, _depth: int = 0) -> None:
     """Raise :class:`CanonicalizationError` unless ``value`` is JSON data RFC 8785 holds exactly.
 
     Exact means: ``dict`` with ``str`` keys, ``list``, ``str`` with no lone surrogate,
-    ``bool``, ``None``, ``int`` within ±(2^53 − 1) and finite ``float``, nested at most
-    :data:`MAX_DEPTH` deep. Such a value and its canonical bytes determine each other (up
+    ``bool``, ``None``, ``int`` within ±(2^53 − 1) or whose digits are exactly how RFC 8785
+    writes a double (a float such as 2^53 or 1e20, parsed back as an integer), and finite
+    ``float``, nested at most :data:`MAX_DEPTH` deep. Such a value and its canonical bytes determine each other (up
     to JCS's own equivalences, ``1 == 1.0`` and ``-0 == 0``); nothing is mapped or replaced.
     """
     if _depth > MAX_DEPTH:
@@ -229,7 +247,7 @@ def check_exact(value: Any, _depth: int = 0) -> None:
     elif value is None or t is bool:
         return
     elif t is int:
-        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER and not _is_double_text(value):
             raise CanonicalizationError("integer outside ±(2^53 − 1) has no exact JSON number form")
     elif t is float:
         if not math.isfinite(value):
@@ -247,6 +265,13 @@ def check_exact(value: Any, _depth: int = 0) -> None:
         raise CanonicalizationError(f"{t.__name__} is not JSON data")
 
 
+def _is_double_text(value: int) -> bool:
+    """True when ``value``'s digits are how RFC 8785 writes some double (e.g. 2^53 read back as an int)."""
+    if value.bit_length() > _DOUBLE_MAX_BITS:
+        return False
+    return _es6_number(float(value)) == str(value)
+
+
 def exact_bytes(value: Any) -> bytes:
     """Return the RFC 8785 bytes of ``value``, which must pass :func:`check_exact`.
 
@@ -262,26 +287,48 @@ def exact_bytes(value: Any) -> bytes:
 # ------------------------------------------------------------------ normalization
 
 
-def _clean_str(s: str) -> str:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        # Lone surrogates cannot be UTF-8: each becomes U+FFFD.
-        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in s)
+def _text(s: str) -> str | dict[str, list[str | int]]:
+    """A string as it is, or, when it holds a lone surrogate, tagged as runs of text and code points.
+
+    ``"caf\\udead"`` becomes ``{"$aer1:str": ["caf", 57005]}``: each surrogate code point
+    stays one integer, so two surrogates side by side never merge into one character.
+    """
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            parts: list[str | int] = []
+            run: list[str] = []
+            for ch in s:
+                if "\ud800" <= ch <= "\udfff":
+                    if run:
+                        parts.append("".join(run))
+                        run = []
+                    parts.append(ord(ch))
+                else:
+                    run.append(ch)
+            if run:
+                parts.append("".join(run))
+            return {TAG_STR: parts}
     return s
 
 
 def _key_text(key: Any) -> str:
     if isinstance(key, str):
-        return _clean_str(str(key))
-    if key is None or isinstance(key, (bool, int, float)):
-        # The key's own JSON text: 1 -> "1", True -> "true", None -> "null".
-        data = _normalize(key, 0, set())
-        return data if isinstance(data, str) else jcs_encode(data).decode("utf-8")
+        text = str(key)
+        if not isinstance(_text(text), str):
+            raise CanonicalizationError("object key holds a lone surrogate: it has no exact JSON form")
+        return text
+    if key is None or isinstance(key, bool):
+        return "null" if key is None else ("true" if key else "false")
+    if isinstance(key, int):
+        return str(int(key))
+    if isinstance(key, float):
+        return _es6_number(float(key)) if math.isfinite(key) else _float_text(key)
     if isinstance(key, enum.Enum):
         return _key_text(key.value)
     if isinstance(key, (uuid.UUID, PurePath, decimal.Decimal)):
-        return str(key)
+        return _key_text(str(key))
     if isinstance(key, (_dt.datetime, _dt.date, _dt.time)):
         return str(_normalize(key, 0, set()))
     raise CanonicalizationError(f"object key of type {type(key).__name__} has no text form")
@@ -308,23 +355,16 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, enum.Enum):
         return _normalize(value.value, depth + 1, active)
     if isinstance(value, str):
-        return _clean_str(str(value))
+        return _text(str(value))
     if isinstance(value, int):
         value = int(value)
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             return value
-        try:
-            as_double = float(value)
-        except OverflowError:
-            return str(value)
-        # A JCS number is a double: keep the number only if no digit is lost, i.e. the
-        # double equals the integer or its JCS text is the integer's own digits.
-        if as_double == value or _es6_number(as_double) == str(value):
-            return as_double
-        return str(value)
+        # A JCS number is a double: beyond 2^53 it would lose digits or merge with a float.
+        return {TAG_INT: _int_digits(value)}
     if isinstance(value, float):
         value = float(value)
-        return value if math.isfinite(value) else _float_text(value)
+        return value if math.isfinite(value) else {TAG_FLOAT: _float_text(value)}
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, _dt.datetime):
@@ -338,7 +378,7 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, BaseException):
-        return {"type": type(value).__qualname__, "message": _clean_str(str(value))}
+        return {"type": type(value).__qualname__, "message": _text(str(value))}
 
     marker = id(value)
     if marker in active:
@@ -351,7 +391,7 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
             return [_normalize(v, depth + 1, active) for v in value]
         if isinstance(value, (set, frozenset)):
             items = [_normalize(v, depth + 1, active) for v in value]
-            return [orjson.loads(b) for b in sorted(canonical_bytes(i) for i in items)]
+            return sorted(items, key=exact_bytes)
         dump = getattr(value, "model_dump", None)
         if callable(dump):  # pydantic v2
             return _normalize(dump(mode="json"), depth + 1, active)
@@ -363,19 +403,61 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
             return _normalize(legacy_dump(), depth + 1, active)
     finally:
         active.discard(marker)
-    return _clean_str(repr(value))
+    return _text(repr(value))
 
 
 def _normalize_mapping(value: Mapping[Any, Any], depth: int, active: set[int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    tagged = False
     for key, item in value.items():
         text = _key_text(key)
         if text in out:
             raise CanonicalizationError(f"two keys normalize to the same text {text!r}")
+        tagged = tagged or text.startswith(TAG_PREFIX)
         out[text] = _normalize(item, depth + 1, active)
-    return out
+    return {TAG_OBJECT: out} if tagged else out
+
+
+def _int_digits(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError as e:  # over the interpreter's digit limit for int -> str
+        raise CanonicalizationError(f"integer of about {value.bit_length() * 0.30103:.0f} digits is too "
+                                    "large to record") from e
 
 
 def normalize(value: Any) -> Any:
-    """Turn ``value`` into plain JSON data, deterministically (rules: spec/canonical.md)."""
+    """Turn ``value`` into exact JSON data, deterministically and one-to-one (rules: spec/canonical.md)."""
     return _normalize(value, 0, set())
+
+
+_RESTORE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: Longest digit string :func:`restore` turns back into an int (the interpreter's own default limit).
+_MAX_TAG_DIGITS = 4300
+
+
+def restore(data: Any) -> Any:
+    """Invert the tags of :func:`normalize`: big integers, NaN/infinities, lone surrogates, escaped objects.
+
+    ``restore(normalize(x))`` equals ``x`` for JSON-like ``x`` (dicts with string keys,
+    lists, strings, numbers, booleans, None); readers of evidence use it to get back what
+    the run produced. A malformed tag (which normalization never writes) is left as it is.
+    """
+    if type(data) is list:
+        return [restore(v) for v in data]
+    if type(data) is int and not -MAX_SAFE_INTEGER <= data <= MAX_SAFE_INTEGER:
+        return float(data)  # in exact data such digits are a double's text (big integers are tagged)
+    if type(data) is not dict:
+        return data
+    if len(data) == 1:
+        ((key, item),) = data.items()
+        if key == TAG_INT and type(item) is str and item.lstrip("-").isdigit() and len(item) <= _MAX_TAG_DIGITS:
+            return int(item)
+        if key == TAG_FLOAT and item in _RESTORE_FLOATS:
+            return _RESTORE_FLOATS[item]
+        if key == TAG_STR and type(item) is list and all(
+                type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in item):
+            return "".join(p if type(p) is str else chr(p) for p in item)
+        if key == TAG_OBJECT and type(item) is dict:
+            return {k: restore(v) for k, v in item.items()}
+    return {k: restore(v) for k, v in data.items()}

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from .canonical import canonical_bytes
+from .canonical import exact_bytes
 
 __all__ = [
     "GENESIS_TAG",
@@ -57,7 +57,7 @@ def step_digest_from_bytes(step_bytes: bytes) -> bytes:
 def step_digest(step: Mapping[str, Any]) -> bytes:
     """Digest of a step: SHA-256(STEP_TAG || JCS(step without receipt_id))."""
     body = {k: v for k, v in step.items() if k != "receipt_id"}
-    return step_digest_from_bytes(canonical_bytes(body))
+    return step_digest_from_bytes(exact_bytes(body))
 
 
 def step_digest_hex(step: Mapping[str, Any], *, flat: bool = False) -> str:
@@ -74,8 +74,8 @@ def step_digest_hex(step: Mapping[str, Any], *, flat: bool = False) -> str:
         try:
             return hashlib.sha256(STEP_TAG + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
         except orjson.JSONEncodeError:
-            pass  # e.g. a lone surrogate: the general path names the problem
-    return hashlib.sha256(STEP_TAG + canonical_bytes(body)).hexdigest()
+            pass  # e.g. a lone surrogate: the exact encoder names the problem
+    return hashlib.sha256(STEP_TAG + exact_bytes(body)).hexdigest()
 
 
 def uuid8_from_digest(digest: bytes) -> str:

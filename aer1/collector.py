@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from . import timefmt
-from .canonical import _is_plain, canonical_bytes, normalize
+from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -73,6 +73,15 @@ class CollectorClosedError(RuntimeError):
 def _check_label(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return _check_text(name, value)
+
+
+def _check_text(name: str, value: str) -> str:
+    """Receipt members are hashed exactly: a string with a lone surrogate has no JSON form."""
+    try:
+        check_exact(value)
+    except CanonicalizationError as e:
+        raise ValueError(f"{name} is not valid text: {e}") from e
     return value
 
 
@@ -103,7 +112,7 @@ class Collector:
         url = verify_url if verify_url is not None else DEFAULT_VERIFY_URL
         if not isinstance(url, str) or not url.startswith(("https://", "http://")):
             raise ValueError(f"verify_url must be an http(s) URL, got {url!r}")
-        self.verify_url = url
+        self.verify_url = _check_text("verify_url", url)
         if signing_key is None and os.environ.get(ENV_SIGNING_KEY):
             signing_key = os.environ[ENV_SIGNING_KEY]
         self._signing_key = load_private_key(signing_key) if signing_key is not None else None
@@ -176,7 +185,10 @@ class Collector:
         content = normalize(content)
         if self._redact is not None:
             content = self._redact(content)
-        return canonical_bytes(content)
+        try:
+            return exact_bytes(content)  # normalized once: its tags must not be escaped again
+        except CanonicalizationError:
+            return canonical_bytes(content)  # a custom redactor returned values that need normalizing
 
     def record(
         self,
@@ -319,7 +331,7 @@ class Collector:
         _check_label("agent type", type)
         identity: dict[str, Any] = {"name": name, "type": type}
         if description is not None:
-            identity["description"] = str(description)
+            identity["description"] = _check_text("agent description", str(description))
         if config is not None:
             identity["config_digest"] = hashlib.sha256(self._content_bytes(config)).hexdigest()
         with self._lock:

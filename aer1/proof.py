@@ -6,27 +6,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from .merkle import inclusion_proof, leaf_receipt_id
+from .receipt import CLOSE_KIND
 
-__all__ = ["PROOF_TYPE", "PROOF_VERSION", "build_step_proof"]
+__all__ = ["PROOF_MEMBERS", "PROOF_TYPE", "PROOF_VERSION", "build_step_proof"]
 
 PROOF_TYPE = "aer1-inclusion-proof"
-PROOF_VERSION = "1"
+#: Version 2 adds ``close``: the close step and its path, which pin the tree size.
+PROOF_VERSION = "2"
+#: Every member a proof may have (``close`` and ``content`` are optional).
+PROOF_MEMBERS = frozenset(
+    ("type", "version", "workflow_id", "merkle_version", "merkle_root", "tree_size", "leaf_index", "step",
+     "audit_path", "close", "content")
+)
 
 
 def build_step_proof(receipt: Mapping[str, Any], seq: int, content: Any = None) -> dict[str, Any]:
-    """A proof document for step ``seq`` (1-based) of a ``receipt-id-v0`` receipt.
+    """A proof document for step ``seq`` (1-based) of an aer1-chain-v1 receipt.
 
-    ``content``: the step's evidence content, included so the auditor can also check
-    its ``receipt_hash``.
+    The proof carries the step (whose id derives from its members) and, unless the step
+    is the close step itself, the close step with its own audit path: a close step at the
+    last index with ``seq`` equal to the tree size fixes the number of steps, so no index
+    beyond the real tree (a duplicated odd node) can be proved. ``content``: the step's
+    evidence content, included so the auditor can also check its ``receipt_hash``.
     """
     steps = receipt.get("steps")
-    if not isinstance(steps, list) or not steps:
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise ValueError("receipt has no steps")
     if not 1 <= seq <= len(steps):
         raise ValueError(f"step {seq} out of range: the receipt has steps 1..{len(steps)}")
     version = receipt.get("merkle_version", "receipt-id-v0")
     if version != "receipt-id-v0":
         raise ValueError(f"proofs are built for receipt-id-v0 receipts, not {version}")
+    if "prev_digest" not in steps[seq - 1] or steps[-1].get("kind") != CLOSE_KIND:
+        raise ValueError("proofs are built for aer1-chain-v1 receipts (step ids derived from the steps, "
+                         "a close step last); this receipt is not one")
     leaves = [leaf_receipt_id(s["receipt_id"]) for s in steps]
     proof: dict[str, Any] = {
         "type": PROOF_TYPE,
@@ -39,6 +52,9 @@ def build_step_proof(receipt: Mapping[str, Any], seq: int, content: Any = None) 
         "step": dict(steps[seq - 1]),
         "audit_path": [h.hex() for h in inclusion_proof(leaves, seq - 1)],
     }
+    if seq != len(steps):
+        last = len(steps) - 1
+        proof["close"] = {"step": dict(steps[last]), "audit_path": [h.hex() for h in inclusion_proof(leaves, last)]}
     if content is not None:
         proof["content"] = content
     return proof

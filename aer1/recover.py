@@ -6,12 +6,12 @@ and re-checks each step as a verifier would (seq, ``prev_digest`` link, derived
 leaves out everything after it: past a broken link nothing is trustworthy. A torn last
 line (no newline: the write a crash interrupted) is reported and left out.
 
-* The journal holds a close step (``finalize()`` ran): the receipt ``finalize()`` built is
-  rebuilt from the close step's content, exactly (signed again with the same key, or the
-  journaled signature reused).
-* Otherwise a close step made by recovery ends the chain; the workflow has status
-  ``incomplete`` and ``closed_by: "recovery"`` (bound by that close step), and its
-  ``output_hash`` is the SHA-256 of the empty string (there is no final answer).
+* Whatever the journal claims, a close step made by recovery ends the chain; the
+  workflow has status ``incomplete`` and ``closed_by: "recovery"`` (bound by that close
+  step). The journal is not signed, so a journaled close step (``finalize()`` ran) cannot
+  be told from a forgery: it is checked, then set aside, lending only its ``output_hash``
+  and ``recording_failures``; otherwise ``output_hash`` is the SHA-256 of the empty
+  string (there is no final answer).
 
 The evidence (every kept step's content) is written beside the receipt.
 Exit codes of the command: 0 every line of the journal is in the receipt; 1 a receipt
@@ -34,7 +34,7 @@ import orjson
 from rfc3339_validator import validate_rfc3339
 
 from . import timefmt
-from .canonical import CanonicalizationError, canonical_bytes
+from .canonical import CanonicalizationError, exact_bytes
 from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .collector import _display_order
 from .evidence import evidence_header, evidence_line
@@ -55,7 +55,7 @@ from .receipt import (
     close_content,
     evidence_path_for,
 )
-from .signing import ENV_SIGNING_KEY, KeyError_, SignatureInvalid, load_private_key, sign_receipt, verify_signature
+from .signing import ENV_SIGNING_KEY, KeyError_, load_private_key, sign_receipt
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -241,6 +241,8 @@ class _Recovery:
         self.steps: list[dict[str, Any]] = []
         self.agents: dict[str, dict[str, Any]] = {}
         self.close: dict[str, Any] | None = None
+        self.close_id = ""
+        self.close_head = ""
         self.final: dict[str, Any] | None = None
         self.evidence = evidence
 
@@ -284,8 +286,8 @@ class _Recovery:
             raise _BadLine(f"prev_digest does not link to {what}: the chain is broken here", seq)
         rid = step.pop("receipt_id")
         try:
-            hbytes = canonical_bytes(step)
-            cbytes = canonical_bytes(record["content"]) if wants_content else None
+            hbytes = exact_bytes(step)
+            cbytes = exact_bytes(record["content"]) if wants_content else None
         except CanonicalizationError as e:
             raise _BadLine(f"line cannot be canonicalized: {e}", seq) from e
         digest = hashlib.sha256(STEP_TAG + hbytes).digest()
@@ -294,7 +296,10 @@ class _Recovery:
         if cbytes is not None and hashlib.sha256(cbytes).hexdigest() != step["receipt_hash"]:
             raise _BadLine("content does not hash to receipt_hash (the line was changed)", seq)
         if step["kind"] == CLOSE_KIND:
+            # Checked, then set aside: recovery always ends the chain with its own close step.
             self._check_close(step, record["content"], seq)
+            self.close_id, self.close_head = rid, digest.hex()
+            return
         self.head = digest.hex()
         rhash = step["receipt_hash"]
         self.steps.append(_display_order(step, rid))
@@ -321,9 +326,9 @@ class _Recovery:
     def _take_final(self, record: dict[str, Any]) -> None:
         if self.close is None:
             raise _BadLine("a final line without a close step before it")
-        n = len(self.steps)
-        want = {"step_count": n, "chain_head": self.head, "merkle_root": merkle_root_hex(
-            [s["receipt_id"] for s in self.steps]), "status": self.close["status"]}
+        n = len(self.steps) + 1
+        want = {"step_count": n, "chain_head": self.close_head, "merkle_root": merkle_root_hex(
+            [*(s["receipt_id"] for s in self.steps), self.close_id]), "status": self.close["status"]}
         if any(record.get(k) != v for k, v in want.items()) or not set(record) <= {"type", "signature", *want}:
             raise _BadLine("the final line does not match the steps before it")
         self.final = record
@@ -337,18 +342,28 @@ def _workflow(members: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
-    """The workflow of an unfinished run and the close step's content bytes (appended by the caller)."""
+    """The workflow of a recovered run and the close step's content bytes (appended by the caller).
+
+    Whatever the journal claims, the status is ``incomplete`` and ``closed_by`` is
+    ``recovery``: a journal is not signed, so a finalized one cannot be told from a forgery.
+    A journaled close step only lends its ``output_hash`` and ``recording_failures``.
+    """
     h = state.header
+    claimed = state.close or {}
     members: dict[str, Any] = {
         "type": WORKFLOW_TYPE, "version": WORKFLOW_VERSION, "profile": PROFILE,
         "workflow_id": h["workflow_id"], "receipt_id": h["receipt_id"], "session_id": h["session_id"],
         "goal": h["goal"], "status": "incomplete", "merkle_version": MERKLE_VERSION,
-        "output_hash": _EMPTY_OUTPUT_HASH, "verify_url": h["verify_url"], "closed_by": CLOSED_BY_RECOVERY,
+        "output_hash": claimed.get("output_hash", _EMPTY_OUTPUT_HASH), "verify_url": h["verify_url"],
+        "closed_by": CLOSED_BY_RECOVERY,
     }
+    failures = claimed.get("recording_failures")
+    if type(failures) is int and failures >= 1:
+        members["recording_failures"] = failures
     if state.agents:
         members["agents"] = list(state.agents.values())
     workflow = _workflow(members)
-    return workflow, canonical_bytes(close_content(workflow, len(state.steps) + 1))
+    return workflow, exact_bytes(close_content(workflow, len(state.steps) + 1))
 
 
 def _append_close(state: _Recovery, cbytes: bytes) -> None:
@@ -360,11 +375,21 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         "status": "ok", "prev_digest": state.head,
     }
     rhash = header["receipt_hash"]
-    digest = hashlib.sha256(STEP_TAG + canonical_bytes(header)).digest()
+    digest = hashlib.sha256(STEP_TAG + exact_bytes(header)).digest()
     state.head = digest.hex()
     state.steps.append(_display_order(header, uuid8_from_digest(digest)))
     if state.evidence is not None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
+
+
+def _same_file(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` name the same file (also through links)."""
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet
+        return False
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -390,8 +415,9 @@ def recover_journal(
     signed. Raises :class:`RecoveryError` when nothing can be recovered.
     """
     path, out = os.fspath(journal), os.fspath(output)
-    if os.path.abspath(path) == os.path.abspath(out):
-        raise RecoveryError("the output must not be the journal itself")
+    for written in (out, evidence_path_for(out)):
+        if _same_file(path, written):
+            raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:
@@ -457,37 +483,23 @@ def _replay(path: str, out: str, evidence_path: str | None, header: dict[str, An
                 problems.append(Problem(number + 1, f"{left_out - 1} later line(s) left out: "
                                         "nothing after a bad line can be trusted"))
             break
-    kept = len(state.steps)
+    steps_recovered = len(state.steps)
     finalized = state.close is not None
-    if finalized:
-        assert state.close is not None
-        members = dict(state.close)
-        if state.agents and list(state.agents.values()) == state.close.get("agents"):
-            members["agents"] = list(state.agents.values())  # equal, in registration order
-        workflow = _workflow(members)
+    if state.close is not None:
+        notes.append(f"the run reached finalize() (journaled status {state.close['status']!r}), but a journal "
+                     "is not signed: its close step is replaced by a recovery close step (status incomplete, "
+                     "closed_by recovery); its output_hash is kept")
         if state.final is None:
-            notes.append("the final line is missing: finalize() was interrupted after writing the close step; "
-                         "the receipt is rebuilt from the close step")
-        journal_agents = list(state.agents.values())
-        if journal_agents != list(state.close.get("agents", [])):
-            notes.append("agent lines differ from the agents bound by the close step; the close step's are used")
-        steps_recovered = kept - 1
-    else:
-        workflow, close_bytes = _recovery_close(state)
-        _append_close(state, close_bytes)
-        steps_recovered = kept
+            notes.append("the final line is missing: finalize() was interrupted after writing the close step")
+        elif "signature" in state.final:
+            notes.append("the journaled signature is not reused: it signs the finalized receipt, not this one")
+    workflow, close_bytes = _recovery_close(state)
+    _append_close(state, close_bytes)
     receipt: dict[str, Any] = {**workflow, "steps": state.steps}
     receipt["merkle_root"] = merkle_root_hex([s["receipt_id"] for s in state.steps])
     receipt["chain_head"] = state.head
     if key is not None:
         receipt["signature"] = sign_receipt(receipt, key)
-    elif state.final is not None and "signature" in state.final:
-        receipt["signature"] = state.final["signature"]
-        try:
-            verify_signature(receipt)
-        except (ValueError, SignatureInvalid) as e:
-            del receipt["signature"]
-            notes.append(f"the journaled signature does not verify and was left out: {e}")
     if not state.header["evidence"]:
         notes.append("the run kept no evidence (evidence=False): no evidence file is written")
     return RecoveryResult(path, out, evidence_path, receipt, steps_recovered, finalized, problems, notes, left_out)
@@ -508,7 +520,7 @@ def add_recover_arguments(p: argparse.ArgumentParser) -> None:
 
 def _text(result: RecoveryResult) -> str:
     r = result.receipt
-    how = "finalized run: receipt rebuilt as finalize() built it" if result.finalized else \
+    how = "closed by recovery (the journal claims a finalized run)" if result.finalized else \
         "closed by recovery"
     lines = [f"{result.journal}: {result.steps_recovered} steps recovered; {how}; status {r['status']}"
              + ("; signed" if "signature" in r else "")]

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .canonical import TAG_PREFIX
+
 __all__ = ["REDACTED", "Redactor", "credential_redactor", "default_redactor", "is_secret_key", "redact_plain"]
 
 #: The placeholder that replaces a redacted value.
@@ -102,7 +104,7 @@ def _plain_redacted(value: Any, depth: int) -> Any:
             return _NOT_PLAIN
         out = None
         for k, v in value.items():
-            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff"):
+            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
                 return _NOT_PLAIN
             secret = _key_cache.get(k)
             if secret is None:

@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .canonical import canonical_bytes
+from .canonical import exact_bytes
 
 __all__ = [
     "ALGORITHM",
@@ -75,7 +75,7 @@ def pae(payload_type: bytes, body: bytes) -> bytes:
 def signing_input(receipt: Mapping[str, Any]) -> bytes:
     """The exact bytes signed for ``receipt`` (its ``signature`` member left out)."""
     body = {k: v for k, v in receipt.items() if k != "signature"}
-    return pae(PAYLOAD_TYPE, canonical_bytes(body))
+    return pae(PAYLOAD_TYPE, exact_bytes(body))
 
 
 def _raw_public(key: Ed25519PublicKey) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any
 
 from rfc3339_validator import validate_rfc3339
 
-from ..canonical import CanonicalizationError, canonical_bytes
+from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
@@ -31,6 +31,7 @@ from ..signing import SignatureInvalid, parse_signature, verify_signature
 from ._report import CheckResult
 
 __all__ = [
+    "PROFILE_STRIPPED",
     "check_chain",
     "check_expected",
     "check_members",
@@ -38,9 +39,17 @@ __all__ = [
     "check_sequence",
     "check_signature",
     "claims_profile",
+    "is_derived_id",
 ]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: The layout of a step id derived by the chain: RFC 9562 version 8, variant 10.
+_DERIVED_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+#: Why a step with a derived id but no profile members fails (receipts and proofs).
+PROFILE_STRIPPED = (
+    "profile stripped: receipt_id has the layout of an aer1-chain-v1 derived id (UUIDv8), "
+    "but the profile members (profile, chain_head, prev_digest) are missing"
+)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _OUR_TS = re.compile(r"(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z")
 _KIND_SET = frozenset(KINDS)
@@ -92,6 +101,11 @@ def is_rfc3339(v: Any) -> bool:
     if m is not None:
         return _date_ok(m.group(1))
     return bool(validate_rfc3339(v))
+
+
+def is_derived_id(v: Any) -> bool:
+    """True when ``v`` has the layout of a chain-derived step id (a lowercase UUIDv8)."""
+    return type(v) is str and _DERIVED_ID.fullmatch(v) is not None
 
 
 def claims_profile(workflow: Mapping[str, Any]) -> bool:
@@ -197,9 +211,10 @@ def _profile_step_ok(step: Any) -> bool:
     s, tool, agent = step["seq"], step["tool"], step["agent"]
     if type(s) is not int or not 0 < s <= _MAX_SEQ or type(tool) is not str or not tool:
         return False
-    if type(agent) is not str or not agent or step["kind"] not in _KIND_SET:
+    kind, status = step["kind"], step["status"]
+    if type(agent) is not str or not agent or type(kind) is not str or kind not in _KIND_SET:
         return False
-    if step["status"] not in _STEP_STATUS_SET:
+    if type(status) is not str or status not in _STEP_STATUS_SET:
         return False
     started, ended, rh, prev, rid = (step["started_at"], step["ended_at"], step["receipt_hash"],
                                      step["prev_digest"], step["receipt_id"])
@@ -255,9 +270,16 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     if not _is_label(step.get("status")):
         result.fail("status is not a non-empty string", seq=seq)
         ok = False
-    if not profile or not ok:
+    if not profile:
+        if ok and is_derived_id(step["receipt_id"]):
+            # Only our chain derives UUIDv8 step ids: without the profile members the id
+            # (and so a pinned root) would no longer bind the step's content.
+            result.fail(PROFILE_STRIPPED, seq=seq, actual=step["receipt_id"])
+            ok = False
         return ok
-    if step.get("kind") not in _KIND_SET:
+    if not ok:
+        return ok
+    if type(step.get("kind")) is not str or step["kind"] not in _KIND_SET:
         result.fail("kind is not a known kind", seq=seq, actual=repr(step.get("kind")))
         ok = False
     if not _is_label(step.get("agent")):
@@ -401,7 +423,7 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
                     actual=f"{last['tool']}/{last['agent']}")
         return
     try:
-        want = hashlib.sha256(canonical_bytes(close_content(wf, n))).hexdigest()
+        want = hashlib.sha256(exact_bytes(close_content(wf, n))).hexdigest()
     except CanonicalizationError as e:
         result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
         return
@@ -410,7 +432,9 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
                     "output_hash, ... or the step count were changed)", seq=n,
                     expected=want, actual=last["receipt_hash"])
         return
-    result.passed(f"{n} links, derived receipt ids, chain_head and close step verified")
+    result.facts["closed_by"] = wf.get("closed_by", "finalize")
+    result.passed(f"{n} links, derived receipt ids, chain_head and close step verified"
+                  + ("; closed by recovery from a journal" if "closed_by" in wf else ""))
 
 
 # ------------------------------------------------------------------ check 6
@@ -429,6 +453,7 @@ def check_signature(
             result.fail("not signed, but a trusted key was required")
         else:
             result.skip("not signed")
+            result.facts["unsigned"] = True
         return
     try:
         parse_signature(wf["signature"])
@@ -443,6 +468,8 @@ def check_signature(
     except CanonicalizationError as e:
         result.fail(f"could not verify: receipt cannot be canonicalized: {e}")
         return
+    result.facts["key_id"] = kid
+    result.facts["trusted"] = trusted_ids is not None and kid in trusted_ids
     if trusted_ids is None:
         result.passed(f"valid signature; signed by an untrusted key {kid} "
                       "(integrity only: give --key or --trusted-keys for authenticity)")
@@ -468,9 +495,11 @@ def check_expected(
             result.fail("merkle_root differs from the expected root", expected=expected_root.lower(),
                         actual=wf.get("merkle_root"))
         done.append("merkle_root")
+        result.facts["root"] = True
     if expected_head is not None:
         if wf.get("chain_head") != expected_head.lower():
             result.fail("chain_head differs from the expected head", expected=expected_head.lower(),
                         actual=wf.get("chain_head"))
         done.append("chain_head")
+        result.facts["head"] = True
     result.passed(" and ".join(done) + " match the expected values")

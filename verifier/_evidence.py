@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..canonical import CanonicalizationError, canonical_bytes
+from ..canonical import CanonicalizationError, exact_bytes
 from ..evidence import EVIDENCE_TYPE
 from ._parse import MAX_INPUT_BYTES, MalformedInput, parse_strict
 from ._report import CheckResult
@@ -62,7 +62,11 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
                 result.fail(f"evidence line {number} is for a step the receipt does not have", seq=seq)
                 return
             seen = seq
-            digest = hashlib.sha256(canonical_bytes(record["content"])).hexdigest()
+            try:
+                digest = hashlib.sha256(exact_bytes(record["content"])).hexdigest()  # never normalized
+            except CanonicalizationError as e:
+                result.fail(f"evidence content has no exact JSON form, so it is not what was hashed: {e}", seq=seq)
+                return
             want = steps[seq - 1]["receipt_hash"]
             if digest != want:
                 result.fail("evidence content does not hash to the step's receipt_hash", seq=seq,

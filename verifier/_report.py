@@ -66,6 +66,8 @@ class CheckResult:
     status: str = NOT_CHECKED
     detail: str = ""
     failures: list[Failure] = field(default_factory=list)
+    #: What a passed check established, for the verdict's basis (e.g. the signing key id).
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def fail(self, message: str, *, seq: int | None = None, expected: Any = None, actual: Any = None) -> None:
         """Record a failure; the check's status becomes FAIL."""
@@ -150,6 +152,71 @@ class Report:
         """Every failure, in check order."""
         return [f for c in self.checks for f in c.failures]
 
+    def _passed(self, name: str) -> CheckResult | None:
+        for c in self.checks:
+            if c.name == name and c.status == PASS:
+                return c
+        return None
+
+    def basis(self) -> dict[str, Any]:
+        """What the verdict rests on: which checks ran and what they established."""
+        if self.kind == "proof":
+            pin = self._passed("root_pinned")
+            return {
+                "step_id": "checked" if self._passed("step_id") else "not checked",
+                "tree_size": "checked" if self._passed("tree_size") else "not checked",
+                "content": "checked" if self._passed("content") else "not checked",
+                "root": "pinned" if pin else "not pinned",
+                "pinned_by": pin.facts.get("pinned_by") if pin else None,
+            }
+        chain, sig, expected = self._passed("chain"), self._passed("signature"), self._passed("expected")
+        if sig is None:
+            signature, key = "unsigned" if self._has_no_signature() else "not checked", None
+        else:
+            key = sig.facts.get("key_id")
+            signature = "trusted key" if sig.facts.get("trusted") else "unknown key"
+        facts = expected.facts if expected else {}
+        return {
+            "level": "aer1-chain-v1" if chain else "AER-1 base checks only",
+            "chain": "checked" if chain else "not checked",
+            "signature": signature,
+            "key_id": key,
+            "evidence": "checked" if self._passed("evidence") else "not checked",
+            "root": "pinned" if facts.get("root") else "not pinned",
+            "head": "pinned" if facts.get("head") else "not pinned",
+            "closed_by": chain.facts.get("closed_by") if chain else None,
+        }
+
+    def _has_no_signature(self) -> bool:
+        for c in self.checks:
+            if c.name == "signature":
+                return bool(c.facts.get("unsigned"))
+        return False
+
+    def basis_text(self) -> str:
+        """The basis as one phrase list for the verdict line."""
+        b = self.basis()
+        if self.kind == "proof":
+            root = f"root pinned by {b['pinned_by']}" if b["root"] == "pinned" else "root NOT pinned"
+            return (f"proof; step id {b['step_id']}; tree size {b['tree_size']}; content {b['content']}; {root}; "
+                    f"{self.steps if self.steps is not None else '-'} steps")
+        parts = [b["level"]]
+        if b["chain"] == "checked":
+            parts.append("chain checked")
+            parts.append("CLOSED BY RECOVERY (incomplete run)" if b["closed_by"] == "recovery" else "finalized")
+        else:
+            parts.append("no chain: step contents not bound")
+        if b["signature"] == "trusted key":
+            parts.append(f"signed by trusted key {b['key_id']}")
+        elif b["signature"] == "unknown key":
+            parts.append(f"signed by an unknown key {b['key_id']} (not trusted)")
+        else:
+            parts.append(b["signature"])
+        parts.append(f"evidence {b['evidence']}")
+        parts.append(f"root {b['root']}" + ("; head pinned" if b["head"] == "pinned" else ""))
+        parts.append(f"{self.steps if self.steps is not None else '-'} steps")
+        return "; ".join(parts)
+
     def to_text(self) -> str:
         """The human report: a line per check (PASS, FAIL, NOT CHECKED and why), notes, the verdict."""
         lines = [f"{self.source or '(receipt)'}: {self.verdict}"]
@@ -159,9 +226,8 @@ class Report:
                 lines.append(f"  {'':<14} {'':<11} {f.reason}")
         for note in self.notes:
             lines.append(f"  note: {note}")
-        what = "proof" if self.kind == "proof" else (self.profile or "AER-1 base checks only")
         if self.verdict == "VALID":
-            lines.append(f"verdict: VALID ({what}; {self.steps if self.steps is not None else '-'} steps)")
+            lines.append(f"verdict: VALID ({self.basis_text()})")
         else:
             first = self.failures[0].reason if self.failures else "see above"
             lines.append(f"verdict: {self.verdict}: {first}")
@@ -181,4 +247,5 @@ class Report:
             "checks": [c.to_dict() for c in self.checks],
             "failures": [f.to_dict() for f in self.failures],
             "notes": list(self.notes),
+            "basis": None if self.malformed else self.basis(),
         }

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import orjson
 
-from ..canonical import CanonicalizationError, canonical_bytes
+from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_KIND, evidence_path_for
@@ -290,9 +290,9 @@ class _Walker:
             try:  # members checked: ASCII keys, string values, a safe integer seq: orjson is exact JCS
                 data = orjson.dumps(step, option=orjson.OPT_SORT_KEYS)
             except orjson.JSONEncodeError:
-                data = canonical_bytes(step)
+                data = exact_bytes(step)
         else:
-            data = canonical_bytes(step)
+            data = exact_bytes(step)
         self.spilled += self.spill.write(b"," + data if i else data)
 
     def _duplicate(self, leaf: bytes, rid: str, i: int) -> None:
@@ -394,7 +394,7 @@ class _Walker:
         cut = keys.index("steps")
 
         def members(names: list[str]) -> bytes:
-            return b",".join(canonical_bytes(k) + b":" + canonical_bytes(body[k]) for k in names)
+            return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
 
         before, after = members(keys[:cut]), members(keys[cut + 1:])
         head = pae(PAYLOAD_TYPE, b"")[:-_LEN_FIELD]  # the domain and the type; the body's length comes next

@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--expected-root", metavar="HEX", help="merkle_root kept elsewhere")
     p.add_argument("--expected-head", metavar="HEX", help="chain_head kept elsewhere")
     p.add_argument("--proof", action="store_true", help="PATH is a one-step inclusion proof")
+    p.add_argument("--receipt", metavar="FILE",
+                   help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
     return p
 
 
@@ -110,6 +112,27 @@ def _hex_arg(name: str, value: str | None) -> str | None:
     return v
 
 
+def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool]]) -> None:
+    """Options that cannot apply to what is verified are refused, never ignored."""
+    proofs = [path for path, is_proof in files if is_proof or args.proof]
+    if args.receipt is not None and (len(files) != 1 or not proofs):
+        raise _UsageError("--receipt goes with exactly one proof (it pins the proof's root)")
+    if not proofs:
+        return
+    what = f"{proofs[0]} is a proof" if len(files) > 1 else "a proof is verified"
+    if args.expected_head is not None:
+        raise _UsageError(f"--expected-head cannot apply to a proof ({what}; a proof has no chain_head)")
+    if args.evidence is not None:
+        raise _UsageError(f"--evidence cannot apply to a proof ({what}; its content is inside it)")
+    if (args.key or args.trusted_keys) and args.receipt is None:
+        raise _UsageError(f"--key/--trusted-keys apply to a proof only with --receipt ({what}; "
+                          "a proof carries no signature)")
+    if args.receipt is not None and not (args.key or args.trusted_keys):
+        raise _UsageError("--receipt pins a proof's root only with --key or --trusted-keys")
+    if args.receipt is not None and not os.path.isfile(args.receipt):
+        raise _UsageError(f"--receipt {args.receipt}: no such file")
+
+
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.evidence and len(args.paths) != 1:
@@ -122,16 +145,23 @@ def _run(argv: Sequence[str] | None) -> int:
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
     files = _expand(args.paths)
+    _refuse_for_proofs(args, files)
     reports = []
     for path, is_proof in files:
-        if path == _STDIN:
+        if path == _STDIN and args.proof:
+            report = verify_proof(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), expected_root=expected_root,
+                                  receipt=args.receipt, trusted_key_ids=trusted)
+            report.source = "(standard input)"
+            reports.append(report)
+        elif path == _STDIN:
             report = verify_receipt(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), evidence=args.evidence,
                                     trusted_key_ids=trusted, expected_root=expected_root,
                                     expected_head=expected_head)
             report.source = "(standard input)"
             reports.append(report)
         elif is_proof or args.proof:
-            reports.append(verify_proof(path, expected_root=expected_root))
+            reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
+                                        trusted_key_ids=trusted))
         else:
             reports.append(
                 verify_receipt(path, evidence=args.evidence, trusted_key_ids=trusted,

@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import hashlib
 import json
+import math
 import struct
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import PurePosixPath
 
 import orjson
@@ -17,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aer1 import Collector
 from aer1.canonical import (
     MAX_DEPTH,
     MAX_SAFE_INTEGER,
@@ -24,9 +28,12 @@ from aer1.canonical import (
     _es6_number,
     _is_plain,
     canonical_bytes,
+    exact_bytes,
     jcs_encode,
     normalize,
+    restore,
 )
+from aer1.redact import default_redactor
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS serialization.
 ES6_VECTORS = {
@@ -116,7 +123,7 @@ def test_orjson_fast_path_agrees_with_exact_encoder(value: object) -> None:
     """Wherever the fast path is taken, orjson's bytes are exactly the JCS bytes."""
     if not _no_surrogates(value):
         return
-    exact = jcs_encode(value)
+    exact = jcs_encode(normalize(value))
     assert canonical_bytes(value) == exact
     if _is_plain(value):
         assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == exact
@@ -125,11 +132,9 @@ def test_orjson_fast_path_agrees_with_exact_encoder(value: object) -> None:
 @settings(max_examples=200)
 @given(json_values)
 def test_canonical_bytes_round_trip_is_stable(value: object) -> None:
-    """Parsing canonical bytes and re-encoding gives the same bytes (what verifiers do)."""
-    if not _no_surrogates(value):
-        return
+    """Parsing canonical bytes and encoding them exactly gives the same bytes (what verifiers do)."""
     once = canonical_bytes(value)
-    assert canonical_bytes(json.loads(once)) == once
+    assert exact_bytes(json.loads(once)) == once
 
 
 class Color(enum.Enum):
@@ -175,14 +180,14 @@ def test_normalization_rules() -> None:
         "decimal": "1.10",
         "path": "/a/b",
         "point": {"x": 1, "y": 2.5},
-        "big": 1.8446744073709552e19,
-        "bigger": "18446744073709551617",
-        "nan": "NaN",
-        "inf": "-Infinity",
+        "big": {"$aer1:int": "18446744073709551616"},
+        "bigger": {"$aer1:int": "18446744073709551617"},
+        "nan": {"$aer1:float": "NaN"},
+        "inf": {"$aer1:float": "-Infinity"},
         "error": {"type": "ValueError", "message": "boom"},
         "1": "int key",
         "null": "null key",
-        "surrogate": "a\ufffdb",
+        "surrogate": {"$aer1:str": ["a", 0xD800, "b"]},
     }
 
 
@@ -216,3 +221,119 @@ def test_normalization_is_deterministic_for_sets_of_mixed_values() -> None:
     a = canonical_bytes({"s": {"b", "a", 3}})
     b = canonical_bytes({"s": {3, "a", "b"}})
     assert a == b
+
+
+# ------------------------------------------------- one-to-one: tags for values JSON cannot hold
+
+_TAG_KEYS = st.sampled_from(["$aer1:int", "$aer1:float", "$aer1:str", "$aer1:object", "$aer1:", "$aer1:x"])
+any_text = st.lists(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)), max_size=6).map("".join)
+wide_scalars = st.one_of(
+    st.none(), st.booleans(), any_text, st.integers(), st.integers(-(2**70), 2**70), st.floats(),
+    st.sampled_from([2**53, -(2**53), 2**64 + 1, 2.0**53, 1e20, "NaN", "Infinity", "18446744073709551617"]),
+)
+wide_values = st.recursive(
+    wide_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=6), _TAG_KEYS), children, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+def _key(v: object) -> object:
+    """What a content is, up to RFC 8785's own equivalences (1 == 1.0, -0 == 0): equal keys, same content."""
+    if v is None or isinstance(v, bool):
+        return ("lit", v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return ("nonfinite", "nan" if math.isnan(v) else v > 0)
+    if isinstance(v, (int, float)):
+        return ("num", Fraction(v))
+    if isinstance(v, str):
+        return ("str", v)
+    if isinstance(v, list):
+        return ("list", tuple(_key(i) for i in v))
+    assert isinstance(v, dict)
+    return ("dict", frozenset((k, _key(i)) for k, i in v.items()))
+
+
+@settings(max_examples=400)
+@given(wide_values)
+def test_canonical_bytes_are_one_to_one(value: object) -> None:
+    """The bytes give back what was recorded: two different contents never share bytes (or a hash)."""
+    data = canonical_bytes(value)
+    assert _key(restore(json.loads(data))) == _key(value)
+    assert exact_bytes(json.loads(data)) == data  # a verifier re-encodes the evidence exactly
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("caf\udead", "caf\ufffd"),
+    ("\ud800", {"$aer1:str": [0xD800]}),
+    ("\udead\ud800\udc00", "\udead\U00010000"),
+    (2**64 + 1, "18446744073709551617"),
+    (2**64 + 1, {"$aer1:int": "18446744073709551617"}),
+    (2**64, 2.0**64),
+    (float("nan"), "NaN"),
+    (float("-inf"), "-Infinity"),
+    ({"$aer1:int": "5"}, 5),
+    ({"$aer1:object": {}}, {}),
+])
+def test_known_collisions_are_gone(a: object, b: object) -> None:
+    assert canonical_bytes(a) != canonical_bytes(b)
+    assert canonical_bytes({"k": [a]}) != canonical_bytes({"k": [b]})
+
+
+def test_keys_without_an_exact_form_are_refused() -> None:
+    with pytest.raises(CanonicalizationError, match="lone surrogate"):
+        canonical_bytes({"caf\udead": 1})
+
+
+@pytest.mark.parametrize("value", ["caf\udead", 2**64 + 1, -(2**60), float("nan"), float("inf"), [{"x": "\udfff"}]])
+def test_exact_bytes_refuses_what_has_no_exact_form(value: object) -> None:
+    with pytest.raises(CanonicalizationError):
+        exact_bytes(value)
+
+
+@pytest.mark.parametrize("value", [2**53, 10**20, -(2**60)])
+def test_exact_bytes_accepts_integers_that_are_a_doubles_text(value: int) -> None:
+    """2^53, 1e20: how RFC 8785 writes those doubles; a JSON parser hands them back as integers."""
+    if float(value) == value and _es6_number(float(value)) == str(value):
+        assert exact_bytes(value) == str(value).encode()
+    else:
+        with pytest.raises(CanonicalizationError):
+            exact_bytes(value)
+
+
+@settings(max_examples=300)
+@given(wide_values)
+def test_fast_path_and_exact_encoder_agree_on_normalized_data(value: object) -> None:
+    """Differential: orjson (when the data is plain) and the pure-Python encoder give the same bytes."""
+    data = normalize(value)
+    exact = jcs_encode(data)
+    assert exact_bytes(data) == exact
+    if _is_plain(data):
+        assert orjson.dumps(data, option=orjson.OPT_SORT_KEYS) == exact
+
+
+@settings(max_examples=300)
+@given(wide_values, wide_values)
+def test_record_never_gives_two_contents_the_same_receipt_hash(a: object, b: object) -> None:
+    """Through the collector (no redaction: it maps secrets onto one value on purpose)."""
+    c = Collector(goal="one-to-one", redact=False, evidence=False)
+    ha, hb = c.record("t", a)["receipt_hash"], c.record("t", b)["receipt_hash"]
+    assert (ha == hb) == (_key(a) == _key(b))
+
+
+@settings(max_examples=300)
+@given(wide_values)
+def test_collector_fast_path_agrees_with_normalize_redact_encode(value: object) -> None:
+    """Differential: the record() hot path (orjson on plain data) against the documented three stages."""
+    c = Collector(goal="differential", evidence=False)
+    want = hashlib.sha256(exact_bytes(default_redactor(normalize(value)))).hexdigest()
+    assert c.record("t", value)["receipt_hash"] == want
+
+
+@pytest.mark.parametrize("tag", [{"$aer1:int": "12x"}, {"$aer1:int": 5}, {"$aer1:str": ["a", 65]},
+                                 {"$aer1:float": "nan"}, {"$aer1:object": [1]}, {"$aer1:int": "9" * 5000}])
+def test_restore_leaves_malformed_tags_as_they_are(tag: dict[str, object]) -> None:
+    assert restore(tag) == tag

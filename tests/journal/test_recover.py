@@ -19,6 +19,7 @@ from aer1.receipt import close_content
 from aer1.recover import Problem, RecoveryError, recover_journal
 from aer1.signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
+from tests.fixtures.generate_adversarial import forged_finalized_journal
 
 from .conftest import STEPS, TRUSTED_KEY, TRUSTED_PUB, feed
 
@@ -95,28 +96,49 @@ def test_a_signed_recovery_verifies_with_the_trusted_key(tmp_path: Path, run_rec
     assert report.valid and report.check("signature").detail.startswith("valid signature by trusted key")
     done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", str(tmp_path / "r.json"), "--key",
                            str(TRUSTED_PUB)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.splitlines()[-1] == f"verdict: VALID (aer1-chain-v1; {STEPS + 1} steps)"
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[-1].startswith(
+        "verdict: VALID (aer1-chain-v1; chain checked; CLOSED BY RECOVERY (incomplete run); signed by trusted key ")
 
 
-def test_a_finalized_journal_rebuilds_the_same_receipt(tmp_path: Path) -> None:
-    path, c, _ = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
-    receipt = c.finalize("the answer")
-    c.save(tmp_path / "original.json", receipt)
-    result = recover_journal(path, tmp_path / "r.json")  # no key: the journaled signature is reused
-    assert (result.exit_code, result.finalized, result.steps_recovered, result.notes) == (0, True, STEPS, [])
-    assert (tmp_path / "r.json").read_bytes() == (tmp_path / "original.json").read_bytes()
-    assert (tmp_path / "r.evidence.jsonl").read_bytes() == (tmp_path / "original.evidence.jsonl").read_bytes()
-
-
-def test_finalize_interrupted_before_the_final_line(tmp_path: Path) -> None:
-    path, c, _ = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
-    c.save(tmp_path / "original.json", c.finalize("the answer"))
-    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
+def _recovered_from_finalized(tmp_path: Path, drop_final_line: bool) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    path, c, steps = _journal(tmp_path, signing_key=str(TRUSTED_KEY))
+    original = c.finalize("the answer")
+    if drop_final_line:
+        path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
     result = recover_journal(path, tmp_path / "r.json", signing_key=str(TRUSTED_KEY))
-    assert (result.exit_code, result.finalized, result.problems) == (0, True, [])
-    assert result.notes == ["the final line is missing: finalize() was interrupted after writing the close step; "
-                            "the receipt is rebuilt from the close step"]
-    assert (tmp_path / "r.json").read_bytes() == (tmp_path / "original.json").read_bytes()
+    r = result.receipt
+    assert (result.exit_code, result.finalized, result.steps_recovered, result.problems) == (0, True, STEPS, [])
+    assert r["steps"][:STEPS] == steps
+    return original, result, r
+
+
+@pytest.mark.parametrize("drop_final_line", [False, True], ids=["final_line_kept", "finalize_interrupted"])
+def test_a_finalized_journal_still_gives_a_recovered_receipt(tmp_path: Path, drop_final_line: bool) -> None:
+    """The journal is not signed: its claim to be finalized cannot be told from a forgery."""
+    original, result, r = _recovered_from_finalized(tmp_path, drop_final_line)
+    assert (r["status"], r["closed_by"]) == ("incomplete", "recovery")
+    assert r["output_hash"] == original["output_hash"]  # the journaled answer hash is kept, bound as recovered
+    assert r["steps"][-1]["kind"] == "close" and r["steps"][-1]["receipt_id"] != original["steps"][-1]["receipt_id"]
+    assert "replaced by a recovery close step" in result.notes[0]
+    assert ("final line is missing" in result.notes[-1]) == drop_final_line
+    trusted = {key_id(load_public_key(TRUSTED_PUB))}
+    report = verify_receipt(tmp_path / "r.json", trusted_key_ids=trusted)
+    assert report.valid and report.basis()["closed_by"] == "recovery"
+    assert "CLOSED BY RECOVERY" in report.to_text().splitlines()[-1]
+
+
+def test_a_forged_finalized_journal_is_not_laundered(tmp_path: Path) -> None:
+    """A hand-written journal, fully re-chained, claiming a finalized run with status ok."""
+    path = tmp_path / "run.journal"
+    forged_finalized_journal(path)
+    result = recover_journal(path, tmp_path / "r.json", signing_key=str(TRUSTED_KEY))
+    assert result.finalized and result.problems == []
+    r = result.receipt
+    assert (r["status"], r["closed_by"]) == ("incomplete", "recovery")
+    report = verify_receipt(tmp_path / "r.json", trusted_key_ids={key_id(load_public_key(TRUSTED_PUB))})
+    assert report.valid and report.basis()["closed_by"] == "recovery"
+    assert "CLOSED BY RECOVERY (incomplete run)" in report.to_text().splitlines()[-1]
 
 
 def test_a_torn_last_line_is_reported_and_left_out(tmp_path: Path) -> None:
@@ -322,4 +344,13 @@ def test_the_output_must_not_be_the_journal(tmp_path: Path) -> None:
     path, c, _ = _journal(tmp_path)
     with pytest.raises(RecoveryError, match="must not be the journal"):
         recover_journal(path, path)
+    named_like_evidence = tmp_path / "r.evidence.jsonl"
+    path.rename(named_like_evidence)
+    before = named_like_evidence.read_bytes()
+    for out in (tmp_path / "r.json", tmp_path / "link.json"):
+        if out.name == "link.json":
+            (tmp_path / "link.evidence.jsonl").symlink_to(named_like_evidence)
+        with pytest.raises(RecoveryError, match="would overwrite it"):
+            recover_journal(named_like_evidence, out)
+        assert named_like_evidence.read_bytes() == before and not out.exists()
     c.finalize()
