@@ -5,14 +5,15 @@ The repository keeps ``collectors/`` and ``verifier/`` at the root, installed as
 cannot resolve ``from ..canonical import ...`` inside ``verifier/`` and would silently type
 the whole verifier/core boundary as ``Any``. So this script lays out the package as it is
 installed (a tree of symlinks under ``build/typecheck``), runs mypy strict on it, and then
-asks mypy for the types of first-party names the verifier and the collectors import: any
-that comes back as ``Any`` fails the check.
+asks mypy for the type of every first-party name that ``verifier/`` and ``collectors/``
+import at module level: any that comes back as ``Any`` fails the check.
 
 Usage: ``python tests/typecheck.py`` (exit 0 when clean).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import sys
@@ -26,20 +27,38 @@ TREE = ROOT / "build" / "typecheck"
 #: Package directories as pyproject.toml maps them: installed name -> folder in the repo.
 PACKAGE_DIRS = {"aer1": "aer1", "aer1/collectors": "collectors", "aer1/verifier": "verifier"}
 
-#: First-party names that cross the verifier/collector boundary; none may be ``Any``.
-PROBES = """\
-# mypy: disable-error-code="attr-defined"
-from aer1.verifier import _checks, _evidence, proof as vproof
-from aer1.collectors import _collector
-reveal_type(_checks.canonical_bytes)
-reveal_type(_checks.step_digest_hex)
-reveal_type(_checks.merkle_root)
-reveal_type(_checks.verify_signature)
-reveal_type(_checks.close_content)
-reveal_type(_evidence.canonical_bytes)
-reveal_type(vproof.canonical_bytes)
-reveal_type(_collector.Collector)
-"""
+#: Folders whose first-party imports are probed: every name they import from the package.
+PROBED = {"aer1.verifier": "verifier", "aer1.collectors": "collectors"}
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.ImportFrom]:
+    """Module-level ``from ... import`` statements, also those inside top-level if/try."""
+    found: list[ast.ImportFrom] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, (ast.If, ast.Try)):
+            todo.extend(node.body)
+            todo.extend(node.orelse)
+    return found
+
+
+def probes() -> str:
+    """A module revealing the type of each first-party name the probed folders import."""
+    lines = ['# mypy: disable-error-code="attr-defined"']
+    for package, folder in PROBED.items():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            module = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            for node in _top_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+                first_party = node.level > 0 or (node.module or "").split(".")[0] == "aer1"
+                if not first_party:
+                    continue
+                alias = "m_" + module.replace(".", "_")
+                lines.append(f"import {module} as {alias}")
+                lines.extend(f"reveal_type({alias}.{n.asname or n.name})" for n in node.names if n.name != "*")
+    return "\n".join(lines) + "\n"
 
 
 def build_tree() -> Path:
@@ -54,7 +73,7 @@ def build_tree() -> Path:
             if entry.is_dir() and f"{installed}/{entry.name}" in PACKAGE_DIRS:
                 continue  # laid out by its own entry
             (target / entry.name).symlink_to(os.path.relpath(entry, target))
-    (TREE / "first_party_probes.py").write_text(PROBES, encoding="utf-8")
+    (TREE / "first_party_probes.py").write_text(probes(), encoding="utf-8")
     return TREE
 
 
@@ -69,10 +88,11 @@ def main() -> int:
         return status
     out, err, status = api.run(["--config-file", config, "first_party_probes.py"])
     revealed = [line for line in out.splitlines() if "Revealed type is" in line]
-    if err or len(revealed) != PROBES.count("reveal_type("):
+    want = probes().count("reveal_type(")
+    if err or len(revealed) != want:
         sys.stdout.write(out)
         sys.stderr.write(err)
-        print(f"typecheck: got {len(revealed)} revealed types, want {PROBES.count('reveal_type(')}")
+        print(f"typecheck: got {len(revealed)} revealed types, want {want}")
         return 1
     anys = [line for line in revealed if '"Any"' in line]
     for line in anys:
