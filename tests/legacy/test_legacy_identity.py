@@ -68,12 +68,17 @@ def test_config_digest_binds_config_but_never_the_api_key() -> None:
     assert len(with_key["config_digest"]) == 64
 
 
-def test_duplicate_agent_names_are_refused() -> None:
+def test_agents_sharing_a_name_get_distinct_receipt_names() -> None:
+    """Two objects named alike are two actors: the second is listed as ``twin#2``."""
     collector = AER1AutoGenCollector(goal="names")
-    attach_legacy_hooks(autogen.ConversableAgent("twin", llm_config=False, system_message="one"), collector)
-    other = autogen.ConversableAgent("twin", llm_config=False, system_message="two")
-    with pytest.raises(ValueError, match="twin"):
-        attach_legacy_hooks(other, collector)
+    first = autogen.ConversableAgent("twin", llm_config=False, system_message="one")
+    other = autogen.ConversableAgent("twin", llm_config=False, system_message="one")
+    attach_legacy_hooks(first, collector)
+    attach_legacy_hooks(other, collector)
+    attach_legacy_hooks(first, collector)  # again: the same object keeps its name
+    agents = collector.finalize()["agents"]
+    assert [a["name"] for a in agents] == ["twin", "twin#2"]
+    assert agents[0]["config_digest"] == agents[1]["config_digest"]  # identical configs, still two agents
 
 
 def test_wrong_objects_are_refused() -> None:

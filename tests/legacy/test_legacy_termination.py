@@ -177,4 +177,4 @@ def test_error_in_a_reply(chat: str, finish: Finish) -> None:
     step, content = _termination(receipt, contents)
     assert step["status"] == "error" and receipt["status"] == "error"
     assert content["reason"] == "error"
-    assert content["error"] == {"type": "RuntimeError", "message": "model unavailable"}
+    assert content["error"] == {"type": "RuntimeError", "module": "builtins", "message": "model unavailable"}
