@@ -29,7 +29,8 @@ __all__ = [
     "is_no_eligible",
     "manager_is_termination",
     "missing",
-    "termination_reason_of",
+    "termination_of",
+    "tool_result",
     "watch_iostream",
 ]
 
@@ -51,6 +52,9 @@ _IS_TERMINATION_MSG = "_is_termination_msg"
 #: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
 _TERMINATION_EVENT = "TerminationEvent"
 _TERMINATION_REASON = "termination_reason"
+_EVENT_CONTENT = "content"
+#: How AG2 names a transition target (``AgentTarget``, ``TerminateTarget``, ...).
+_DISPLAY_NAME = "display_name"
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,12 @@ NAMES: tuple[Name, ...] = (
     Name("autogen.exception_utils", "NoEligibleSpeakerError", "no-eligible-speaker termination", ag2_only=True),
     Name("autogen.events.agent_events", _TERMINATION_EVENT, "AG2's own termination reason", ag2_only=True),
     Name("autogen.agentchat.group.patterns.pattern:Pattern", "prepare_group_chat", "pattern API", ag2_only=True),
+    Name(
+        "autogen.agentchat.group.targets.transition_target:TransitionTarget",
+        _DISPLAY_NAME,
+        "handoff targets of tool results",
+        ag2_only=True,
+    ),
 )
 
 
@@ -157,12 +167,37 @@ def is_no_eligible(exc: BaseException) -> bool:
     return any(cls.__name__ in _NO_ELIGIBLE_NAMES for cls in type(exc).__mro__)
 
 
-def termination_reason_of(event: Any) -> str | None:
-    """The ``termination_reason`` of an AG2 ``TerminationEvent``, else None."""
+def tool_result(value: Any) -> Any:
+    """A tool's return value as data: an AG2 ``ReplyResult`` (or a transition target) with
+    its target named (``display_name()``), since its plain dump leaves the target empty."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    display = getattr(value, _DISPLAY_NAME, None)
+    if callable(display):
+        return {"target": str(display())}
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        return value
+    try:
+        data = dump(mode="json")
+    except Exception:
+        return value
+    target = getattr(value, "target", None)
+    if isinstance(data, dict) and target is not None and callable(getattr(target, _DISPLAY_NAME, None)):
+        data["target"] = str(target.display_name())
+    return data
+
+
+def termination_of(event: Any) -> tuple[str, Any] | None:
+    """(termination_reason, sender name) of an AG2 ``TerminationEvent``, else None.
+
+    AG2 wraps each event: its members are on the wrapper's ``content``.
+    """
     if type(event).__name__ != _TERMINATION_EVENT:
         return None
-    reason = getattr(event, _TERMINATION_REASON, None)
-    return reason if isinstance(reason, str) else None
+    body = getattr(event, _EVENT_CONTENT, event)
+    reason = getattr(body, _TERMINATION_REASON, None)
+    return (reason, getattr(body, "sender", None)) if isinstance(reason, str) else None
 
 
 class _Tap:

@@ -359,7 +359,7 @@ class _AgentHooks:
             if error is None and isinstance(outcome, tuple) and len(outcome) == 2:
                 success = bool(outcome[0])
                 returned = outcome[1]
-                result = returned.get("content") if isinstance(returned, Mapping) else returned
+                result = internals.tool_result(returned.get("content") if isinstance(returned, Mapping) else returned)
             content: dict[str, Any] = {
                 "name": name,
                 "arguments": call.get("arguments"),
@@ -1143,9 +1143,9 @@ def _termination_watcher(run: _Run, manager: Any) -> Any:
     manager_name = _name(manager)
 
     def seen(event: Any) -> None:
-        reason = internals.termination_reason_of(event)
-        if reason is not None and _ACTIVE_RUN.get() is run and getattr(event, "sender", None) == manager_name:
-            run.autogen_reason = reason
+        found = internals.termination_of(event)
+        if found is not None and found[1] == manager_name and _ACTIVE_RUN.get() is run:
+            run.autogen_reason = found[0]
 
     return seen
 
