@@ -53,15 +53,19 @@ def test_hook_registered_after_attaching_is_applied_first(
     assert [m["content"] for m in buyer.chat_messages[clerk]][1::2] == [f"charged {MASK}"] * 2
 
 
+@pytest.mark.parametrize("chat", ["sync", "async"])
 def test_group_chat_messages_are_recorded_after_later_hooks(
-    collector: AER1AutoGenCollector, finish: Finish
+    chat: str, collector: AER1AutoGenCollector, finish: Finish
 ) -> None:
     clerk, buyer = _pair()
     groupchat = autogen.GroupChat([buyer, clerk], messages=[], max_round=2, speaker_selection_method="round_robin")
     manager = autogen.GroupChatManager(groupchat, llm_config=False)
     observe_groupchat(manager, collector)
     clerk.register_hook("process_message_before_send", _mask)
-    buyer.initiate_chat(manager, message="pay please")
+    if chat == "sync":
+        buyer.initiate_chat(manager, message="pay please")
+    else:
+        asyncio.run(buyer.a_initiate_chat(manager, message="pay please"))
     receipt, contents = finish(collector)
 
     assert [m["message"] for m in of_kind(receipt, contents, "message")] == ["pay please", f"charged {MASK}"]

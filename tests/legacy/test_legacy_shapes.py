@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import autogen
@@ -118,3 +119,82 @@ def test_two_managers_with_the_default_name(collector: AER1AutoGenCollector, fin
     assert [t["reason"] for t in terminations] == ["max_round", "max_round"]
     outer_history = observed[0]
     assert contents[7] == {"message": outer_history[1]["content"]}  # lead's reply: the nested chat's summary
+
+
+def _flat_group(topic: str) -> tuple[autogen.ConversableAgent, autogen.GroupChatManager]:
+    """A group with AutoGen's default names: ``user``, ``assistant`` and ``chat_manager``."""
+    user = autogen.ConversableAgent("user", llm_config=False, human_input_mode="NEVER", default_auto_reply="ok")
+    assistant = autogen.ConversableAgent(
+        "assistant", llm_config=False, human_input_mode="NEVER", default_auto_reply=f"{topic} done"
+    )
+    groupchat = autogen.GroupChat([user, assistant], messages=[], max_round=2, speaker_selection_method="round_robin")
+    return user, autogen.GroupChatManager(groupchat, llm_config=False)
+
+
+def test_sibling_groups_with_default_names_in_one_collector(
+    collector: AER1AutoGenCollector, finish: Finish
+) -> None:
+    first_user, first = _flat_group("budget")
+    second_user, second = _flat_group("hiring")
+    observe_groupchat(first, collector)
+    observe_groupchat(second, collector)
+    first_user.initiate_chat(first, message="budget please")
+    second_user.initiate_chat(second, message="hiring please")
+    receipt, contents = finish(collector)
+
+    assert [a["name"] for a in receipt["agents"]] == [
+        "user", "assistant", MANAGER, "user#2", "assistant#2", f"{MANAGER}#2",
+    ]  # fmt: skip
+    assert rows(receipt) == [
+        ("message", "user", MANAGER),
+        ("speaker_selection", MANAGER, None),
+        ("message", "assistant", MANAGER),
+        ("termination", MANAGER, None),
+        ("message", "user#2", f"{MANAGER}#2"),
+        ("speaker_selection", f"{MANAGER}#2", None),
+        ("message", "assistant#2", f"{MANAGER}#2"),
+        ("termination", f"{MANAGER}#2", None),
+        CLOSE,
+    ]
+    selections = of_kind(receipt, contents, "speaker_selection")
+    pairs = [(s["last_speaker"], s["selected"]) for s in selections]
+    assert pairs == [("user", "assistant"), ("user#2", "assistant#2")]
+    targets = [s.get("target") for s in receipt["steps"] if s["kind"] == "speaker_selection"]
+    assert targets == ["assistant", "assistant#2"]
+
+
+class _UnreadableAgent(autogen.ConversableAgent):
+    """An agent whose input mode cannot be read once broken (a faulty property of a user's subclass)."""
+
+    broken = False
+
+    @property
+    def human_input_mode(self) -> str:
+        if self.broken:
+            raise RuntimeError("input mode unavailable")
+        return "NEVER"
+
+    @human_input_mode.setter
+    def human_input_mode(self, value: str) -> None:
+        pass
+
+
+def test_a_hook_failure_is_counted_and_the_chat_goes_on(
+    collector: AER1AutoGenCollector, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The unhooked opener cannot be registered: counted under the collector's lock, logged, chat unchanged."""
+    alice, bob = _team()
+    opener = _UnreadableAgent("boss", llm_config=False, human_input_mode="NEVER")
+    opener.broken = True
+    groupchat = autogen.GroupChat([alice, bob], messages=[], max_round=2, speaker_selection_method="round_robin")
+    manager = autogen.GroupChatManager(groupchat, llm_config=False)
+    observe_groupchat(manager, collector)
+    with caplog.at_level(logging.WARNING, logger="aer1"):
+        opener.initiate_chat(manager, message="Ship it")
+    assert [m["content"] for m in groupchat.messages] == ["Ship it", "alice here"]
+    assert "could not observe legacy AutoGen: a group chat's opening message" in caplog.text
+    receipt = collector.finalize()
+    assert receipt["status"] == "incomplete"
+    assert receipt["recording_failures"] == 1
+    assert [s["kind"] for s in receipt["steps"]] == ["speaker_selection", "message", "termination", "close"]
+    assert collector.verify(receipt) == []
