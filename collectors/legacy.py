@@ -13,8 +13,8 @@ maintained ``autogen`` 0.14 package), whose ``ConversableAgent``, ``GroupChat`` 
 
 Every private AutoGen name used here goes through :mod:`._legacy_internals`.
 
-Everything here only observes: hooks return their input unchanged, wrapped methods keep
-their signatures, return values and exceptions, and every step goes through
+Everything here only observes: wrapped methods keep their signatures, arguments, return
+values and exceptions, and every step goes through
 ``Collector.safe_record``, so a recording failure is logged and counted (the receipt then
 says ``incomplete``) but never breaks the chat. The step contents and the way termination
 reasons are derived are specified in ``spec/legacy.md``.
