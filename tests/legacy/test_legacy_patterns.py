@@ -18,7 +18,15 @@ pytest.importorskip("autogen.agentchat.group.patterns", reason="the pattern API 
 
 from autogen import runtime_logging
 from autogen.agentchat import a_initiate_group_chat, initiate_group_chat, run_group_chat
-from autogen.agentchat.group import AgentTarget, ReplyResult, TerminateTarget
+from autogen.agentchat.group import (
+    AgentTarget,
+    ContextExpression,
+    ContextVariables,
+    ExpressionContextCondition,
+    OnContextCondition,
+    ReplyResult,
+    TerminateTarget,
+)
 from autogen.agentchat.group.patterns import AutoPattern, DefaultPattern, RoundRobinPattern
 
 from aer1.collectors import AER1AutoGenCollector, observe_groupchat
@@ -195,3 +203,31 @@ def test_tool_handoff_and_after_work_termination(how: str, collector: AER1AutoGe
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "no_eligible_speaker"  # billing's after-work: terminate
     assert termination["autogen_reason"] == "No next speaker selected"
+
+
+def _context_handoff() -> Any:
+    billing = scripted_agent("billing", ["refund issued"], human_input_mode="NEVER")
+    billing.handoffs.set_after_work(TerminateTarget())
+    triage = scripted_agent("triage", ["this is a refund"], human_input_mode="NEVER")
+    triage.handoffs.add_context_condition(
+        OnContextCondition(
+            target=AgentTarget(billing),
+            condition=ExpressionContextCondition(ContextExpression("${is_refund} == True")),
+        )
+    )
+    return DefaultPattern(
+        initial_agent=triage, agents=[triage, billing], context_variables=ContextVariables(data={"is_refund": True})
+    )
+
+
+def test_context_condition_handoff(collector: AER1AutoGenCollector, finish: Finish) -> None:
+    """AG2 hands off before triage's model runs and sends its own hand-off text: that is what is recorded."""
+    history = _observed(_context_handoff, collector, "initiate", 10)
+    receipt, contents = finish(collector)
+
+    assert history == _observed(_context_handoff, None, "initiate", 10)
+    sent = [(s["agent"], contents[s["seq"]]["message"]) for s in receipt["steps"] if s["kind"] == "message"]
+    assert sent[1:] == [(name, text) for name, text in history[1:]]
+    assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
+    (termination,) = of_kind(receipt, contents, "termination")
+    assert (termination["reason"], termination["autogen_reason"]) == ("no_eligible_speaker", "No next speaker selected")
