@@ -524,22 +524,34 @@ def _wrap_sends(agent: Any, hooks: _AgentHooks, on_sent: Any) -> None:
         return
     send, a_send = agent.send, agent.a_send
 
+    def unseen(pending: _PendingSend) -> None:
+        # A send that returned without storing its message (a subclass's own send): never silent.
+        if not pending.done:
+            hooks.collector.count_recording_failure(
+                f"a message sent by {hooks.name}", RuntimeError("the send did not store its message")
+            )
+
     @functools.wraps(send)
     def observed_send(*args: Any, **kwargs: Any) -> Any:
-        token = _PENDING_SEND.set(_PendingSend(hooks, _recipient_arg(args, kwargs)))
+        pending = _PendingSend(hooks, _recipient_arg(args, kwargs))
+        token = _PENDING_SEND.set(pending)
         try:
-            return send(*args, **kwargs)
+            result = send(*args, **kwargs)
         finally:
             _PENDING_SEND.reset(token)
+        unseen(pending)
+        return result
 
     @functools.wraps(a_send)
     async def observed_a_send(*args: Any, **kwargs: Any) -> Any:
-        token = _PENDING_SEND.set(_PendingSend(hooks, _recipient_arg(args, kwargs)))
+        pending = _PendingSend(hooks, _recipient_arg(args, kwargs))
+        token = _PENDING_SEND.set(pending)
         try:
-            return await a_send(*args, **kwargs)
+            result = await a_send(*args, **kwargs)
         finally:
             _PENDING_SEND.reset(token)
-
+        unseen(pending)
+        return result
 
     @functools.wraps(append)
     def append_oai_message(message: Any, *args: Any, **kwargs: Any) -> Any:

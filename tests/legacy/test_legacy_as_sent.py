@@ -121,3 +121,24 @@ def test_a_send_refused_in_a_group_chat_is_not_recorded(collector: AER1AutoGenCo
         CLOSE,
     ]
     assert receipt["steps"][2]["status"] == "error"
+
+
+class _DirectSender(autogen.ConversableAgent):
+    """A user's subclass whose send delivers without storing the message in its history."""
+
+    def send(self, message: Any, recipient: Any, request_reply: Any = None, silent: Any = False) -> None:
+        recipient.receive(message, self, request_reply, silent)
+
+
+def test_a_send_that_stores_nothing_is_counted_not_lost(collector: AER1AutoGenCollector) -> None:
+    sender = _DirectSender("direct", llm_config=False, human_input_mode="NEVER")
+    listener = autogen.ConversableAgent("listener", llm_config=False, human_input_mode="NEVER")
+    attach_legacy_hooks(sender, collector)
+    attach_legacy_hooks(listener, collector)
+    sender.send("heads up", listener, request_reply=False)
+    assert [m["content"] for m in listener.chat_messages[sender]] == ["heads up"]
+    receipt = collector.finalize()
+    assert receipt["status"] == "incomplete"
+    assert receipt["recording_failures"] == 1
+    assert [s["kind"] for s in receipt["steps"]] == ["close"]
+    assert collector.verify(receipt) == []
