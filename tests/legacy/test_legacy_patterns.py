@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("autogen.agentchat.group.patterns", reason="the pattern API is AG2 0.9+ (not pyautogen 0.2)")
 
 from autogen import runtime_logging
-from autogen.agentchat import a_initiate_group_chat, initiate_group_chat, run_group_chat
+from autogen.agentchat import a_initiate_group_chat, a_run_group_chat, initiate_group_chat, run_group_chat
 from autogen.agentchat.group import (
     AgentTarget,
     ContextExpression,
@@ -63,10 +63,19 @@ def _run(how: str, pattern: Any, max_rounds: int) -> list[tuple[Any, Any]]:
     if how == "a_initiate":
         result, _, _ = asyncio.run(a_initiate_group_chat(pattern=pattern, messages=TASK, max_rounds=max_rounds))
         return _history(result)
+    if how == "a_run":
+        return asyncio.run(_a_run(pattern, max_rounds))
     response = run_group_chat(pattern=pattern, messages=TASK, max_rounds=max_rounds)
     for _ in response.events:  # the chat runs in a thread; its events end with the completion
         pass
     return [(m.get("name"), m.get("content")) for m in response.messages]
+
+
+async def _a_run(pattern: Any, max_rounds: int) -> list[tuple[Any, Any]]:
+    response = await a_run_group_chat(pattern=pattern, messages=TASK, max_rounds=max_rounds)
+    async for _ in response.events:  # the chat runs as a task; its events end with the completion
+        pass
+    return [(m.get("name"), m.get("content")) for m in await response.messages]
 
 
 def _round_robin() -> Any:
@@ -82,7 +91,7 @@ def _observed(make: Callable[[], Any], collector: AER1AutoGenCollector | None, h
     return _run(how, pattern, rounds)
 
 
-@pytest.mark.parametrize("how", ["initiate", "a_initiate", "run"])
+@pytest.mark.parametrize("how", ["initiate", "a_initiate", "run", "a_run"])
 def test_round_robin_pattern(how: str, collector: AER1AutoGenCollector, finish: Finish) -> None:
     history = _observed(_round_robin, collector, how, 4)
     receipt, contents = finish(collector)
