@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSTALL_HINT",
+    "LABEL_SEPARATOR",
     "MANAGER_BROADCAST",
+    "OPENING_OBSERVED_AT",
     "TERMINATION_REASONS",
     "attach_legacy_hooks",
     "observe_groupchat",
