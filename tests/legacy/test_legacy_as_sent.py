@@ -94,9 +94,7 @@ def _run_refused(collector: AER1AutoGenCollector | None) -> tuple[str, list[Any]
     return str(raised.value), [dict(m) for m in alice.chat_messages[bob]]
 
 
-def test_a_reply_autogen_refuses_to_send_is_not_recorded(
-    collector: AER1AutoGenCollector, finish: Finish
-) -> None:
+def test_a_reply_autogen_refuses_to_send_is_not_recorded(collector: AER1AutoGenCollector, finish: Finish) -> None:
     observed = _run_refused(collector)
     receipt, contents = finish(collector)
 

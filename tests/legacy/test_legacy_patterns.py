@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("autogen.agentchat.group.patterns", reason="the pattern API is AG2 0.9+ (not pyautogen 0.2)")
 
+import autogen
 from autogen import runtime_logging
 from autogen.agentchat import a_initiate_group_chat, a_run_group_chat, initiate_group_chat, run_group_chat
 from autogen.agentchat.group import (
@@ -25,6 +26,7 @@ from autogen.agentchat.group import (
     ExpressionContextCondition,
     OnContextCondition,
     ReplyResult,
+    RevertToUserTarget,
     TerminateTarget,
 )
 from autogen.agentchat.group.patterns import AutoPattern, DefaultPattern, RoundRobinPattern
@@ -40,6 +42,7 @@ from .support import (
     rows,
     says_terminate,
     scripted_agent,
+    scripted_input,
     scripted_llm_config,
     tool_call,
     tool_calls_reply,
@@ -240,3 +243,37 @@ def test_context_condition_handoff(collector: AER1AutoGenCollector, finish: Fini
     assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
     (termination,) = of_kind(receipt, contents, "termination")
     assert (termination["reason"], termination["autogen_reason"]) == ("no_eligible_speaker", "No next speaker selected")
+
+
+def _with_user() -> Any:
+    helper = scripted_agent("helper", ["here is the plan", "updated plan"], human_input_mode="NEVER")
+    helper.handoffs.set_after_work(RevertToUserTarget())
+    user = autogen.ConversableAgent("user", llm_config=False, human_input_mode="ALWAYS")
+    return DefaultPattern(initial_agent=helper, agents=[helper], user_agent=user)
+
+
+def _user_run(collector: AER1AutoGenCollector | None) -> Any:
+    with scripted_input(["make it shorter", "exit"]):
+        return _observed(_with_user, collector, "initiate", 10)
+
+
+def test_user_agent_reverts_and_exits(collector: AER1AutoGenCollector, finish: Finish) -> None:
+    history = _user_run(collector)
+    receipt, contents = finish(collector)
+
+    assert history == _user_run(None)
+    turn = [("speaker_selection", MANAGER, None), ("message", "helper", MANAGER), ("speaker_selection", MANAGER, None)]
+    assert rows(receipt) == [
+        ("message", "user", MANAGER),
+        *turn,
+        ("human_input", "user", None),
+        ("message", "user", MANAGER),
+        *turn,
+        ("human_input", "user", None),
+        ("termination", MANAGER, None),
+        CLOSE,
+    ]
+    assert [h["answer"] for h in of_kind(receipt, contents, "human_input")] == ["make it shorter", "exit"]
+    (termination,) = of_kind(receipt, contents, "termination")
+    assert (termination["reason"], termination["speaker"]) == ("human_exit", "user")
+    assert termination["autogen_reason"] == "No reply generated"

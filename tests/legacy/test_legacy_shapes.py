@@ -81,9 +81,7 @@ def _nested(collector: AER1AutoGenCollector | None) -> tuple[list[Any], list[Any
     user = autogen.ConversableAgent("user", llm_config=False, human_input_mode="NEVER", default_auto_reply="ok")
     outer_chat = autogen.GroupChat([user, lead], messages=[], max_round=3, speaker_selection_method="round_robin")
     outer = autogen.GroupChatManager(outer_chat, llm_config=False)
-    lead.register_nested_chats(
-        [{"recipient": inner, "max_turns": 1, "summary_method": "last_msg"}], trigger=outer
-    )
+    lead.register_nested_chats([{"recipient": inner, "max_turns": 1, "summary_method": "last_msg"}], trigger=outer)
     assert inner.name == outer.name == MANAGER
     if collector is not None:
         observe_groupchat(outer, collector)
@@ -131,9 +129,7 @@ def _flat_group(topic: str) -> tuple[autogen.ConversableAgent, autogen.GroupChat
     return user, autogen.GroupChatManager(groupchat, llm_config=False)
 
 
-def test_sibling_groups_with_default_names_in_one_collector(
-    collector: AER1AutoGenCollector, finish: Finish
-) -> None:
+def test_sibling_groups_with_default_names_in_one_collector(collector: AER1AutoGenCollector, finish: Finish) -> None:
     first_user, first = _flat_group("budget")
     second_user, second = _flat_group("hiring")
     observe_groupchat(first, collector)
