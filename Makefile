@@ -5,8 +5,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 AG2_VENV := .venv-ag2
 AG2_STAMP := $(AG2_VENV)/.installed
+# The maintained classic line: the PyPI package `autogen` (AG2 classic, not ag2 1.x).
+AUTOGEN_VENV := .venv-autogen
+AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
 
-.PHONY: demo test test-main test-ag2 lint bench clean
+.PHONY: demo test test-main test-ag2 test-autogen lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,16 +23,25 @@ $(AG2_STAMP): pyproject.toml
 	$(AG2_VENV)/bin/python -m pip install -q -e ".[dev]" "ag2==0.14.0"
 	touch $(AG2_STAMP)
 
+$(AUTOGEN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(AUTOGEN_VENV)
+	$(AUTOGEN_VENV)/bin/python -m pip install -q --upgrade pip
+	$(AUTOGEN_VENV)/bin/python -m pip install -q -e ".[dev]" "autogen==0.14.1"
+	touch $(AUTOGEN_STAMP)
+
 demo: $(STAMP)
 	$(PY) examples/agentchat_team.py out/agentchat_team
 
-test: lint test-main test-ag2
+test: lint test-main test-ag2 test-autogen
 
 test-main: $(STAMP)
 	$(PY) -m pytest -q
 
 test-ag2: $(AG2_STAMP)
 	$(AG2_VENV)/bin/python -m pytest -q tests/legacy
+
+test-autogen: $(AUTOGEN_STAMP)
+	$(AUTOGEN_VENV)/bin/python -m pytest -q tests/legacy
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check aer1 collectors verifier tests examples bench
@@ -39,4 +51,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(AG2_VENV) tests/.peers out build *.egg-info
+	rm -rf $(VENV) $(AG2_VENV) $(AUTOGEN_VENV) tests/.peers out build *.egg-info

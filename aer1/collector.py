@@ -318,6 +318,16 @@ class Collector:
             log.warning("aer1: failed to record step %r: %s: %s", tool, type(e).__name__, e)
         return None
 
+    def count_recording_failure(self, what: str, exc: BaseException) -> None:
+        """Count (under the lock) and log an observation a hook could not record.
+
+        For framework hooks whose own code failed outside :meth:`safe_record`; the
+        receipt then reports ``recording_failures`` and status ``incomplete``.
+        """
+        with self._lock:
+            self.recording_failures += 1
+        log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, exc)
+
     def register_agent(
         self, name: str, *, type: str, description: str | None = None, config: Any = None
     ) -> dict[str, Any]:

@@ -1,15 +1,20 @@
 """Recording hooks for the classic AutoGen API (the ``autogen`` module).
 
-Works with pyautogen 0.2.x and with ag2 up to 0.14, whose ``ConversableAgent``,
-``GroupChat`` and ``GroupChatManager`` share one design. Two entry points:
+Works with pyautogen 0.2.x and with the AG2 classic line (``ag2`` up to 0.14 and the
+maintained ``autogen`` 0.14 package), whose ``ConversableAgent``, ``GroupChat`` and
+``GroupChatManager`` share one design. Two entry points:
 
 * :func:`attach_legacy_hooks` records what one agent does: the messages it sends, the
   functions and tools it executes, the code it runs and the human input it reads.
 * :func:`observe_groupchat` records a group chat: it attaches the hooks above to every
-  participant and adds the manager's ``speaker_selection`` and ``termination`` steps.
+  participant and adds the manager's ``speaker_selection`` and ``termination`` steps. Given
+  an AG2 pattern (``AutoPattern``, ``RoundRobinPattern``, ...), it observes the group chat
+  the pattern builds for each ``initiate_group_chat`` / ``run_group_chat``.
 
-Everything here only observes: hooks return their input unchanged, wrapped methods keep
-their signatures, return values and exceptions, and every step goes through
+Every private AutoGen name used here goes through :mod:`._legacy_internals`.
+
+Everything here only observes: wrapped methods keep their signatures, arguments, return
+values and exceptions, and every step goes through
 ``Collector.safe_record``, so a recording failure is logged and counted (the receipt then
 says ``incomplete``) but never breaks the chat. The step contents and the way termination
 reasons are derived are specified in ``spec/legacy.md``.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import itertools
 import logging
 import re
 import threading
@@ -34,12 +40,19 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from aer1.redact import is_secret_key
+
+from . import _legacy_internals as internals
+from ._collector import error_info, failure_status
+
 if TYPE_CHECKING:
     from aer1 import Collector
 
 __all__ = [
     "INSTALL_HINT",
+    "LABEL_SEPARATOR",
     "MANAGER_BROADCAST",
+    "OPENING_OBSERVED_AT",
     "TERMINATION_REASONS",
     "attach_legacy_hooks",
     "observe_groupchat",
@@ -60,14 +73,19 @@ TERMINATION_REASONS = (
 )
 #: The ``recipient``-less marker a manager's introduction message carries in its content.
 MANAGER_BROADCAST = "all participants"
+#: ``observed_at`` of an opening message recorded from the manager's copy (its sender is not hooked).
+OPENING_OBSERVED_AT = "manager"
 #: The answer with which a human ends a chat in AutoGen's human input modes.
 HUMAN_EXIT_ANSWER = "exit"
 #: Speaker selection methods AutoGen accepts by name (anything else is a callable).
 SELECTION_METHODS = ("auto", "manual", "random", "round_robin")
 #: The tool label of a function call whose name is missing or empty.
 UNNAMED_FUNCTION = "unnamed_function"
-#: Names of the exception AutoGen raises when no speaker can be selected (0.2.x, ag2).
-_NO_ELIGIBLE_NAMES = frozenset({"NoEligibleSpeaker", "NoEligibleSpeakerError"})
+#: Joins an AutoGen name and a number into the receipt name of the n-th distinct agent
+#: object with that name in one collector (``chat_manager``, ``chat_manager#2``, ...).
+LABEL_SEPARATOR = "#"
+#: Most receipt names tried for one AutoGen name before giving up.
+_MAX_LABELS = 10_000
 
 # Attributes under which the hooks keep their state on the observed objects.
 _AGENT_ATTR = "_aer1_legacy_agent"
@@ -75,14 +93,12 @@ _GROUP_ATTR = "_aer1_legacy_group"
 _MANAGER_ATTR = "_aer1_legacy_manager"
 _EXECUTOR_ATTR = "_aer1_legacy_executor"
 _WRAPPED_ATTR = "_aer1_legacy_wrapped"
+_PATTERN_ATTR = "_aer1_legacy_pattern"
 _ORIGINAL_ATTR = "_aer1_original"
 
-# Keys of an llm_config that never enter an agent's config digest (credentials, clients).
-_SECRET_KEY = re.compile(
-    r"(api_?key|secret|passw|token$|^token|_token_|authorization|credential|access_key|private_key|"
-    r"http_client|default_headers|azure_ad_token)",
-    re.IGNORECASE,
-)
+# llm_config keys holding live client objects or transport headers: never in a config digest.
+# (Secret-looking keys are recognized by the core's ``aer1.redact.is_secret_key``.)
+_LIVE_KEYS = frozenset({"http_client", "default_headers"})
 _URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
@@ -102,31 +118,17 @@ def _require_autogen() -> SimpleNamespace:
                 "aer1.collectors.legacy observes the classic AutoGen API (the `autogen` module of "
                 f"pyautogen 0.2.x or ag2 <= 0.14), which is not installed: {INSTALL_HINT}"
             ) from e
+        try:  # the pattern API of the AG2 classic line (0.9 and later)
+            from autogen.agentchat.group.patterns.pattern import Pattern
+        except ImportError:
+            Pattern = None
         _api = SimpleNamespace(
-            ConversableAgent=ConversableAgent, GroupChat=GroupChat, GroupChatManager=GroupChatManager
+            ConversableAgent=ConversableAgent, GroupChat=GroupChat, GroupChatManager=GroupChatManager, Pattern=Pattern
         )
     return _api
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _error_info(exc: BaseException) -> dict[str, str]:
-    """Type and message of an exception, as steps record them."""
-    return {"type": type(exc).__qualname__, "message": str(exc)}
-
-
-def _is_no_eligible(exc: BaseException) -> bool:
-    return any(cls.__name__ in _NO_ELIGIBLE_NAMES for cls in type(exc).__mro__)
-
-
-def _note_failure(collector: Collector, what: str, exc: BaseException) -> None:
-    """Log and count an observation failure (the receipt then says ``incomplete``)."""
-    log.warning("aer1: legacy hook could not observe %s: %s: %s", what, type(exc).__name__, exc)
-    try:
-        collector.recording_failures += 1
-    except Exception as e:
-        log.debug("aer1: recording failure not counted: %s", e)
 
 
 @contextlib.contextmanager
@@ -135,7 +137,7 @@ def _observing(collector: Collector, what: str) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        _note_failure(collector, what, e)
+        collector.count_recording_failure(f"legacy AutoGen: {what}", e)
 
 
 def _name(agent: Any) -> str:
@@ -171,7 +173,7 @@ def _public_config(value: Any, depth: int = 0) -> Any:
         out: dict[str, Any] = {}
         for key, item in value.items():
             key_text = str(key)
-            if _SECRET_KEY.search(key_text):
+            if key_text in _LIVE_KEYS or is_secret_key(key_text):
                 continue
             out[key_text] = _public_config(item, depth + 1)
         return out
@@ -187,7 +189,7 @@ def _public_config(value: Any, depth: int = 0) -> Any:
 
 
 def _code_execution_summary(agent: Any) -> Any:
-    config = getattr(agent, "_code_execution_config", False)
+    config = internals.code_execution_config(agent)
     if config is False or config is None:
         return False
     executor = getattr(agent, "code_executor", None)
@@ -225,15 +227,28 @@ def _agent_config(agent: Any) -> dict[str, Any]:
     return config
 
 
-def _register(collector: Collector, agent: Any) -> None:
-    """List ``agent`` in the receipt's ``agents`` (a second agent with its name is an error)."""
+def _register(collector: Collector, agent: Any) -> str:
+    """List ``agent`` in the receipt's ``agents`` under its receipt name; returns that name.
+
+    The name is the agent's label in this collector (see :func:`_label`). Should another
+    collector user have registered that label already, the agent gets the next one.
+    """
     description = getattr(agent, "description", None)
-    collector.register_agent(
-        _name(agent),
-        type=_type_label(agent),
-        description=None if description is None else str(description),
-        config=_agent_config(agent),
-    )
+    config = _agent_config(agent)
+    for _ in range(_MAX_LABELS):
+        label = _label(collector, agent)
+        try:
+            collector.register_agent(
+                label,
+                type=_type_label(agent),
+                description=None if description is None else str(description),
+                config=config,
+            )
+        except ValueError:
+            _relabel(collector, agent)
+            continue
+        return label
+    raise ValueError(f"no free receipt name for agent {_name(agent)!r}")
 
 
 # ---------------------------------------------------------------------------- sessions
@@ -241,10 +256,13 @@ def _register(collector: Collector, agent: Any) -> None:
 
 @dataclass
 class _Session:
-    """Per-collector memory shared by all hooked agents: who spoke last in each pair."""
+    """Per-collector memory shared by all hooked agents: labels, who spoke last in each pair."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_sender: dict[frozenset[int], str] = field(default_factory=dict)
+    # id(agent) -> (weak reference to it, its receipt name); every receipt name ever given.
+    labels: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
 
 
 _sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
@@ -259,15 +277,46 @@ def _session(collector: Collector) -> _Session:
         return session
 
 
+def _label(collector: Collector, agent: Any) -> str:
+    """The receipt name of ``agent`` in ``collector``: agents are told apart by identity.
+
+    The first agent object with a given AutoGen name keeps it; each other distinct object
+    with that name gets ``<name>#2``, ``<name>#3``, ... (skipping names already given), so
+    two managers both called ``chat_manager`` stay two actors. A name, once given, is never
+    given to another object, even after the first one is gone.
+    """
+    session = _session(collector)
+    with session.lock:
+        known = session.labels.get(id(agent))
+        if known is not None and known[0]() is agent:
+            return known[1]
+        name = _name(agent)
+        label = name
+        for number in itertools.count(2):
+            if label not in session.taken:
+                break
+            label = f"{name}{LABEL_SEPARATOR}{number}"
+        session.taken.add(label)
+        session.labels[id(agent)] = (weakref.ref(agent), label)
+        return label
+
+
+def _relabel(collector: Collector, agent: Any) -> None:
+    """Forget ``agent``'s receipt name (it stays taken): the next :func:`_label` gives a new one."""
+    session = _session(collector)
+    with session.lock:
+        session.labels.pop(id(agent), None)
+
+
 # ------------------------------------------------------------------------- agent hooks
 
 
 class _AgentHooks:
     """The hooks' state on one agent; ``collector`` can be switched by re-attaching."""
 
-    def __init__(self, agent: Any, collector: Collector) -> None:
+    def __init__(self, agent: Any, collector: Collector, name: str) -> None:
         self.collector = collector
-        self.name = _name(agent)
+        self.name = name  # the receipt name in ``collector`` (see _label)
         self.agent_ref = weakref.ref(agent)
         self.lock = threading.Lock()
         self.human_inputs = 0
@@ -281,13 +330,13 @@ class _AgentHooks:
             self.last_answer = answer
         content: dict[str, Any] = {"prompt": prompt, "answer": answer}
         if error is not None:
-            content["error"] = _error_info(error)
+            content["error"] = error_info(error)
         self.collector.safe_record(
             "human_input",
             content,
             agent=self.name,
             kind="human_input",
-            status="ok" if error is None else "error",
+            status="ok" if error is None else failure_status(error),
             started_at=started,
             ended_at=time.time(),
         )
@@ -312,7 +361,7 @@ class _AgentHooks:
             if error is None and isinstance(outcome, tuple) and len(outcome) == 2:
                 success = bool(outcome[0])
                 returned = outcome[1]
-                result = returned.get("content") if isinstance(returned, Mapping) else returned
+                result = internals.tool_result(returned.get("content") if isinstance(returned, Mapping) else returned)
             content: dict[str, Any] = {
                 "name": name,
                 "arguments": call.get("arguments"),
@@ -322,13 +371,13 @@ class _AgentHooks:
                 "path": path,
             }
             if error is not None:
-                content["error"] = _error_info(error)
+                content["error"] = error_info(error)
             self.collector.safe_record(
                 name if isinstance(name, str) and name else UNNAMED_FUNCTION,
                 content,
                 agent=self.name,
                 kind="tool_call",
-                status="ok" if success else "error",
+                status="ok" if success else "error" if error is None else failure_status(error),
                 started_at=started,
                 ended_at=time.time(),
                 call_id=None if call_id is None else str(call_id),
@@ -379,14 +428,14 @@ class _AgentHooks:
         if code_file is not None:
             content["code_file"] = str(code_file)
         if error is not None:
-            content["error"] = _error_info(error)
+            content["error"] = error_info(error)
         failed = error is not None or exit_code != 0
         self.collector.safe_record(
             "code_execution",
             content,
             agent=self.name,
             kind="code_execution",
-            status="error" if failed else "ok",
+            status="ok" if not failed else "error" if error is None else failure_status(error),
             started_at=started,
             ended_at=time.time(),
         )
@@ -403,8 +452,8 @@ def _hooks_of(agent: Any) -> _AgentHooks | None:
     return hooks if isinstance(hooks, _AgentHooks) else None
 
 
-def _before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, silent: Any) -> Any:
-    """``process_message_before_send`` hook of a participant: one ``message`` step per send."""
+def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) -> None:
+    """One ``message`` step for a message ``sender`` has just sent to ``recipient``."""
     collector = hooks.collector
     group: _GroupHooks | None = None
     with _observing(collector, "a group chat manager"):
@@ -415,6 +464,7 @@ def _before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, 
                 # Observed through its GroupChat only: bind the manager before it runs.
                 _observe_manager(recipient, group.collector, api)
     with _observing(collector, "a sent message"):
+        to = _label(collector, recipient)
         reply_to: str | None = None
         if group is not None:
             run = group.run
@@ -427,17 +477,97 @@ def _before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, 
             with session.lock:
                 previous = session.last_sender.get(pair)
                 session.last_sender[pair] = hooks.name
-            if ongoing and previous == _name(recipient):
+            if ongoing and previous == to:
                 reply_to = previous
         collector.safe_record(
             "message",
             {"message": message},
             agent=hooks.name,
             kind="message",
-            recipient=_name(recipient),
+            recipient=to,
             reply_to=reply_to,
         )
-    return message
+
+
+@dataclass
+class _PendingSend:
+    """A send in progress: the next append of the sending agent stores its outgoing message."""
+
+    hooks: _AgentHooks
+    recipient: Any
+    done: bool = False
+
+
+# The innermost send in progress in this thread or task.
+_PENDING_SEND: contextvars.ContextVar[_PendingSend | None] = contextvars.ContextVar(
+    "aer1_legacy_pending_send", default=None
+)
+
+
+def _recipient_arg(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """The ``recipient`` of a ``send(message, recipient, ...)`` call."""
+    return args[1] if len(args) > 1 else kwargs.get("recipient")
+
+
+def _wrap_sends(agent: Any, hooks: _AgentHooks, on_sent: Any) -> None:
+    """Call ``on_sent(hooks, agent, message, recipient)`` for each message the agent really sends.
+
+    AutoGen's ``send`` runs the ``process_message_before_send`` hooks (including those
+    registered after ours), stores the result with ``_append_oai_message`` and, only if it
+    was valid, delivers it. The message is recorded there: after every hook, only when sent,
+    and before the recipient reacts to it.
+    """
+    attr = internals.append_oai_message_attr()
+    append = getattr(agent, attr, None)
+    if append is None:  # renamed upstream (the canary test says so): sends are not observed
+        hooks.collector.count_recording_failure(
+            f"the messages of {hooks.name}", AttributeError(f"{type(agent).__name__} has no {attr}")
+        )
+        return
+    send, a_send = agent.send, agent.a_send
+
+    def unseen(pending: _PendingSend) -> None:
+        # A send that returned without storing its message (a subclass's own send): never silent.
+        if not pending.done:
+            hooks.collector.count_recording_failure(
+                f"a message sent by {hooks.name}", RuntimeError("the send did not store its message")
+            )
+
+    @functools.wraps(send)
+    def observed_send(*args: Any, **kwargs: Any) -> Any:
+        pending = _PendingSend(hooks, _recipient_arg(args, kwargs))
+        token = _PENDING_SEND.set(pending)
+        try:
+            result = send(*args, **kwargs)
+        finally:
+            _PENDING_SEND.reset(token)
+        unseen(pending)
+        return result
+
+    @functools.wraps(a_send)
+    async def observed_a_send(*args: Any, **kwargs: Any) -> Any:
+        pending = _PendingSend(hooks, _recipient_arg(args, kwargs))
+        token = _PENDING_SEND.set(pending)
+        try:
+            result = await a_send(*args, **kwargs)
+        finally:
+            _PENDING_SEND.reset(token)
+        unseen(pending)
+        return result
+
+    @functools.wraps(append)
+    def append_oai_message(message: Any, *args: Any, **kwargs: Any) -> Any:
+        pending = _PENDING_SEND.get()
+        valid = append(message, *args, **kwargs)
+        if pending is not None and pending.hooks is hooks and not pending.done:
+            pending.done = True
+            if valid:
+                with _observing(hooks.collector, "a sent message"):
+                    on_sent(hooks, agent, message, pending.recipient)
+        return valid
+
+    agent.send, agent.a_send = observed_send, observed_a_send
+    setattr(agent, attr, append_oai_message)
 
 
 def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
@@ -603,8 +733,11 @@ def _wrap_executor(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None
     if hooks not in state.owners:
         state.owners.append(hooks)
     # Name the acting agent while its executor reply runs (an executor may be shared).
-    reply = getattr(api.ConversableAgent, "_generate_code_execution_reply_using_executor", None)
-    if reply is None:
+    reply = internals.executor_reply_function(api.ConversableAgent)
+    if reply is None:  # renamed upstream: a shared executor's runs go to its first agent
+        hooks.collector.count_recording_failure(
+            f"the code executor reply of {hooks.name}", AttributeError("no executor reply function")
+        )
         return
 
     @functools.wraps(reply)
@@ -627,13 +760,12 @@ def _hook_agent(agent: Any, collector: Collector, api: SimpleNamespace) -> _Agen
     hooks = _hooks_of(agent)
     if hooks is not None:
         if hooks.collector is not collector:
-            _register(collector, agent)
+            hooks.name = _register(collector, agent)
             hooks.collector = collector
         return hooks
-    _register(collector, agent)
-    hooks = _AgentHooks(agent, collector)
+    hooks = _AgentHooks(agent, collector, _register(collector, agent))
     setattr(agent, _AGENT_ATTR, hooks)
-    agent.register_hook("process_message_before_send", functools.partial(_before_send, hooks))
+    _wrap_sends(agent, hooks, _record_sent)
     _wrap_execute_function(agent, hooks)
     _wrap_a_execute_function(agent, hooks)
     _wrap_human_input(agent, hooks)
@@ -680,6 +812,7 @@ class _Run:
     human_mark: int = 0
     no_eligible: str | None = None
     intro_recorded: bool = False
+    autogen_reason: str | None = None  # AG2's TerminationEvent reason, when it sent one
 
 
 class _GroupHooks:
@@ -738,7 +871,7 @@ def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> d
     method = groupchat.speaker_selection_method
     info: dict[str, Any] = {
         "method": _method_name(method),
-        "last_speaker": None if last_speaker is None else _name(last_speaker),
+        "last_speaker": None if last_speaker is None else _label(group.collector, last_speaker),
         "round": group.run.appended if group.run is not None else None,
     }
     if not isinstance(method, str):
@@ -759,7 +892,7 @@ def _end_selection(
     run = group.run
     collector = group.collector
     with _observing(collector, "a speaker selection"):
-        if error is not None and _is_no_eligible(error):
+        if error is not None and internals.is_no_eligible(error):
             # Not a failed step: the chat ends here; the termination step says why.
             if run is not None:
                 run.phase = "no_eligible"
@@ -768,23 +901,23 @@ def _end_selection(
         content = dict(info)
         if error is not None:
             content["selected"] = None
-            content["error"] = _error_info(error)
+            content["error"] = error_info(error)
         else:
-            content["selected"] = _name(chosen)
+            content["selected"] = _label(collector, chosen)
             if run is not None:
                 run.phase = "selected"
-                run.selected_name = _name(chosen)
+                run.selected_name = content["selected"]
                 run.selected = _hooks_of(chosen)
                 run.human_mark = run.selected.human_inputs if run.selected is not None else 0
         collector.safe_record(
             "speaker_selection",
             content,
-            agent=run.manager if run is not None else _name(selector),
+            agent=run.manager if run is not None else _label(collector, selector),
             kind="speaker_selection",
-            status="ok" if error is None else "error",
+            status="ok" if error is None else failure_status(error),
             started_at=started,
             ended_at=time.time(),
-            target=None if error is not None else _name(chosen),
+            target=None if error is not None else content["selected"],
         )
 
 
@@ -825,7 +958,7 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
         run = group.run
         if run is not None:
             run.appended += 1
-            run.last_speaker = _name(speaker)
+            run.last_speaker = _label(group.collector, speaker)
             run.last_message = message
             run.phase = "appended"
         return result
@@ -873,7 +1006,7 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
         chosen = manual(*args, **kwargs)
         info = group.selection
         if info is not None:
-            info["manual_choice"] = None if chosen is None else _name(chosen)
+            info["manual_choice"] = None if chosen is None else _label(group.collector, chosen)
         return chosen
 
     _install(groupchat, "manual_select_speaker", manual_select_speaker, manual)
@@ -891,9 +1024,9 @@ def _termination(group: _GroupHooks, run: _Run, manager: Any, error: BaseExcepti
         "max_round": max_round,
         "last_speaker": run.last_speaker,
     }
-    if error is not None and not _is_no_eligible(error):
+    if error is not None and not internals.is_no_eligible(error):
         content["detail"] = "the group chat raised an exception"
-        content["error"] = _error_info(error)
+        content["error"] = error_info(error)
         return content
     if error is not None or run.phase == "no_eligible":
         content["reason"] = "no_eligible_speaker"
@@ -921,9 +1054,9 @@ def _termination(group: _GroupHooks, run: _Run, manager: Any, error: BaseExcepti
     # the last round. Ask the manager's own predicate (AutoGen checks it first).
     terminating = False
     try:
-        terminating = bool(manager._is_termination_msg(run.last_message))
+        terminating = internals.manager_is_termination(manager, run.last_message)
     except Exception as e:
-        content["predicate_error"] = _error_info(e)
+        content["predicate_error"] = error_info(e)
     if terminating:
         content["reason"] = "is_termination_msg"
         content["detail"] = f"the manager's is_termination_msg matched the message of {run.last_speaker}"
@@ -941,8 +1074,10 @@ def _end_run(group: _GroupHooks, run: _Run, manager: Any, error: BaseException |
         group.run = None
     with _observing(group.collector, "a group chat termination"):
         content = _termination(group, run, manager, error)
-        status = "error" if error is not None else "ok"
-        if content["reason"] == "error":
+        if run.autogen_reason is not None and error is None:
+            content["autogen_reason"] = run.autogen_reason
+        status = failure_status(error) if error is not None else "ok"
+        if content["reason"] == "error" and status == "ok":
             status = "error"
         group.collector.safe_record(
             "termination",
@@ -953,32 +1088,88 @@ def _end_run(group: _GroupHooks, run: _Run, manager: Any, error: BaseException |
         )
 
 
-def _run_args(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
-    """The ``config`` (the GroupChat) a manager's run_chat reply function was given."""
-    if "config" in kwargs:
-        return kwargs["config"]
-    return args[2] if len(args) > 2 else None
+def _run_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """(messages, sender, config) of a ``run_chat(self, messages, sender, config)`` call."""
+    values = []
+    for index, key in enumerate(("messages", "sender", "config"), start=1):
+        values.append(kwargs[key] if key in kwargs else args[index] if len(args) > index else None)
+    return values[0], values[1], values[2]
 
 
-def _manager_before_send(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any, silent: Any) -> Any:
-    """A manager's sends are re-broadcasts of recorded messages, except its introduction."""
-    with _observing(hooks.collector, "a manager message"):
-        group = _group_of(getattr(sender, "groupchat", None))
-        run = group.run if group is not None else None
-        if group is not None and run is not None and run.appended == 0 and not run.intro_recorded:
-            run.intro_recorded = True
-            groupchat = group.groupchat_ref()
-            group.collector.safe_record(
-                "message",
-                {
-                    "message": message,
-                    "broadcast_to": MANAGER_BROADCAST,
-                    "recipients": [_name(a) for a in getattr(groupchat, "agents", [])],
-                },
-                agent=hooks.name,
-                kind="message",
-            )
-    return message
+def _records_sends(agent: Any, collector: Collector) -> bool:
+    """True when ``agent``'s own sends are recorded into ``collector`` (hooked there)."""
+    for attr in (_AGENT_ATTR, _MANAGER_ATTR):
+        hooks = getattr(agent, "__dict__", {}).get(attr)
+        if isinstance(hooks, _AgentHooks) and hooks.collector is collector:
+            return True
+    return False
+
+
+def _record_opening(group: _GroupHooks, run: _Run, manager: Any, messages: Any, sender: Any) -> None:
+    """The opening message of a run whose sender is not hooked (an agent outside the group).
+
+    Its send was not observed, so it is recorded as the manager stored it, when the run
+    starts: the first selection's ``last_speaker`` then names an agent that did speak.
+    """
+    collector = group.collector
+    if sender is None or _records_sends(sender, collector):
+        return
+    with _observing(collector, "a group chat's opening message"):
+        if messages is None:
+            messages = manager.chat_messages.get(sender)
+        if not messages:
+            return
+        if isinstance(sender, _require_autogen().ConversableAgent):
+            _register(collector, sender)
+        collector.safe_record(
+            "message",
+            {"message": messages[-1], "observed_at": OPENING_OBSERVED_AT},
+            agent=_label(collector, sender),
+            kind="message",
+            recipient=run.manager,
+        )
+
+
+def _manager_sent(hooks: _AgentHooks, manager: Any, message: Any, recipient: Any) -> None:
+    """A manager's sends to its own participants are re-broadcasts (recorded: its introduction).
+
+    A send to anyone else (the manager speaking in another chat) is a message of its own.
+    """
+    groupchat = getattr(manager, "groupchat", None)
+    if not any(agent is recipient for agent in getattr(groupchat, "agents", None) or []):
+        _record_sent(hooks, manager, message, recipient)
+        return
+    group = _group_of(groupchat)
+    run = group.run if group is not None else None
+    if group is None or run is None or run.appended != 0 or run.intro_recorded:
+        return
+    run.intro_recorded = True
+    group.collector.safe_record(
+        "message",
+        {
+            "message": message,
+            "broadcast_to": MANAGER_BROADCAST,
+            "recipients": [_label(group.collector, a) for a in getattr(groupchat, "agents", [])],
+        },
+        agent=hooks.name,
+        kind="message",
+    )
+
+
+# The innermost group chat run in progress in this thread or task.
+_ACTIVE_RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("aer1_legacy_active_run", default=None)
+
+
+def _termination_watcher(run: _Run, manager: Any) -> Any:
+    """Note AG2's own termination reason for ``run`` (its manager's TerminationEvent)."""
+    manager_name = _name(manager)
+
+    def seen(event: Any) -> None:
+        found = internals.termination_of(event)
+        if found is not None and found[1] == manager_name and _ACTIVE_RUN.get() is run:
+            run.autogen_reason = found[0]
+
+    return seen
 
 
 def _observe_manager(manager: Any, collector: Collector, api: SimpleNamespace) -> None:
@@ -986,55 +1177,94 @@ def _observe_manager(manager: Any, collector: Collector, api: SimpleNamespace) -
     hooks = getattr(manager, "__dict__", {}).get(_MANAGER_ATTR)
     if isinstance(hooks, _AgentHooks):
         if hooks.collector is not collector:
-            _register(collector, manager)
+            hooks.name = _register(collector, manager)
             hooks.collector = collector
         return
-    _register(collector, manager)
-    hooks = _AgentHooks(manager, collector)
+    hooks = _AgentHooks(manager, collector, _register(collector, manager))
     setattr(manager, _MANAGER_ATTR, hooks)
-    manager.register_hook("process_message_before_send", functools.partial(_manager_before_send, hooks))
+    _wrap_sends(manager, hooks, _manager_sent)
 
     run_chat = api.GroupChatManager.run_chat
     a_run_chat = api.GroupChatManager.a_run_chat
 
-    def begin(recipient: Any, config: Any) -> tuple[_GroupHooks | None, _Run | None]:
+    def begin(
+        recipient: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> tuple[_GroupHooks | None, _Run | None]:
+        messages, sender, config = _run_call((recipient, *args), kwargs)
         group = _group_of(config) or _group_of(getattr(recipient, "groupchat", None))
         if group is None or config is None:
             return None, None
-        run = _Run(manager=_name(recipient), groupchat=config)
+        run = _Run(manager=_label(group.collector, recipient), groupchat=config)
         with _observing(group.collector, "a group chat run"):
             _wrap_groupchat(config, group)
         group.run = run
+        _record_opening(group, run, recipient, messages, sender)
         return group, run
 
     @functools.wraps(run_chat)
     def observed_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
-        group, run = begin(recipient, _run_args((recipient, *args), kwargs))
+        group, run = begin(recipient, args, kwargs)
+        if group is None or run is None:
+            return run_chat(recipient, *args, **kwargs)
+        token = _ACTIVE_RUN.set(run)
         try:
-            result = run_chat(recipient, *args, **kwargs)
+            with internals.watch_iostream(_termination_watcher(run, recipient)):
+                result = run_chat(recipient, *args, **kwargs)
         except BaseException as e:
-            if group is not None and run is not None:
-                _end_run(group, run, recipient, e)
+            _end_run(group, run, recipient, e)
             raise
-        if group is not None and run is not None:
-            _end_run(group, run, recipient, None)
+        finally:
+            _ACTIVE_RUN.reset(token)
+        _end_run(group, run, recipient, None)
         return result
 
     @functools.wraps(a_run_chat)
     async def observed_a_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
-        group, run = begin(recipient, _run_args((recipient, *args), kwargs))
+        group, run = begin(recipient, args, kwargs)
+        if group is None or run is None:
+            return await a_run_chat(recipient, *args, **kwargs)
+        token = _ACTIVE_RUN.set(run)
         try:
-            result = await a_run_chat(recipient, *args, **kwargs)
+            with internals.watch_iostream(_termination_watcher(run, recipient)):
+                result = await a_run_chat(recipient, *args, **kwargs)
         except BaseException as e:
-            if group is not None and run is not None:
-                _end_run(group, run, recipient, e)
+            _end_run(group, run, recipient, e)
             raise
-        if group is not None and run is not None:
-            _end_run(group, run, recipient, None)
+        finally:
+            _ACTIVE_RUN.reset(token)
+        _end_run(group, run, recipient, None)
         return result
 
     manager.replace_reply_func(run_chat, observed_run_chat)
     manager.replace_reply_func(a_run_chat, observed_a_run_chat)
+
+
+@dataclass
+class _PatternHooks:
+    """State on an AG2 pattern: the collector its group chats are recorded into."""
+
+    collector: Collector
+
+
+def _observe_pattern(pattern: Any, collector: Collector, api: SimpleNamespace) -> None:
+    """Observe the group chat ``pattern.prepare_group_chat`` builds, each time it builds one."""
+    state = getattr(pattern, "__dict__", {}).get(_PATTERN_ATTR)
+    if isinstance(state, _PatternHooks):
+        state.collector = collector
+        return
+    hooks = _PatternHooks(collector)
+    prepare = pattern.prepare_group_chat
+
+    @functools.wraps(prepare)
+    def prepare_group_chat(*args: Any, **kwargs: Any) -> Any:
+        prepared = prepare(*args, **kwargs)
+        with _observing(hooks.collector, "the group chat of a pattern"):
+            manager = next(item for item in prepared if isinstance(item, api.GroupChatManager))
+            observe_groupchat(manager, hooks.collector)
+        return prepared
+
+    pattern.prepare_group_chat = prepare_group_chat
+    setattr(pattern, _PATTERN_ATTR, hooks)
 
 
 def observe_groupchat(manager_or_groupchat: Any, collector: Collector) -> Any:
@@ -1044,9 +1274,14 @@ def observe_groupchat(manager_or_groupchat: Any, collector: Collector) -> Any:
     the manager's ``speaker_selection`` (method and selected speaker) and, when a run
     ends, one ``termination`` step with the derived reason. Pass the
     ``GroupChatManager`` when you have it; given only the ``GroupChat``, the manager is
-    found when a participant first sends to it.
+    found when a participant first sends to it. Given an AG2 ``Pattern`` (AutoPattern,
+    RoundRobinPattern, ...), every group chat the pattern prepares for
+    ``initiate_group_chat`` / ``run_group_chat`` (and their async twins) is observed.
     """
     api = _require_autogen()
+    if api.Pattern is not None and isinstance(manager_or_groupchat, api.Pattern):
+        _observe_pattern(manager_or_groupchat, collector, api)
+        return manager_or_groupchat
     if isinstance(manager_or_groupchat, api.GroupChatManager):
         manager: Any = manager_or_groupchat
         groupchat = manager.groupchat
@@ -1054,7 +1289,7 @@ def observe_groupchat(manager_or_groupchat: Any, collector: Collector) -> Any:
         manager, groupchat = None, manager_or_groupchat
     else:
         raise TypeError(
-            "observe_groupchat needs an autogen GroupChatManager or GroupChat, "
+            "observe_groupchat needs an autogen GroupChatManager, GroupChat or Pattern, "
             f"got {type(manager_or_groupchat).__name__}"
         )
     for agent in groupchat.agents:

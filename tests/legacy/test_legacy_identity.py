@@ -68,12 +68,48 @@ def test_config_digest_binds_config_but_never_the_api_key() -> None:
     assert len(with_key["config_digest"]) == 64
 
 
-def test_duplicate_agent_names_are_refused() -> None:
+def _digest(entry_extra: dict[str, Any], top_extra: dict[str, Any], redact: Any = None) -> str:
+    entry: dict[str, Any] = {"model": "gpt-test", "model_client_cls": CLIENT_NAME, **entry_extra}
+    agent = autogen.ConversableAgent(
+        "writer", llm_config={"config_list": [entry], "cache_seed": None, **top_extra}, human_input_mode="NEVER"
+    )
+    agent.register_model_client(make_client(["x"]))
+    collector = AER1AutoGenCollector(goal="digest", redact=redact)
+    attach_legacy_hooks(agent, collector)
+    (identity,) = collector.finalize()["agents"]
+    return str(identity["config_digest"])
+
+
+@pytest.mark.parametrize("redact", [None, False], ids=["default_redaction", "redaction_off"])
+def test_credentials_never_enter_the_config_digest(redact: Any) -> None:
+    """Whatever the collector's redaction, secret-looking keys (the core's rule) and transport
+    objects are left out, so the digest is the same with or without them."""
+    bare = _digest({}, {}, redact)
+    secrets = [
+        ({"api_key": "sk-live-0123456789abcdef"}, {}),
+        ({"azure_ad_token": "tok-1"}, {}),
+        ({"default_headers": {"Authorization": "Bearer abc.def.ghi"}}, {}),
+        ({"password": "hunter2", "client_secret": "s3"}, {}),
+        ({"base_url": "https://user:pw@llm.example/v1"}, {}),
+    ]
+    with_url = _digest({"base_url": "https://llm.example/v1"}, {}, redact)
+    for entry_extra, top_extra in secrets:
+        want = with_url if "base_url" in entry_extra else bare
+        assert _digest(entry_extra, top_extra, redact) == want, f"got a digest that depends on {entry_extra}"
+    assert _digest({"temperature_hint": "low"}, {}, redact) != bare  # other settings are bound
+
+
+def test_agents_sharing_a_name_get_distinct_receipt_names() -> None:
+    """Two objects named alike are two actors: the second is listed as ``twin#2``."""
     collector = AER1AutoGenCollector(goal="names")
-    attach_legacy_hooks(autogen.ConversableAgent("twin", llm_config=False, system_message="one"), collector)
-    other = autogen.ConversableAgent("twin", llm_config=False, system_message="two")
-    with pytest.raises(ValueError, match="twin"):
-        attach_legacy_hooks(other, collector)
+    first = autogen.ConversableAgent("twin", llm_config=False, system_message="one")
+    other = autogen.ConversableAgent("twin", llm_config=False, system_message="one")
+    attach_legacy_hooks(first, collector)
+    attach_legacy_hooks(other, collector)
+    attach_legacy_hooks(first, collector)  # again: the same object keeps its name
+    agents = collector.finalize()["agents"]
+    assert [a["name"] for a in agents] == ["twin", "twin#2"]
+    assert agents[0]["config_digest"] == agents[1]["config_digest"]  # identical configs, still two agents
 
 
 def test_wrong_objects_are_refused() -> None:

@@ -35,10 +35,27 @@ def _chat(
     return collector, groupchat
 
 
+#: How AG2 words each derived reason in its TerminationEvent (pyautogen 0.2 sends none).
+AUTOGEN_WORDS = {
+    "is_termination_msg": f"Termination message condition on the GroupChatManager '{MANAGER}' met",
+    "max_round": "Maximum rounds (",
+    "no_eligible_speaker": "No next speaker selected",
+    "empty_reply": "No reply generated",
+    "human_exit": "No reply generated",
+}
+
+
 def _termination(receipt: dict[str, Any], contents: dict[int, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The one termination step; AG2's own reason, when it gave one, agrees with the derived one."""
     steps = [s for s in receipt["steps"] if s["kind"] == "termination"]
     assert len(steps) == 1
-    return steps[0], contents[steps[0]["seq"]]
+    content = contents[steps[0]["seq"]]
+    words = AUTOGEN_WORDS.get(content["reason"])
+    if PYAUTOGEN_02 or words is None or steps[0]["status"] != "ok":
+        assert "autogen_reason" not in content
+    else:
+        assert content["autogen_reason"].startswith(words), f"got {content['autogen_reason']!r}, want {words!r}"
+    return steps[0], content
 
 
 CHATS = pytest.mark.parametrize("chat", ["sync", "async"])
@@ -177,4 +194,4 @@ def test_error_in_a_reply(chat: str, finish: Finish) -> None:
     step, content = _termination(receipt, contents)
     assert step["status"] == "error" and receipt["status"] == "error"
     assert content["reason"] == "error"
-    assert content["error"] == {"type": "RuntimeError", "message": "model unavailable"}
+    assert content["error"] == {"type": "RuntimeError", "module": "builtins", "message": "model unavailable"}

@@ -1,0 +1,234 @@
+"""Every name of the classic AutoGen API that the legacy hooks read or patch, in one place.
+
+The hooks must never break a chat, so at run time a missing name degrades to "not
+observed" instead of raising. A rename upstream would then silently change what a
+receipt says; :data:`NAMES` lists every name the hooks depend on, and :func:`missing`
+reports the ones the installed package lacks (the canary test asserts it is empty for
+each pinned package version).
+
+Importing this module imports no AutoGen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "NAMES",
+    "PINNED",
+    "Name",
+    "append_oai_message_attr",
+    "code_execution_config",
+    "executor_reply_function",
+    "installed",
+    "is_no_eligible",
+    "manager_is_termination",
+    "missing",
+    "termination_of",
+    "tool_result",
+    "watch_iostream",
+]
+
+#: The classic AutoGen distributions and the version of each that the tests pin.
+PINNED = {"pyautogen": "0.2.35", "ag2": "0.14.0", "autogen": "0.14.1"}
+#: Distributions whose ``autogen`` module is the AG2 classic line (0.14 series).
+_AG2_LINE = frozenset({"ag2", "autogen"})
+
+#: Exception class names AutoGen raises when no speaker can be selected (0.2.x; AG2).
+_NO_ELIGIBLE_NAMES = frozenset({"NoEligibleSpeaker", "NoEligibleSpeakerError"})
+#: The method every send calls, right after the send hooks, to store the outgoing message.
+_APPEND_OAI_MESSAGE = "_append_oai_message"
+#: Where an agent keeps its ``code_execution_config`` (False when code execution is off).
+_CODE_EXECUTION_CONFIG = "_code_execution_config"
+#: The reply function that runs a ``code_executor`` (replaced to name the acting agent).
+_EXECUTOR_REPLY = "_generate_code_execution_reply_using_executor"
+#: A manager's own termination predicate (re-evaluated to derive a termination reason).
+_IS_TERMINATION_MSG = "_is_termination_msg"
+#: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
+_TERMINATION_EVENT = "TerminationEvent"
+_TERMINATION_REASON = "termination_reason"
+_EVENT_CONTENT = "content"
+#: How AG2 names a transition target (``AgentTarget``, ``TerminateTarget``, ...).
+_DISPLAY_NAME = "display_name"
+
+
+@dataclass(frozen=True)
+class Name:
+    """One dependency: ``attr`` of ``owner`` (``module:Qualified.Path``), and in which line."""
+
+    owner: str
+    attr: str
+    why: str
+    ag2_only: bool = False
+    instance: bool = False  # set in __init__: checked on a fresh instance, not the class
+
+
+NAMES: tuple[Name, ...] = (
+    Name("autogen:ConversableAgent", _APPEND_OAI_MESSAGE, "the message as sent, and whether it was"),
+    Name("autogen:ConversableAgent", "send", "knowing which append is a send"),
+    Name("autogen:ConversableAgent", "a_send", "knowing which append is a send (async)"),
+    Name("autogen:ConversableAgent", "replace_reply_func", "wrapping reply functions in place"),
+    Name("autogen:ConversableAgent", "execute_function", "tool calls (sync)"),
+    Name("autogen:ConversableAgent", "a_execute_function", "tool calls (async)"),
+    Name("autogen:ConversableAgent", "get_human_input", "human input (sync)"),
+    Name("autogen:ConversableAgent", "a_get_human_input", "human input (async)"),
+    Name("autogen:ConversableAgent", "execute_code_blocks", "code_execution_config path"),
+    Name("autogen:ConversableAgent", _EXECUTOR_REPLY, "naming the agent using a shared executor"),
+    Name("autogen:ConversableAgent", _CODE_EXECUTION_CONFIG, "config digest: code execution mode", instance=True),
+    Name("autogen:ConversableAgent", _IS_TERMINATION_MSG, "termination reason", instance=True),
+    Name("autogen:ConversableAgent", "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
+    Name("autogen:GroupChatManager", "run_chat", "start and end of a group chat run"),
+    Name("autogen:GroupChatManager", "a_run_chat", "start and end of a group chat run (async)"),
+    Name("autogen:GroupChat", "append", "rounds and the opening message"),
+    Name("autogen:GroupChat", "select_speaker", "speaker selection"),
+    Name("autogen:GroupChat", "a_select_speaker", "speaker selection (async)"),
+    Name("autogen:GroupChat", "manual_select_speaker", "manual selection choice"),
+    Name("autogen.code_utils", "infer_lang", "language of a legacy code block"),
+    Name("autogen.io", "IOStream", "AG2's termination events"),
+    Name("autogen.exception_utils", "NoEligibleSpeaker", "no-eligible-speaker termination"),
+    Name("autogen.exception_utils", "NoEligibleSpeakerError", "no-eligible-speaker termination", ag2_only=True),
+    Name("autogen.events.agent_events", _TERMINATION_EVENT, "AG2's own termination reason", ag2_only=True),
+    Name("autogen.agentchat.group.patterns.pattern:Pattern", "prepare_group_chat", "pattern API", ag2_only=True),
+    Name(
+        "autogen.agentchat.group.targets.transition_target:TransitionTarget",
+        _DISPLAY_NAME,
+        "handoff targets of tool results",
+        ag2_only=True,
+    ),
+)
+
+
+def installed() -> tuple[str, str] | None:
+    """(distribution, version) of the installed classic AutoGen package, or None."""
+    for dist in PINNED:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return dist, importlib.metadata.version(dist)
+    return None
+
+
+def _resolve(owner: str) -> Any:
+    module_name, _, path = owner.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in filter(None, path.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def missing() -> list[str]:
+    """``owner.attr`` of every name the installed package lacks (empty when all are there)."""
+    found = installed()
+    ag2_line = found is not None and found[0] in _AG2_LINE
+    gone: list[str] = []
+    for name in NAMES:
+        if name.ag2_only and not ag2_line:
+            continue
+        if name.attr == "NoEligibleSpeaker" and ag2_line:
+            continue  # renamed NoEligibleSpeakerError in the AG2 line (checked there)
+        try:
+            owner = _resolve(name.owner)
+            if name.instance:
+                owner = owner("aer1_canary", llm_config=False)
+            getattr(owner, name.attr)
+        except Exception:
+            gone.append(f"{name.owner}.{name.attr}")
+    return gone
+
+
+# ------------------------------------------------------------------------ accessors
+
+
+def code_execution_config(agent: Any) -> Any:
+    """An agent's ``code_execution_config`` (False when off)."""
+    return getattr(agent, _CODE_EXECUTION_CONFIG, False)
+
+
+def executor_reply_function(conversable_agent_cls: Any) -> Any:
+    """The reply function running an agent's ``code_executor``, or None."""
+    return getattr(conversable_agent_cls, _EXECUTOR_REPLY, None)
+
+
+def manager_is_termination(manager: Any, message: Any) -> bool:
+    """The manager's own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
+    return bool(getattr(manager, _IS_TERMINATION_MSG)(message))
+
+
+def append_oai_message_attr() -> str:
+    """The name of the method a send stores its (processed) outgoing message with."""
+    return _APPEND_OAI_MESSAGE
+
+
+def is_no_eligible(exc: BaseException) -> bool:
+    """True for AutoGen's no-eligible-speaker exception (either name)."""
+    return any(cls.__name__ in _NO_ELIGIBLE_NAMES for cls in type(exc).__mro__)
+
+
+def tool_result(value: Any) -> Any:
+    """A tool's return value as data: an AG2 ``ReplyResult`` (or a transition target) with
+    its target named (``display_name()``), since its plain dump leaves the target empty."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    display = getattr(value, _DISPLAY_NAME, None)
+    if callable(display):
+        return {"target": str(display())}
+    dump = getattr(value, "model_dump", None)
+    if not callable(dump):
+        return value
+    try:
+        data = dump(mode="json")
+    except Exception:
+        return value
+    target = getattr(value, "target", None)
+    if isinstance(data, dict) and target is not None and callable(getattr(target, _DISPLAY_NAME, None)):
+        data["target"] = str(target.display_name())
+    return data
+
+
+def termination_of(event: Any) -> tuple[str, Any] | None:
+    """(termination_reason, sender name) of an AG2 ``TerminationEvent``, else None.
+
+    AG2 wraps each event: its members are on the wrapper's ``content``.
+    """
+    if type(event).__name__ != _TERMINATION_EVENT:
+        return None
+    body = getattr(event, _EVENT_CONTENT, event)
+    reason = getattr(body, _TERMINATION_REASON, None)
+    return (reason, getattr(body, "sender", None)) if isinstance(reason, str) else None
+
+
+class _Tap:
+    """An IOStream that forwards everything to ``inner`` and shows each sent event to ``seen``."""
+
+    def __init__(self, inner: Any, seen: Any) -> None:
+        self._inner = inner
+        self._seen = seen
+
+    def send(self, message: Any) -> Any:
+        with contextlib.suppress(Exception):
+            self._seen(message)
+        return self._inner.send(message)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def watch_iostream(seen: Any) -> Iterator[None]:
+    """While the block runs, show ``seen`` each event AutoGen sends to the default IOStream.
+
+    Everything is forwarded unchanged to the stream that was the default. Without an
+    IOStream (or without a default one), nothing is watched.
+    """
+    try:
+        from autogen.io import IOStream
+
+        inner = IOStream.get_default()
+    except Exception:
+        yield
+        return
+    with IOStream.set_default(_Tap(inner, seen)):
+        yield
