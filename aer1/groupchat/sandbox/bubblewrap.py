@@ -1,0 +1,185 @@
+"""The bubblewrap sandbox: its filesystem layout, namespaces and command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .api import SandboxError, SandboxResult, SandboxUnavailableError
+from .launcher import SANDBOX_LANG, SYSTEM_PATH, launcher_argv, sandbox_path
+from .limits import DEFAULT_LIMITS, SandboxLimits
+from .runner import Pipes, check_argv, execute
+from .seccomp import seccomp_filter
+from .workdir import interpreter_dirs, prepare_work_dir
+
+# ---------------------------------------------------------------------------------------------
+# Bubblewrap layout
+# ---------------------------------------------------------------------------------------------
+
+BWRAP_PATH = "/usr/bin/bwrap"
+SANDBOX_UID = 65534
+"""The unprivileged user code runs as (``nobody``): inside, and outside too when started as root."""
+SANDBOX_GID = 65534
+SANDBOX_WORK_DIR = "/workspace"
+"""Where ``work_dir`` appears inside the bubblewrap sandbox (also the initial directory)."""
+SANDBOX_HOME = "/tmp"
+SANDBOX_HOSTNAME = "sandbox"
+
+# Read-only system trees; top-level names that are symlinks (merged /usr) are recreated as symlinks.
+_SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# The only host /etc entries exposed: the dynamic linker cache and the alternatives symlinks.
+_ETC_ENTRIES = ("/etc/ld.so.cache", "/etc/alternatives")
+_SYNTHETIC_ETC = {
+    "/etc/passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:{SANDBOX_HOME}:/usr/sbin/nologin\n",
+    "/etc/group": f"sandbox:x:{SANDBOX_GID}:\n",
+    "/etc/hosts": "127.0.0.1 localhost\n::1 localhost\n",
+}
+
+# ---------------------------------------------------------------------------------------------
+# Bubblewrap
+# ---------------------------------------------------------------------------------------------
+
+
+class BubblewrapSandbox:
+    """Runs commands in a bubblewrap sandbox (Linux namespaces, no network, unprivileged user).
+
+    Started as root, the sandbox gets no user namespace: bubblewrap sets it up with every
+    capability dropped but CAP_SETUID/CAP_SETGID, which the launcher uses to become
+    ``sandbox_uid`` for real before anything else runs, so that the process limit holds and
+    no capability survives. ``work_dir`` must then belong to that user: a new or empty one
+    is handed over to it, anything else is refused. Started as another user, bubblewrap
+    makes a user namespace in which the command is ``sandbox_uid``. Either way a seccomp
+    filter refuses new user namespaces.
+    """
+
+    name = "bubblewrap"
+
+    def __init__(
+        self, bwrap: str = BWRAP_PATH, *, sandbox_uid: int = SANDBOX_UID, sandbox_gid: int = SANDBOX_GID
+    ) -> None:
+        if not sys.platform.startswith("linux"):
+            raise SandboxUnavailableError("bubblewrap sandboxes need Linux")
+        if not os.access(bwrap, os.X_OK):
+            raise SandboxUnavailableError(f"bubblewrap not found at {bwrap} (install it: apt-get install bubblewrap)")
+        self.bwrap = bwrap
+        self.sandbox_uid = sandbox_uid
+        self.sandbox_gid = sandbox_gid
+        self.python = os.path.abspath(sys.executable)
+
+    @property
+    def as_root(self) -> bool:
+        """Whether this process is root (then no user namespace is used; see the class doc)."""
+        return os.geteuid() == 0
+
+    def _own_work_dir(self, path: Path) -> None:
+        """As root, make ``path`` the sandbox user's; only a new or empty directory is taken over."""
+        info = path.stat()
+        if info.st_uid == self.sandbox_uid:
+            return
+        if any(path.iterdir()):
+            raise SandboxError(
+                f"work_dir {path} belongs to uid {info.st_uid} and is not empty; code runs as uid "
+                f"{self.sandbox_uid} and could not write there. Use a new directory, or give it to "
+                f"that user (chown {self.sandbox_uid}:{self.sandbox_gid})."
+            )
+        os.chown(path, self.sandbox_uid, self.sandbox_gid)
+
+    def _layout(self, work_dir: Path, limits: SandboxLimits, etc_fds: dict[str, int]) -> list[str]:
+        """The bubblewrap options describing the sandbox's filesystem, in mount order."""
+        args: list[str] = []
+        bound: list[str] = []
+        for tree in _SYSTEM_TREES:
+            if os.path.islink(tree):
+                args += ["--symlink", os.readlink(tree), tree]
+            elif os.path.isdir(tree):
+                args += ["--ro-bind", tree, tree]
+                bound.append(tree)
+        args += ["--perms", "0755", "--dir", "/etc"]
+        for entry in _ETC_ENTRIES:
+            args += ["--ro-bind-try", entry, entry]
+        for dest, fd in etc_fds.items():
+            args += ["--perms", "0444", "--ro-bind-data", str(fd), dest]
+        size = str(limits.tmpfs_bytes)
+        args += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
+            "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+        ]  # fmt: skip
+        # After the tmpfs mounts, so that an interpreter kept under /tmp stays visible.
+        made: set[str] = set()
+        for directory in interpreter_dirs():
+            if any(directory == b or directory.startswith(b + "/") for b in bound):
+                continue
+            parent = os.path.dirname(directory)
+            ancestors: list[str] = []
+            while parent not in ("/", "/tmp") and parent not in made:
+                ancestors.append(parent)
+                parent = os.path.dirname(parent)
+            for ancestor in reversed(ancestors):
+                # Parents bubblewrap creates copy the host's modes; keep them traversable.
+                args += ["--perms", "0755", "--dir", ancestor]
+                made.add(ancestor)
+            args += ["--ro-bind", os.path.realpath(directory), directory]
+            bound.append(directory)
+        args += ["--bind", str(work_dir), SANDBOX_WORK_DIR, "--remount-ro", "/dev", "--remount-ro", "/"]
+        return args
+
+    def _namespaces(self) -> list[str]:
+        common = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+        if self.as_root:
+            return [*common, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        return [
+            "--unshare-user", "--disable-userns",
+            "--uid", str(self.sandbox_uid), "--gid", str(self.sandbox_gid),
+            *common, "--cap-drop", "ALL",
+        ]  # fmt: skip
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        work_dir: str | os.PathLike[str],
+        stdin: bytes | None = None,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+    ) -> SandboxResult:
+        """Run ``argv`` in the sandbox with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
+        command = check_argv(argv)
+        path = prepare_work_dir(work_dir)
+        if self.as_root:
+            self._own_work_dir(path)
+        with Pipes() as pipes:
+            etc_fds = {dest: pipes.preloaded(content.encode()) for dest, content in _SYNTHETIC_ETC.items()}
+            program = seccomp_filter()
+            seccomp = [] if program is None else ["--seccomp", str(pipes.preloaded(program))]
+            ready_read, ready_write = pipes.channel()
+            status_read, status_write = pipes.channel()
+            env = {"PATH": sandbox_path(), "HOME": SANDBOX_HOME, "LANG": SANDBOX_LANG}
+            user = (self.sandbox_uid, self.sandbox_gid) if self.as_root else None
+            bwrap_argv = [
+                self.bwrap,
+                *self._namespaces(),
+                "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
+                "--json-status-fd", str(status_write),
+                *seccomp,
+                *self._layout(path, limits, etc_fds),
+                "--clearenv", *[a for k, v in env.items() for a in ("--setenv", k, v)],
+                "--",
+                *launcher_argv(self.python, limits, ready_write, user=user, cwd=SANDBOX_WORK_DIR),
+                *command,
+            ]  # fmt: skip
+            return execute(
+                self.name,
+                bwrap_argv,
+                env={"PATH": SYSTEM_PATH, "LANG": SANDBOX_LANG},
+                cwd="/",
+                stdin=stdin,
+                limits=limits,
+                pipes=pipes,
+                ready_fd=ready_read,
+                status_fd=status_read,
+                failure="the bubblewrap sandbox failed to start",
+            )
+

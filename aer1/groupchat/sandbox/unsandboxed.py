@@ -1,0 +1,55 @@
+"""The explicit opt-out: the limits without any isolation."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from .api import SandboxResult
+from .launcher import SANDBOX_LANG, launcher_argv, sandbox_path
+from .limits import DEFAULT_LIMITS, SandboxLimits
+from .runner import Pipes, check_argv, execute
+from .workdir import prepare_work_dir
+
+
+class UnsandboxedExecutor:
+    """The explicit opt-out: runs on the host with the limits but WITHOUT any isolation.
+
+    Its name, ``"none"``, is what receipts record. The command runs as the calling user in
+    ``work_dir``, with the scrubbed environment (PATH, HOME=work_dir, LANG), the same
+    rlimits, the wall-clock timeout and the output cap; it can read and write whatever
+    that user can and use the network.
+    """
+
+    name = "none"
+
+    def __init__(self) -> None:
+        self.python = os.path.abspath(sys.executable)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        work_dir: str | os.PathLike[str],
+        stdin: bytes | None = None,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+    ) -> SandboxResult:
+        """Run ``argv`` on the host in ``work_dir``; its process group is killed at the end."""
+        command = check_argv(argv)
+        path = prepare_work_dir(work_dir)
+        with Pipes() as pipes:
+            ready_read, ready_write = pipes.channel()
+            return execute(
+                self.name,
+                [*launcher_argv(self.python, limits, ready_write), *command],
+                env={"PATH": sandbox_path(), "HOME": str(path), "LANG": SANDBOX_LANG},
+                cwd=str(path),
+                stdin=stdin,
+                limits=limits,
+                pipes=pipes,
+                ready_fd=ready_read,
+                status_fd=None,
+                failure="the launcher failed",
+            )
+
