@@ -137,6 +137,7 @@ def test_granted_runs_once_and_the_executor_does_not_ask_again(
     }
     [tool_call] = contents_of(result, tmp_path, "tool_call")
     assert tool_call["approval_id"] == request.approval_id
+    assert tool_call["arguments_digest"] == approval["arguments_digest"]
     assert tool_call["result"] == "deleted /srv/old.csv" and tool_call["is_error"] is False
     check_receipt(result)
 
