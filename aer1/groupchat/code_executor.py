@@ -27,6 +27,7 @@ from .sandbox import (
     UnsandboxedExecutor,
     default_sandbox,
 )
+from .sandbox.workdir import create_work_dir
 
 NO_CODE_REPLY = "No code blocks to execute."
 SUCCEEDED = "execution succeeded"
@@ -68,8 +69,7 @@ class CodeExecutor:
         self.sandbox = sandbox
         self.allow_unsandboxed = allow_unsandboxed
         self.limits = limits
-        self.work_dir = Path(work_dir)
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dir = create_work_dir(work_dir)
 
     def config(self) -> dict[str, Any]:
         """What identifies this agent in a receipt."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from .api import SandboxError, SandboxResult, SandboxUnavailableError
-from .launcher import SANDBOX_LANG, SYSTEM_PATH, launcher_argv, sandbox_path
+from .api import SandboxResult, SandboxUnavailableError
+from .launcher import SANDBOX_LANG, SYSTEM_PATH, fresh_keyring_argv, launcher_argv, sandbox_path
 from .limits import DEFAULT_LIMITS, SandboxLimits
 from .runner import Pipes, check_argv, execute
-from .seccomp import seccomp_filter
-from .workdir import interpreter_dirs, prepare_work_dir
+from .seccomp import keyctl_syscall, seccomp_filter
+from .workdir import WorkDir, hand_over, interpreter_dirs, open_work_dir
 
 # ---------------------------------------------------------------------------------------------
 # Bubblewrap layout
@@ -29,6 +28,9 @@ SANDBOX_HOSTNAME = "sandbox"
 
 # Read-only system trees; top-level names that are symlinks (merged /usr) are recreated as symlinks.
 _SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# Host-wide kernel tables a fresh /proc still shows, hidden behind /dev/null (keys: the
+# descriptions of every key the caller's processes can view).
+_MASKED_PROC = ("/proc/keys", "/proc/key-users")
 # The only host /etc entries exposed: the dynamic linker cache and the alternatives symlinks.
 _ETC_ENTRIES = ("/etc/ld.so.cache", "/etc/alternatives")
 _SYNTHETIC_ETC = {
@@ -73,20 +75,7 @@ class BubblewrapSandbox:
         """Whether this process is root (then no user namespace is used; see the class doc)."""
         return os.geteuid() == 0
 
-    def _own_work_dir(self, path: Path) -> None:
-        """As root, make ``path`` the sandbox user's; only a new or empty directory is taken over."""
-        info = path.stat()
-        if info.st_uid == self.sandbox_uid:
-            return
-        if any(path.iterdir()):
-            raise SandboxError(
-                f"work_dir {path} belongs to uid {info.st_uid} and is not empty; code runs as uid "
-                f"{self.sandbox_uid} and could not write there. Use a new directory, or give it to "
-                f"that user (chown {self.sandbox_uid}:{self.sandbox_gid})."
-            )
-        os.chown(path, self.sandbox_uid, self.sandbox_gid)
-
-    def _layout(self, work_dir: Path, limits: SandboxLimits, etc_fds: dict[str, int]) -> list[str]:
+    def _layout(self, work_dir_fd: int, limits: SandboxLimits, etc_fds: dict[str, int]) -> list[str]:
         """The bubblewrap options describing the sandbox's filesystem, in mount order."""
         args: list[str] = []
         bound: list[str] = []
@@ -104,6 +93,7 @@ class BubblewrapSandbox:
         size = str(limits.tmpfs_bytes)
         args += [
             "--proc", "/proc",
+            *[a for path in _MASKED_PROC if os.path.exists(path) for a in ("--ro-bind", "/dev/null", path)],
             "--dev", "/dev",
             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
             "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
@@ -124,7 +114,7 @@ class BubblewrapSandbox:
                 made.add(ancestor)
             args += ["--ro-bind", os.path.realpath(directory), directory]
             bound.append(directory)
-        args += ["--bind", str(work_dir), SANDBOX_WORK_DIR, "--remount-ro", "/dev", "--remount-ro", "/"]
+        args += ["--bind-fd", str(work_dir_fd), SANDBOX_WORK_DIR, "--remount-ro", "/dev", "--remount-ro", "/"]
         return args
 
     def _namespaces(self) -> list[str]:
@@ -147,9 +137,20 @@ class BubblewrapSandbox:
     ) -> SandboxResult:
         """Run ``argv`` in the sandbox with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
         command = check_argv(argv)
-        path = prepare_work_dir(work_dir)
-        if self.as_root:
-            self._own_work_dir(path)
+        user = (self.sandbox_uid, self.sandbox_gid) if self.as_root else None
+        with open_work_dir(work_dir, guard=user) as opened:
+            if user is not None:
+                hand_over(opened, *user)
+            return self._run(command, opened, stdin, limits, user)
+
+    def _run(
+        self,
+        command: list[str],
+        work_dir: WorkDir,
+        stdin: bytes | None,
+        limits: SandboxLimits,
+        user: tuple[int, int] | None,
+    ) -> SandboxResult:
         with Pipes() as pipes:
             etc_fds = {dest: pipes.preloaded(content.encode()) for dest, content in _SYNTHETIC_ETC.items()}
             program = seccomp_filter()
@@ -157,16 +158,21 @@ class BubblewrapSandbox:
             ready_read, ready_write = pipes.channel()
             status_read, status_write = pipes.channel()
             env = {"PATH": sandbox_path(), "HOME": SANDBOX_HOME, "LANG": SANDBOX_LANG}
-            user = (self.sandbox_uid, self.sandbox_gid) if self.as_root else None
-            bwrap_argv = [
-                self.bwrap,
+            options = [
                 *self._namespaces(),
                 "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
                 "--json-status-fd", str(status_write),
                 *seccomp,
-                *self._layout(path, limits, etc_fds),
+                *self._layout(pipes.lend(work_dir.fd), limits, etc_fds),
                 "--clearenv", *[a for k, v in env.items() for a in ("--setenv", k, v)],
-                "--",
+            ]  # fmt: skip
+            # The options travel through a pipe (--args), so that no host path shows in the
+            # command line of the sandbox's init, which sandboxed code can read.
+            options_fd = pipes.preloaded(b"".join(os.fsencode(option) + b"\0" for option in options))
+            keyctl = keyctl_syscall()
+            bwrap_argv = [
+                *([] if keyctl is None else fresh_keyring_argv(self.python, keyctl)),
+                self.bwrap, "--args", str(options_fd), "--",
                 *launcher_argv(self.python, limits, ready_write, user=user, cwd=SANDBOX_WORK_DIR),
                 *command,
             ]  # fmt: skip

@@ -90,6 +90,24 @@ def launcher_argv(
 
 
 
+# Run on the host in front of bubblewrap: keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL) gives this
+# process, and so the whole sandbox, a new anonymous session keyring, so that nothing in it
+# possesses the caller's keys; a kernel without keyrings (ENOSYS) has nothing to inherit.
+_FRESH_KEYRING = """\
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(ctypes.c_long(int(sys.argv[1])), ctypes.c_long(1), ctypes.c_void_p(None)) < 0:
+    if ctypes.get_errno() != errno.ENOSYS:
+        raise SystemExit("cannot start a new session keyring: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def fresh_keyring_argv(python: str, keyctl: int) -> list[str]:
+    """The command prefix that runs what follows it in a new anonymous session keyring."""
+    return [python, "-I", "-S", "-c", _FRESH_KEYRING, str(keyctl)]
+
+
 def sandbox_path() -> str:
     """PATH inside sandboxes: the interpreter's directory first, then the system's."""
     return f"{os.path.dirname(os.path.abspath(sys.executable))}:{SYSTEM_PATH}"

@@ -184,6 +184,12 @@ class Pipes:
     def __init__(self) -> None:
         self._ours: list[int] = []
         self._childs: list[int] = []
+        self._lent: list[int] = []
+
+    def lend(self, fd: int) -> int:
+        """Pass ``fd``, which someone else owns and closes, to the child too."""
+        self._lent.append(fd)
+        return fd
 
     def preloaded(self, content: bytes) -> int:
         """A read end for the child that yields ``content`` (which must fit a pipe buffer)."""
@@ -202,7 +208,7 @@ class Pipes:
 
     @property
     def child_fds(self) -> tuple[int, ...]:
-        return tuple(self._childs)
+        return (*self._childs, *self._lent)
 
     def spawned(self) -> None:
         """Close our copies of the child's ends, so that its exit shows as end-of-file."""

@@ -10,7 +10,7 @@ from .api import SandboxResult
 from .launcher import SANDBOX_LANG, launcher_argv, sandbox_path
 from .limits import DEFAULT_LIMITS, SandboxLimits
 from .runner import Pipes, check_argv, execute
-from .workdir import prepare_work_dir
+from .workdir import create_work_dir
 
 
 class UnsandboxedExecutor:
@@ -37,7 +37,7 @@ class UnsandboxedExecutor:
     ) -> SandboxResult:
         """Run ``argv`` on the host in ``work_dir``; its process group is killed at the end."""
         command = check_argv(argv)
-        path = prepare_work_dir(work_dir)
+        path = create_work_dir(work_dir)
         with Pipes() as pipes:
             ready_read, ready_write = pipes.channel()
             return execute(
