@@ -1,0 +1,271 @@
+"""Escapes an attack review found, performed for real against bubblewrap: each must be contained.
+
+Host keyrings, kernel interfaces (netlink, io_uring, ...), host paths in /proc, and a work_dir
+reached through a link or lying inside a directory that sandboxed code could write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aer1.groupchat.sandbox import SANDBOX_UID, BubblewrapSandbox, SandboxError
+
+from .sandboxing import LIMITS, attempts, python
+
+# The keyring system calls, per machine, from the kernel's tables (not from the code under test).
+KEYRING_SYSCALLS = {"x86_64": {"add_key": 248, "request_key": 249, "keyctl": 250}}
+KEYRING_SYSCALLS["aarch64"] = {"add_key": 217, "request_key": 218, "keyctl": 219}
+IO_URING_SETUP = 425
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING = -3, -4
+KEYCTL_GET_KEYRING_ID, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_READ, KEYCTL_SEARCH = 0, 1, 11, 10
+
+# Keyring access from Python through raw system calls; each helper raises OSError on failure.
+KEYRING_CALLS = textwrap.dedent(
+    """
+    import ctypes, os
+    NR = {nr}
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(name, *args):
+        value = libc.syscall(ctypes.c_long(NR[name]), *args)
+        if value < 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        return value
+
+    def add_key(description, payload, keyring):
+        data = payload.encode()
+        return call("add_key", b"user", description.encode(), data, ctypes.c_size_t(len(data)), ctypes.c_long(keyring))
+
+    def search(keyring, description):
+        kind, name = b"user", description.encode()
+        return call("keyctl", ctypes.c_long(10), ctypes.c_long(keyring), kind, name, ctypes.c_long(0))
+
+    def read(key):
+        buffer = ctypes.create_string_buffer(256)
+        size = call("keyctl", ctypes.c_long(11), ctypes.c_long(key), buffer, ctypes.c_long(256))
+        return buffer.raw[:size].decode()
+    """
+)
+
+
+def keyring_calls() -> str:
+    table = KEYRING_SYSCALLS.get(platform.machine())
+    if table is None:
+        pytest.skip(f"no keyring system call table for {platform.machine()}")
+    return KEYRING_CALLS.replace("{nr}", repr(table))
+
+
+# The host side of the keyring attack, run in a process of its own: it starts a session keyring
+# holding a secret (as a login session does), runs a group chat whose code executor tries to
+# read that secret and plant keys, and reports what the code saw and what the host has after.
+HOST = """
+import json, sys
+from aer1.groupchat import CodeExecutor, GroupChat, ScriptedAgent
+from aer1.groupchat.sandbox import SandboxLimits
+call("keyctl", ctypes.c_long(1), ctypes.c_void_p(None))  # a new session keyring, as at login
+secret = add_key("host-secret", "hunter2", -3)
+attack = sys.argv[2]
+
+def chat():
+    planner = ScriptedAgent("planner", ["```python\\n" + attack + "\\n```", "done TERMINATE"])
+    runner = CodeExecutor("runner", work_dir=sys.argv[1], limits=SandboxLimits(timeout_s=20))
+    ends = lambda m: "TERMINATE" in (m["content"] or "")
+    return GroupChat([planner, runner], is_termination_msg=ends, initiator="user")
+
+outputs = [chat().run("go").messages[2]["content"] for _ in range(2)]
+try:
+    planted = search(-3, "planted")
+except OSError as e:
+    planted = e.strerror
+print(json.dumps({"outputs": outputs, "secret": read(search(-3, "host-secret")), "planted": planted}))
+"""
+
+ATTACK = """
+def attempt(label, action):
+    try:
+        print(label, "OK", repr(action()))
+    except OSError as e:
+        print(label, e.strerror)
+attempt("session", lambda: call("keyctl", ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)))
+attempt("search", lambda: read(search(-3, "host-secret")))
+attempt("plant-session", lambda: add_key("planted", "x", -3))
+attempt("plant-user", lambda: add_key("planted", "x", -4))
+attempt("found-user", lambda: read(search(-4, "planted")))
+attempt("request", lambda: call("request_key", b"user", b"host-secret", ctypes.c_void_p(None), ctypes.c_long(0)))
+attempt("proc-keys", lambda: "host-secret" in open("/proc/keys").read())
+"""
+
+
+def test_host_keyrings_are_out_of_reach_and_nothing_outlives_a_run(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    calls = keyring_calls()
+    attack = calls + textwrap.dedent(ATTACK)
+    host = subprocess.run(
+        [sys.executable, "-c", calls + textwrap.dedent(HOST), str(tmp_path / "work"), attack],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert host.returncode == 0, host.stderr
+    report: dict[str, Any] = json.loads(host.stdout)
+    denied = "Operation not permitted"
+    expected = [
+        f"session {denied}",
+        f"search {denied}",
+        f"plant-session {denied}",
+        f"plant-user {denied}",
+        f"found-user {denied}",
+        f"request {denied}",
+        "proc-keys Permission denied",
+    ]
+    for output in report["outputs"]:  # the second run sees nothing the first one left
+        assert output.splitlines()[2:] == expected, output
+    assert (report["secret"], report["planted"]) == ("hunter2", "Required key not available")
+
+
+def test_kernel_interfaces_beyond_unix_and_ip_sockets_are_refused(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
+    lines = attempts(
+        bwrap,
+        f"""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def syscall(nr):
+            if libc.syscall(ctypes.c_long(nr), ctypes.c_long(8), ctypes.c_void_p(None)) < 0:
+                raise OSError(ctypes.get_errno(), "")
+
+        for name, family, kind, proto in [
+            ("uevent", 16, socket.SOCK_DGRAM, 15), ("route", 16, socket.SOCK_RAW, 0),
+            ("packet", 17, socket.SOCK_RAW, 0), ("alg", 38, socket.SOCK_SEQPACKET, 0),
+            ("vsock", 40, socket.SOCK_STREAM, 0), ("pfkey", 15, socket.SOCK_RAW, 2),
+        ]:
+            attempt(name, lambda: socket.socket(family, kind, proto).close())
+        attempt("netlink-pair", lambda: socket.socketpair(16, socket.SOCK_RAW, 0))
+        attempt("io_uring", lambda: syscall({IO_URING_SETUP}))
+        attempt("unix", lambda: [s.close() for s in socket.socketpair(socket.AF_UNIX)] and "ok")
+        attempt("inet", lambda: socket.socket(socket.AF_INET).close())
+        attempt("inet6", lambda: socket.socket(socket.AF_INET6).close())
+        """,
+        work_dir,
+    )
+    refused = ["uevent", "route", "packet", "alg", "vsock", "pfkey", "netlink-pair"]
+    assert lines == [
+        *[f"{name}: EAFNOSUPPORT" for name in refused],
+        "io_uring: ENOSYS",
+        "unix: OK 'ok'",
+        "inet: OK None",
+        "inet6: OK None",
+    ]
+
+
+def test_process_command_lines_show_no_host_path(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    work_dir = tmp_path / "work-a1b2"
+    result = python(
+        bwrap,
+        "import os\n"
+        "for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "    for part in ('cmdline', 'environ'):\n"
+        "        try:\n"
+        "            print(pid, part, open(f'/proc/{pid}/{part}', 'rb').read().replace(b'\\0', b' ').decode())\n"
+        "        except PermissionError:\n"
+        "            print(pid, part, 'unreadable')\n",
+        work_dir,
+    )
+    assert result.exit_code == 0, result.output
+    assert str(tmp_path) not in result.output
+    assert "--bind" not in result.output and "--args" in result.output
+
+
+def test_mountinfo_still_shows_the_work_dir_host_path(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    """A documented remainder (spec/sandbox.md): bubblewrap cannot hide a bind mount's source."""
+    work_dir = tmp_path / "work-c3d4"
+    result = python(bwrap, "print(open('/proc/self/mountinfo').read())", work_dir)
+    [line] = [line for line in result.output.splitlines() if " /workspace " in line]
+    assert line.split()[3] == str(work_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# work_dir reached through links, or inside a directory sandboxed code could write
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def victim(tmp_path: Path) -> Path:
+    """An empty root-owned directory the attacks try to have handed over and mounted."""
+    path = tmp_path / "victim"
+    path.mkdir(mode=0o755)
+    return path
+
+
+def assert_untouched(victim: Path) -> None:
+    info = victim.stat()
+    assert (info.st_uid, oct(info.st_mode & 0o7777), os.listdir(victim)) == (os.getuid(), "0o755", [])
+
+
+def plant(bwrap: BubblewrapSandbox, work_dir: Path, code: str) -> None:
+    result = python(bwrap, code, work_dir)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("planted", "nested"),
+    [
+        ("os.symlink(VICTIM, 'inner')", "inner"),
+        ("os.symlink('/', 'root')", "root{VICTIM}"),
+        ("os.makedirs('deep'); os.symlink(VICTIM, 'deep/inner')", "deep/inner"),
+        ("os.mkdir('inner')", "inner"),
+        ("pass", "new/inner"),
+    ],
+    ids=["link-to-victim", "link-in-the-middle", "link-below-a-dir", "dir-made-by-code", "missing"],
+)
+def test_work_dir_inside_an_earlier_work_dir_is_refused(
+    bwrap: BubblewrapSandbox, work_dir: Path, victim: Path, planted: str, nested: str
+) -> None:
+    if not bwrap.as_root and "symlink" not in planted:
+        pytest.skip("as another user, files of the sandbox are the caller's: only links are refused")
+    plant(bwrap, work_dir, f"import os\nVICTIM = {str(victim)!r}\n{planted}")
+    target = work_dir / nested.replace("{VICTIM}", str(victim))
+    with pytest.raises(SandboxError, match=r"symbolic link|can write"):
+        python(bwrap, "open('/workspace/pwned', 'w').write('x')", target)
+    assert_untouched(victim)
+    if bwrap.as_root:
+        assert not (work_dir / "new").exists()
+
+
+def test_a_host_symlink_on_the_way_is_refused_not_followed(
+    bwrap: BubblewrapSandbox, tmp_path: Path, victim: Path
+) -> None:
+    (tmp_path / "shortcut").symlink_to(victim)
+    with pytest.raises(SandboxError, match=r"reached through .*shortcut, which is a symbolic link; pass a real path"):
+        python(bwrap, "open('/workspace/pwned', 'w').write('x')", tmp_path / "shortcut")
+    with pytest.raises(SandboxError, match="symbolic link"):
+        python(bwrap, "pass", tmp_path / "shortcut" / "below")
+    assert_untouched(victim)
+
+
+def test_work_dir_below_a_directory_everyone_can_write_is_refused_as_root(
+    bwrap: BubblewrapSandbox, tmp_path: Path
+) -> None:
+    if not bwrap.as_root:
+        pytest.skip("only the root mode hands work directories over to the sandbox user")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(SandboxError, match=f"the sandbox user \\(uid {SANDBOX_UID}\\) can write"):
+        python(bwrap, "pass", shared / "work")
+    shared.chmod(0o1777)  # sticky: others cannot replace what is there
+    assert python(bwrap, "print('ran')", shared / "work", LIMITS).output == "ran\n"
+
+
+def test_a_sibling_work_dir_is_fine(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    assert python(bwrap, "open('a', 'w').write('1')", tmp_path / "one").exit_code == 0
+    assert python(bwrap, "print(sorted(__import__('os').listdir()))", tmp_path / "two").output == "[]\n"
