@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .sandbox import DEFAULT_LIMITS, Sandbox, SandboxLimits, SandboxResult
+from .sandbox import DEFAULT_LIMITS, DISK_LIMIT_EXIT_CODE, Sandbox, SandboxLimits, SandboxResult
 
 SUPPORTED_LANGUAGES = ("python", "sh", "bash")
 """Language tags whose blocks run."""
@@ -135,6 +135,9 @@ def _notices(result: SandboxResult, limits: SandboxLimits) -> list[str]:
         )
     if result.timed_out:
         notices.append(f"[time limit: killed after {limits.timeout_s:g} s]")
+    if result.over_quota is not None:
+        killed = "; the command was killed" if result.exit_code == DISK_LIMIT_EXIT_CODE else ""
+        notices.append(f"[disk limit: {result.over_quota}{killed}]")
     return notices
 
 

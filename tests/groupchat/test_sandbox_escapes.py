@@ -6,20 +6,24 @@ reached through a link or lying inside a directory that sandboxed code could wri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aer1.groupchat.sandbox import SANDBOX_UID, BubblewrapSandbox, SandboxError
+from aer1.groupchat import ChatResult, CodeExecutor, GroupChat, ScriptedAgent
+from aer1.groupchat.sandbox import DISK_LIMIT_EXIT_CODE, SANDBOX_UID, BubblewrapSandbox, SandboxError
 
-from .sandboxing import LIMITS, attempts, python
+from .helpers import step_contents
+from .sandboxing import LIMITS, MiB, attempts, python
 
 # The keyring system calls, per machine, from the kernel's tables (not from the code under test).
 KEYRING_SYSCALLS = {"x86_64": {"add_key": 248, "request_key": 249, "keyctl": 250}}
@@ -269,3 +273,76 @@ def test_work_dir_below_a_directory_everyone_can_write_is_refused_as_root(
 def test_a_sibling_work_dir_is_fine(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
     assert python(bwrap, "open('a', 'w').write('1')", tmp_path / "one").exit_code == 0
     assert python(bwrap, "print(sorted(__import__('os').listdir()))", tmp_path / "two").output == "[]\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The work_dir disk quota
+# ---------------------------------------------------------------------------------------------
+
+QUOTA = dataclasses.replace(LIMITS, work_dir_bytes=8 * MiB, work_dir_entries=400)
+FILL = "import os\nfor i in range(10**9):\n    open(f'f{i}', 'wb').write(os.urandom(256 * 1024))\n"
+
+
+def used(path: Path) -> tuple[int, int]:
+    """(bytes allocated, entries) below ``path``, measured independently of the code under test."""
+    total = entries = 0
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            entries += 1
+            total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    return total, entries
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (FILL, "more than 8388608 bytes"),
+        ("for i in range(10**9):\n    open(f'f{i}', 'w').close()\n", "more than 400 entries"),
+        ("import os\nfor i in range(10**9):\n    os.mkdir(f'd{i}')\n", "more than 400 entries"),
+        ("import os\nos.makedirs('/'.join(['d'] * 300))\nimport time\ntime.sleep(30)\n", "deeper than 256 levels"),
+    ],
+    ids=["bytes", "files", "directories", "depth"],
+)
+def test_filling_work_dir_is_stopped_by_the_quota(
+    bwrap: BubblewrapSandbox, work_dir: Path, code: str, reason: str
+) -> None:
+    result = python(bwrap, code, work_dir, QUOTA)
+    assert (result.exit_code, result.timed_out, result.limits_hit) == (DISK_LIMIT_EXIT_CODE, False, ("disk",))
+    assert result.over_quota is not None and reason in result.over_quota
+    again = python(bwrap, "print('never')", work_dir, QUOTA)  # already full: killed at once
+    assert (again.exit_code, again.output, again.limits_hit) == (DISK_LIMIT_EXIT_CODE, "", ("disk",))
+
+
+def test_a_command_that_overfills_and_exits_between_checks_is_reported(
+    bwrap: BubblewrapSandbox, work_dir: Path
+) -> None:
+    limits = dataclasses.replace(QUOTA, work_dir_bytes=MiB // 2)
+    result = python(bwrap, "open('big', 'wb').write(bytes(1024 * 1024))", work_dir, limits)
+    assert "disk" in result.limits_hit and result.over_quota is not None
+    assert result.exit_code in (0, DISK_LIMIT_EXIT_CODE)
+
+
+def test_links_are_not_followed_and_hard_links_count_once(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
+    code = (
+        "import os\nos.symlink('/usr', 'usr')\nos.symlink('/', 'root')\n"
+        "open('data', 'wb').write(os.urandom(1024 * 1024))\n"
+        "for i in range(20):\n    os.link('data', f'data{i}')\n"
+    )
+    result = python(bwrap, code, work_dir, dataclasses.replace(QUOTA, work_dir_bytes=2 * MiB))
+    assert (result.exit_code, result.limits_hit, result.over_quota) == (0, (), None)
+    assert used(work_dir)[1] == 23
+
+
+def test_the_quota_reaches_the_model_and_the_receipt(
+    tmp_path: Path, bwrap: BubblewrapSandbox, check_receipt: Callable[[ChatResult], Path]
+) -> None:
+    planner = ScriptedAgent("planner", [f"```python\n{FILL}```", "done TERMINATE"])
+    runner = CodeExecutor("runner", work_dir=tmp_path / "work", sandbox=bwrap, limits=QUOTA)
+    ends = lambda m: "TERMINATE" in (m["content"] or "")  # noqa: E731
+    result = GroupChat([planner, runner], is_termination_msg=ends, initiator="user").run("Fill it.")
+    reply = result.messages[2]["content"]
+    assert reply.startswith(f"exitcode: {DISK_LIMIT_EXIT_CODE} (execution failed)")
+    assert reply.endswith("[disk limit: work_dir holds more than 8388608 bytes; the command was killed]\n")
+    [step] = [s for s in step_contents(result, tmp_path) if isinstance(s, dict) and "limits_hit" in s]
+    assert step["limits_hit"] == ["disk"]
+    check_receipt(result)

@@ -11,7 +11,8 @@ documents exactly what is and is not protected.
 
 One module per job: ``limits`` (the limits), ``api`` (protocol, result, errors),
 ``launcher`` (the first program inside), ``seccomp`` (the system-call filter), ``workdir``
-(checking and creating the work directory), ``runner`` (spawning and supervising),
+(checking, creating and opening the work directory), ``disk`` (its quota), ``runner``
+(spawning and supervising),
 ``bubblewrap`` and ``unsandboxed`` (the two sandboxes), ``choice`` (picking one).
 """
 
@@ -39,7 +40,11 @@ from .limits import (
     DEFAULT_MEMORY_BYTES,
     DEFAULT_TIMEOUT_S,
     DEFAULT_TMPFS_BYTES,
+    DEFAULT_WORK_DIR_BYTES,
+    DEFAULT_WORK_DIR_ENTRIES,
+    DISK_LIMIT_EXIT_CODE,
     LIMIT_CPU,
+    LIMIT_DISK,
     LIMIT_FILE_SIZE,
     LIMIT_MEMORY,
     LIMIT_OUTPUT,
@@ -51,7 +56,7 @@ from .limits import (
 )
 from .seccomp import seccomp_filter
 from .unsandboxed import UnsandboxedExecutor
-from .workdir import interpreter_dirs
+from .workdir import WorkDirError, interpreter_dirs
 
 __all__ = [
     "BWRAP_PATH",
@@ -64,7 +69,11 @@ __all__ = [
     "DEFAULT_MEMORY_BYTES",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_TMPFS_BYTES",
+    "DEFAULT_WORK_DIR_BYTES",
+    "DEFAULT_WORK_DIR_ENTRIES",
+    "DISK_LIMIT_EXIT_CODE",
     "LIMIT_CPU",
+    "LIMIT_DISK",
     "LIMIT_FILE_SIZE",
     "LIMIT_MEMORY",
     "LIMIT_OUTPUT",
@@ -86,6 +95,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailableError",
     "UnsandboxedExecutor",
+    "WorkDirError",
     "default_sandbox",
     "interpreter_dirs",
     "probe_bubblewrap",

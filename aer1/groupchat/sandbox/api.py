@@ -22,13 +22,15 @@ class SandboxUnavailableError(SandboxError):
 class SandboxResult:
     """What one command did: exit code, captured output, and which limits it hit.
 
-    ``exit_code`` is the command's status, ``128 + n`` when signal ``n`` killed it, and
-    ``TIMEOUT_EXIT_CODE`` when the wall-clock timeout did. ``output`` is stdout and
-    stderr interleaved as written, decoded as UTF-8 (invalid bytes replaced), at most
-    ``max_output_bytes`` bytes. ``limits_hit`` names the limits hit: ``time``, ``output``,
-    ``cpu_time`` and ``file_size`` (by signal) are certain; ``memory``, ``processes`` and
-    ``file_size`` (by message) are inferred from the usual error messages of a failed
-    command, so the command itself can cause or hide them.
+    ``exit_code`` is the command's status, ``128 + n`` when signal ``n`` killed it,
+    ``TIMEOUT_EXIT_CODE`` when the wall-clock timeout did and ``DISK_LIMIT_EXIT_CODE`` when
+    the disk quota did. ``output`` is stdout and stderr interleaved as written, decoded as
+    UTF-8 (invalid bytes replaced), at most ``max_output_bytes`` bytes. ``limits_hit`` names
+    the limits hit: ``time``, ``output``, ``disk``, ``cpu_time`` and ``file_size`` (by
+    signal) are certain; ``memory``, ``processes`` and ``file_size`` (by message) are
+    inferred from the usual error messages of a failed command, so the command itself can
+    cause or hide them. ``over_quota`` says why ``work_dir`` is over its quota (found while
+    the command ran, which killed it, or when it ended), else None.
     """
 
     exit_code: int
@@ -39,6 +41,7 @@ class SandboxResult:
     output_bytes: int = 0
     duration_s: float = 0.0
     limits_hit: tuple[str, ...] = field(default_factory=tuple)
+    over_quota: str | None = None
 
 
 @runtime_checkable

@@ -187,5 +187,6 @@ class BubblewrapSandbox:
                 ready_fd=ready_read,
                 status_fd=status_read,
                 failure="the bubblewrap sandbox failed to start",
+                work_dir_fd=work_dir.fd,
             )
 

@@ -19,6 +19,14 @@ DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 """Largest file a process may write (RLIMIT_FSIZE)."""
 DEFAULT_TMPFS_BYTES = 64 * 1024 * 1024
 """Size of each in-memory filesystem of the sandbox (``/tmp`` and ``/dev/shm``)."""
+DEFAULT_WORK_DIR_BYTES = 1024 * 1024 * 1024
+"""Disk space ``work_dir`` may hold in total (blocks allocated), across runs."""
+DEFAULT_WORK_DIR_ENTRIES = 20_000
+"""Files, directories and links ``work_dir`` may hold in total, across runs."""
+WORK_DIR_CHECK_S = 0.1
+"""How often the host measures ``work_dir`` while a command runs (at least; see ``disk``)."""
+DISK_LIMIT_EXIT_CODE = 128 + 9
+"""Exit code reported when the disk quota killed the command (as a SIGKILL)."""
 
 CPU_GRACE_S = 1
 """CPU seconds allowed beyond the wall-clock timeout before SIGXCPU (a backstop only)."""
@@ -35,6 +43,7 @@ LIMIT_MEMORY = "memory"
 LIMIT_PROCESSES = "processes"
 LIMIT_FILE_SIZE = "file_size"
 LIMIT_OUTPUT = "output"
+LIMIT_DISK = "disk"
 
 
 @dataclass(frozen=True)
@@ -47,11 +56,14 @@ class SandboxLimits:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     tmpfs_bytes: int = DEFAULT_TMPFS_BYTES
+    work_dir_bytes: int = DEFAULT_WORK_DIR_BYTES
+    work_dir_entries: int = DEFAULT_WORK_DIR_ENTRIES
 
     def __post_init__(self) -> None:
         if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) or not self.timeout_s > 0:
             raise ValueError(f"timeout_s must be a positive number, got {self.timeout_s!r}")
-        for name in ("memory_bytes", "max_processes", "max_output_bytes", "max_file_bytes", "tmpfs_bytes"):
+        names = ("memory_bytes", "max_processes", "max_output_bytes", "max_file_bytes", "tmpfs_bytes")
+        for name in (*names, "work_dir_bytes", "work_dir_entries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")

@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from typing import IO
 
 from .api import SandboxError, SandboxResult
+from .disk import measure
 from .limits import (
+    DISK_LIMIT_EXIT_CODE,
     LIMIT_CPU,
+    LIMIT_DISK,
     LIMIT_FILE_SIZE,
     LIMIT_MEMORY,
     LIMIT_OUTPUT,
     LIMIT_PROCESSES,
     LIMIT_TIME,
     TIMEOUT_EXIT_CODE,
+    WORK_DIR_CHECK_S,
     SandboxLimits,
 )
 
@@ -34,6 +38,8 @@ _FILE_SIZE_MARKERS = ("File too large",)
 
 _READ_CHUNK_BYTES = 65536
 _POLL_S = 0.05
+_CHECK_SHARE = 4
+"""The work_dir checks take at most about 1/_CHECK_SHARE of the host's time while a command runs."""
 _EXIT_DRAIN_S = 0.2
 """After the command exits, how long output still held open by its leftovers is read."""
 
@@ -50,6 +56,7 @@ class _Outcome:
     started: bool = False
     exit_code: int = 0
     duration_s: float = 0.0
+    over_quota: str | None = None
 
 
 def _has_exited(pid: int) -> bool:
@@ -94,10 +101,34 @@ class _InitTracker:
             self.pidfd = None
 
 
+class _QuotaWatch:
+    """Measures ``work_dir`` now and then while a command runs (see :mod:`.disk`)."""
+
+    def __init__(self, work_dir_fd: int | None, limits: SandboxLimits) -> None:
+        self.fd, self.limits = work_dir_fd, limits
+        self.due = time.monotonic()
+
+    def problem(self, now: float) -> str | None:
+        """Why ``work_dir`` is over its quota, when a check is due and finds it so."""
+        if self.fd is None or now < self.due:
+            return None
+        problem = measure(self.fd, self.limits).over(self.limits)
+        spent = time.monotonic() - now
+        self.due = now + max(WORK_DIR_CHECK_S, _CHECK_SHARE * spent)
+        return problem
+
+
 def _supervise(
-    proc: subprocess.Popen[bytes], *, ready_fd: int, status_fd: int | None, limits: SandboxLimits, start: float
+    proc: subprocess.Popen[bytes],
+    *,
+    ready_fd: int,
+    status_fd: int | None,
+    limits: SandboxLimits,
+    start: float,
+    work_dir_fd: int | None,
 ) -> _Outcome:
-    """Collect output until the command ends or times out; then kill whatever is left."""
+    """Collect output until the command ends, times out or fills ``work_dir``; then kill
+    whatever is left."""
     assert proc.stdout is not None
     outcome = _Outcome()
     captured = bytearray()
@@ -109,11 +140,16 @@ def _supervise(
         selector.register(status_fd, selectors.EVENT_READ, "status")
     deadline = start + limits.timeout_s
     drain_until: float | None = None
+    watch = _QuotaWatch(work_dir_fd, limits)
     try:
         while selector.get_map():
             now = time.monotonic()
             if drain_until is None and _has_exited(proc.pid):
                 drain_until = now + _EXIT_DRAIN_S
+            if drain_until is None:
+                outcome.over_quota = watch.problem(now)
+                if outcome.over_quota is not None:
+                    break
             end = deadline if drain_until is None else drain_until
             if now >= end:
                 outcome.timed_out = drain_until is None
@@ -140,7 +176,13 @@ def _supervise(
     outcome.duration_s = time.monotonic() - start
     outcome.output = bytes(captured)
     code = proc.returncode
-    outcome.exit_code = TIMEOUT_EXIT_CODE if outcome.timed_out else (128 - code if code < 0 else code)
+    outcome.exit_code = 128 - code if code < 0 else code
+    if outcome.timed_out:
+        outcome.exit_code = TIMEOUT_EXIT_CODE
+    elif outcome.over_quota is not None:
+        outcome.exit_code = DISK_LIMIT_EXIT_CODE
+    elif work_dir_fd is not None:  # what the command left when it ended between two checks
+        outcome.over_quota = measure(work_dir_fd, limits).over(limits)
     return outcome
 
 
@@ -160,6 +202,8 @@ def _limits_hit(outcome: _Outcome, limits: SandboxLimits, text: str) -> tuple[st
         hit.append(LIMIT_FILE_SIZE)
     if outcome.output_bytes > limits.max_output_bytes:
         hit.append(LIMIT_OUTPUT)
+    if outcome.over_quota is not None:
+        hit.append(LIMIT_DISK)
     return tuple(hit)
 
 
@@ -174,6 +218,7 @@ def _result(name: str, outcome: _Outcome, limits: SandboxLimits) -> SandboxResul
         output_bytes=outcome.output_bytes,
         duration_s=outcome.duration_s,
         limits_hit=_limits_hit(outcome, limits, text),
+        over_quota=outcome.over_quota,
     )
 
 
@@ -250,8 +295,10 @@ def execute(
     ready_fd: int,
     status_fd: int | None,
     failure: str,
+    work_dir_fd: int | None = None,
 ) -> SandboxResult:
-    """Spawn ``argv`` in its own session, supervise it, and turn the outcome into a result."""
+    """Spawn ``argv`` in its own session, supervise it (measuring ``work_dir`` when its
+    descriptor is given), and turn the outcome into a result."""
     with _stdin_file(stdin) as stdin_source:
         start = time.monotonic()
         try:
@@ -268,8 +315,10 @@ def execute(
         except OSError as e:
             raise SandboxError(f"{failure}: {e}") from e
         pipes.spawned()
-        outcome = _supervise(proc, ready_fd=ready_fd, status_fd=status_fd, limits=limits, start=start)
-    if not outcome.started and not outcome.timed_out:
+        outcome = _supervise(
+            proc, ready_fd=ready_fd, status_fd=status_fd, limits=limits, start=start, work_dir_fd=work_dir_fd
+        )
+    if not outcome.started and not outcome.timed_out and outcome.over_quota is None:
         detail = outcome.output.decode("utf-8", errors="replace").strip()
         raise SandboxError(f"{failure} (exit {outcome.exit_code}): {detail}")
     return _result(name, outcome, limits)

@@ -10,7 +10,7 @@ from .api import SandboxResult
 from .launcher import SANDBOX_LANG, launcher_argv, sandbox_path
 from .limits import DEFAULT_LIMITS, SandboxLimits
 from .runner import Pipes, check_argv, execute
-from .workdir import create_work_dir
+from .workdir import open_work_dir
 
 
 class UnsandboxedExecutor:
@@ -37,8 +37,8 @@ class UnsandboxedExecutor:
     ) -> SandboxResult:
         """Run ``argv`` on the host in ``work_dir``; its process group is killed at the end."""
         command = check_argv(argv)
-        path = create_work_dir(work_dir)
-        with Pipes() as pipes:
+        with open_work_dir(work_dir) as opened, Pipes() as pipes:
+            path = opened.path
             ready_read, ready_write = pipes.channel()
             return execute(
                 self.name,
@@ -51,5 +51,6 @@ class UnsandboxedExecutor:
                 ready_fd=ready_read,
                 status_fd=None,
                 failure="the launcher failed",
+                work_dir_fd=opened.fd,
             )
 
