@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import resource
 import signal
 import socket
 import struct
@@ -51,6 +52,7 @@ from aer1.groupchat.sandbox import (
     interpreter_dirs,
     seccomp_filter,
 )
+from aer1.groupchat.sandbox.budget import pids_cgroup_parent
 
 from .sandboxing import (
     ATTEMPT,
@@ -441,9 +443,11 @@ def test_rlimits_are_applied(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
     )
     cpu = LIMITS.cpu_seconds
     assert LIMITS.cpu_seconds == 10 + CPU_GRACE_S
+    # With a pids cgroup of its own the run needs no per-user process limit (see budget.py).
+    nproc = (LIMITS.max_processes,) * 2 if pids_cgroup_parent() is None else resource.getrlimit(resource.RLIMIT_NPROC)
     assert result.output.splitlines() == [
         f"AS {LIMITS.memory_bytes} {LIMITS.memory_bytes}",
-        f"NPROC {LIMITS.max_processes} {LIMITS.max_processes}",
+        "NPROC {} {}".format(*nproc),
         f"CPU {cpu} {cpu + CPU_GRACE_S}",
         f"FSIZE {LIMITS.max_file_bytes} {LIMITS.max_file_bytes}",
         f"NOFILE {OPEN_FILES_LIMIT} {OPEN_FILES_LIMIT}",

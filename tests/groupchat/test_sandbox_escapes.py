@@ -13,6 +13,8 @@ import platform
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,10 @@ import pytest
 
 from aer1.groupchat import ChatResult, CodeExecutor, GroupChat, ScriptedAgent
 from aer1.groupchat.sandbox import DISK_LIMIT_EXIT_CODE, SANDBOX_UID, BubblewrapSandbox, SandboxError
+from aer1.groupchat.sandbox.budget import pids_cgroup_parent
 
 from .helpers import step_contents
-from .sandboxing import LIMITS, MiB, attempts, python
+from .sandboxing import LIMITS, SETTLE_S, MiB, attempts, python
 
 # The keyring system calls, per machine, from the kernel's tables (not from the code under test).
 KEYRING_SYSCALLS = {"x86_64": {"add_key": 248, "request_key": 249, "keyctl": 250}}
@@ -346,3 +349,60 @@ def test_the_quota_reaches_the_model_and_the_receipt(
     [step] = [s for s in step_contents(result, tmp_path) if isinstance(s, dict) and "limits_hit" in s]
     assert step["limits_hit"] == ["disk"]
     check_receipt(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Process budget per run
+# ---------------------------------------------------------------------------------------------
+
+BUDGET = dataclasses.replace(LIMITS, timeout_s=30.0, max_processes=16)
+HOG = """
+import os, time
+forked = 0
+try:
+    while True:
+        if os.fork() == 0:
+            while not os.path.exists("release"):
+                time.sleep(0.05)
+            os._exit(0)
+        forked += 1
+except OSError as e:
+    error = e.strerror
+    open("full", "w").write(str(forked))
+while not os.path.exists("release"):
+    time.sleep(0.05)
+print("hog forked", forked, "then", error)
+"""
+NEIGHBOUR = """
+import os, time
+pids = []
+for _ in range(8):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.5)
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+print("neighbour forked", len(pids))
+"""
+
+
+def test_one_run_cannot_take_another_runs_processes(bwrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    hog_dir, results = tmp_path / "hog", {}
+    hog = threading.Thread(target=lambda: results.update(hog=python(bwrap, HOG, hog_dir, BUDGET)))
+    hog.start()
+    try:
+        deadline = time.monotonic() + SETTLE_S
+        while not (hog_dir / "full").exists():  # a wait for a condition, not a speed target
+            assert time.monotonic() < deadline and hog.is_alive(), "the hog never filled its budget"
+            time.sleep(0.05)
+        neighbour = python(bwrap, NEIGHBOUR, tmp_path / "neighbour", BUDGET)
+    finally:
+        (hog_dir / "release").write_text("")
+        hog.join()
+    assert results["hog"].output == "hog forked 15 then Resource temporarily unavailable\n"
+    if pids_cgroup_parent() is None:  # documented: runs share the sandbox user's process limit
+        assert neighbour.exit_code != 0 and "Resource temporarily unavailable" in neighbour.output
+    else:
+        assert (neighbour.exit_code, neighbour.output) == (0, "neighbour forked 8\n")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .api import SandboxResult, SandboxUnavailableError
-from .launcher import SANDBOX_LANG, SYSTEM_PATH, fresh_keyring_argv, launcher_argv, sandbox_path
+from .budget import run_budget
+from .launcher import SANDBOX_LANG, SYSTEM_PATH, host_preparation_argv, launcher_argv, sandbox_path
 from .limits import DEFAULT_LIMITS, SandboxLimits
 from .runner import Pipes, check_argv, execute
 from .seccomp import keyctl_syscall, seccomp_filter
@@ -141,7 +143,8 @@ class BubblewrapSandbox:
         with open_work_dir(work_dir, guard=user) as opened:
             if user is not None:
                 hand_over(opened, *user)
-            return self._run(command, opened, stdin, limits, user)
+            with run_budget(limits.max_processes) as cgroup_procs:
+                return self._run(command, opened, stdin, limits, user, cgroup_procs)
 
     def _run(
         self,
@@ -150,6 +153,7 @@ class BubblewrapSandbox:
         stdin: bytes | None,
         limits: SandboxLimits,
         user: tuple[int, int] | None,
+        cgroup_procs: Path | None,
     ) -> SandboxResult:
         with Pipes() as pipes:
             etc_fds = {dest: pipes.preloaded(content.encode()) for dest, content in _SYNTHETIC_ETC.items()}
@@ -169,12 +173,13 @@ class BubblewrapSandbox:
             # The options travel through a pipe (--args), so that no host path shows in the
             # command line of the sandbox's init, which sandboxed code can read.
             options_fd = pipes.preloaded(b"".join(os.fsencode(option) + b"\0" for option in options))
-            keyctl = keyctl_syscall()
+            procs = None if cgroup_procs is None else str(cgroup_procs)
+            launcher = launcher_argv(
+                self.python, limits, ready_write, user=user, cwd=SANDBOX_WORK_DIR, own_budget=procs is not None
+            )
             bwrap_argv = [
-                *([] if keyctl is None else fresh_keyring_argv(self.python, keyctl)),
-                self.bwrap, "--args", str(options_fd), "--",
-                *launcher_argv(self.python, limits, ready_write, user=user, cwd=SANDBOX_WORK_DIR),
-                *command,
+                *host_preparation_argv(self.python, keyctl=keyctl_syscall(), cgroup_procs=procs),
+                self.bwrap, "--args", str(options_fd), "--", *launcher, *command,
             ]  # fmt: skip
             return execute(
                 self.name,

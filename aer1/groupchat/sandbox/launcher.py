@@ -71,11 +71,16 @@ def launcher_argv(
     *,
     user: tuple[int, int] | None = None,
     cwd: str | None = None,
+    own_budget: bool = False,
 ) -> list[str]:
-    """The launcher command line: rlimits, optional user and directory, the readiness fd."""
+    """The launcher command line: rlimits, optional user and directory, the readiness fd.
+
+    With ``own_budget`` (the run has a pids cgroup of its own) no ``RLIMIT_NPROC`` is set:
+    that limit counts every process of the user, other runs' included.
+    """
     rlimits = {
         "RLIMIT_AS": (limits.memory_bytes, limits.memory_bytes),
-        "RLIMIT_NPROC": (limits.max_processes, limits.max_processes),
+        **({} if own_budget else {"RLIMIT_NPROC": (limits.max_processes, limits.max_processes)}),
         "RLIMIT_CPU": (limits.cpu_seconds, limits.cpu_seconds + CPU_GRACE_S),
         "RLIMIT_FSIZE": (limits.max_file_bytes, limits.max_file_bytes),
         "RLIMIT_NOFILE": (OPEN_FILES_LIMIT, OPEN_FILES_LIMIT),
@@ -90,22 +95,32 @@ def launcher_argv(
 
 
 
-# Run on the host in front of bubblewrap: keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL) gives this
-# process, and so the whole sandbox, a new anonymous session keyring, so that nothing in it
-# possesses the caller's keys; a kernel without keyrings (ENOSYS) has nothing to inherit.
-_FRESH_KEYRING = """\
+# Run on the host in front of bubblewrap. It joins the run's pids cgroup, so that the whole
+# sandbox counts against the run's own process budget; and keyctl(KEYCTL_JOIN_SESSION_KEYRING,
+# NULL) gives it, and so the whole sandbox, a new anonymous session keyring, so that nothing
+# in it possesses the caller's keys (a kernel without keyrings, ENOSYS, has none to inherit).
+_HOST_PREPARATION = """\
 import ctypes, errno, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.syscall(ctypes.c_long(int(sys.argv[1])), ctypes.c_long(1), ctypes.c_void_p(None)) < 0:
-    if ctypes.get_errno() != errno.ENOSYS:
-        raise SystemExit("cannot start a new session keyring: " + os.strerror(ctypes.get_errno()))
-os.execv(sys.argv[2], sys.argv[2:])
+keyctl, procs = sys.argv[1], sys.argv[2]
+if procs != "-":
+    with open(procs, "w") as group:
+        group.write(str(os.getpid()))
+if keyctl != "-":
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(ctypes.c_long(int(keyctl)), ctypes.c_long(1), ctypes.c_void_p(None)) < 0:
+        if ctypes.get_errno() != errno.ENOSYS:
+            raise SystemExit("cannot start a new session keyring: " + os.strerror(ctypes.get_errno()))
+os.execv(sys.argv[3], sys.argv[3:])
 """
 
 
-def fresh_keyring_argv(python: str, keyctl: int) -> list[str]:
-    """The command prefix that runs what follows it in a new anonymous session keyring."""
-    return [python, "-I", "-S", "-c", _FRESH_KEYRING, str(keyctl)]
+def host_preparation_argv(python: str, *, keyctl: int | None, cgroup_procs: str | None) -> list[str]:
+    """The command prefix that runs what follows it in the run's cgroup and a new session
+    keyring (each when given); empty when there is nothing to do."""
+    if keyctl is None and cgroup_procs is None:
+        return []
+    options = ["-" if keyctl is None else str(keyctl), cgroup_procs or "-"]
+    return [python, "-I", "-S", "-c", _HOST_PREPARATION, *options]
 
 
 def sandbox_path() -> str:
