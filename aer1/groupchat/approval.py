@@ -52,7 +52,7 @@ def new_approval_id() -> str:
 
 
 @dataclass(frozen=True)
-class ApprovalRequest:
+class ToolApprovalRequest:
     """What a port is asked to decide: one tool call with its validated arguments.
 
     ``arguments`` is the port's own deep copy (editing it changes nothing but is seen as
@@ -101,12 +101,12 @@ class ApprovalPort(Protocol):
 
     name: str
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Decide one request."""
         ...
 
 
-Reviewer = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
+Reviewer = Callable[[ToolApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
 
 
 class CallbackApproval:
@@ -117,7 +117,7 @@ class CallbackApproval:
     def __init__(self, reviewer: Reviewer) -> None:
         self._reviewer = reviewer
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Ask the reviewer; True approves, False denies."""
         answer = self._reviewer(request)
         if inspect.isawaitable(answer):
@@ -139,10 +139,10 @@ class DeferredApproval:
     name = "deferred"
 
     def __init__(self) -> None:
-        self.pending: dict[str, ApprovalRequest] = {}
+        self.pending: dict[str, ToolApprovalRequest] = {}
         self._resolved: dict[tuple[str, str, str], ApprovalDecision] = {}
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Return a decision made earlier for this call's twin, else "pending"."""
         key = (request.run_id, request.tool, request.digest)
         decided = self._resolved.pop(key, None)

@@ -28,9 +28,9 @@ from .approval import (
     PENDING_PREFIX,
     ApprovalDecision,
     ApprovalPort,
-    ApprovalRequest,
     ApprovalToken,
     TokenRefused,
+    ToolApprovalRequest,
     arguments_digest,
 )
 from .arguments import ArgumentsError, ExactArguments, parse_arguments
@@ -351,7 +351,7 @@ class ToolExecutor:
     ) -> ToolOutcome | str:
         if self.executor_approval is not None:
             return await self._ask(context, call, prepared, self.executor_approval, EXECUTOR, refusal)
-        request = ApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
+        request = ToolApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
         reason = f"no valid approval ({refusal}) and no executor approval port"
         self._record_decision(
             context, request, prepared.arguments, time.time(), None, EXECUTOR, DENIED, reason, refusal=refusal
@@ -368,7 +368,7 @@ class ToolExecutor:
         refusal: str | None,
     ) -> ToolOutcome | str:
         """Ask ``port``; return the approval id when approved, else the refusal outcome."""
-        request = ApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
+        request = ToolApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
         started = time.time()
         try:
             decision = await port.request(request)
@@ -395,7 +395,7 @@ class ToolExecutor:
     def _record_decision(
         self,
         context: TurnContext,
-        request: ApprovalRequest,
+        request: ToolApprovalRequest,
         asked: ExactArguments,
         started: float,
         port: str | None,
@@ -460,7 +460,7 @@ class ToolExecutor:
         )
 
 
-def _edited(request: ApprovalRequest, decision: ApprovalDecision, digest: str) -> bool:
+def _edited(request: ToolApprovalRequest, decision: ApprovalDecision, digest: str) -> bool:
     """Whether the port changed the arguments: in its answer, or in its copy of the request.
 
     Arguments that cannot even be digested count as changed.

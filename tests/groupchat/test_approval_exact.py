@@ -16,11 +16,11 @@ import pytest
 from aer1.canonical import exact_bytes
 from aer1.groupchat import (
     ApprovalDecision,
-    ApprovalRequest,
     CallbackApproval,
     ChatResult,
     GroupChat,
     ScriptedAgent,
+    ToolApprovalRequest,
     ToolExecutor,
 )
 from aer1.groupchat.arguments import SHOWN_CHARS, parse_arguments
@@ -49,11 +49,11 @@ class Ledger:
 class Reviewer:
     """Remembers each request and answers with ``answer(request)``."""
 
-    def __init__(self, answer: Callable[[ApprovalRequest], bool | ApprovalDecision] = lambda r: True) -> None:
+    def __init__(self, answer: Callable[[ToolApprovalRequest], bool | ApprovalDecision] = lambda r: True) -> None:
         self.answer = answer
-        self.asked: list[ApprovalRequest] = []
+        self.asked: list[ToolApprovalRequest] = []
 
-    def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision:
+    def __call__(self, request: ToolApprovalRequest) -> bool | ApprovalDecision:
         self.asked.append(request)
         return self.answer(request)
 
@@ -167,7 +167,7 @@ def test_a_number_reaches_the_tool_as_its_canonical_form_reads_back() -> None:
 def test_nested_edits_by_the_reviewer_never_reach_the_tool(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
-    def edit_then_approve(request: ApprovalRequest) -> bool:
+    def edit_then_approve(request: ToolApprovalRequest) -> bool:
         request.arguments["to"]["iban"] = "MALLORY"  # type: ignore[index]
         return True
 
@@ -200,9 +200,9 @@ def test_the_reviewer_and_the_tool_hold_separate_copies(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
     """A reviewer keeping its request, and a tool changing its arguments, affect nothing recorded."""
-    kept: list[ApprovalRequest] = []
+    kept: list[ToolApprovalRequest] = []
 
-    def keep(request: ApprovalRequest) -> bool:
+    def keep(request: ToolApprovalRequest) -> bool:
         kept.append(request)
         return True
 

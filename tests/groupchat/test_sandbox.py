@@ -30,8 +30,8 @@ import pytest
 from aer1.groupchat.code import (
     MAX_CODE_BYTES,
     SUPPORTED_LANGUAGES,
-    CodeBlock,
-    CodeResult,
+    CodeRunResult,
+    FencedBlock,
     execute_code_blocks,
     extract_code_blocks,
     normalize_language,
@@ -682,17 +682,17 @@ def test_extract_code_blocks() -> None:
         "```sh\necho swallowed\n"
     )
     assert extract_code_blocks(text) == [
-        CodeBlock("python", "print(1)"),
-        CodeBlock("python", "print(2)"),
-        CodeBlock("python", "print(3)"),
-        CodeBlock("sh", "echo 4"),
-        CodeBlock("bash", "echo 5"),
-        CodeBlock("", "untagged"),
-        CodeBlock("json", "{}"),
-        CodeBlock("markdown", "```python\nnested()\n```"),
-        CodeBlock("sh", "indented\n  more"),
-        CodeBlock("sh", "echo crlf"),
-        CodeBlock("python", ""),
+        FencedBlock("python", "print(1)"),
+        FencedBlock("python", "print(2)"),
+        FencedBlock("python", "print(3)"),
+        FencedBlock("sh", "echo 4"),
+        FencedBlock("bash", "echo 5"),
+        FencedBlock("", "untagged"),
+        FencedBlock("json", "{}"),
+        FencedBlock("markdown", "```python\nnested()\n```"),
+        FencedBlock("sh", "indented\n  more"),
+        FencedBlock("sh", "echo crlf"),
+        FencedBlock("python", ""),
     ]
     assert extract_code_blocks("no fences") == []
     assert extract_code_blocks("```python inline``` text") == []
@@ -714,7 +714,7 @@ def test_execute_python_sh_and_bash_blocks(bwrap: BubblewrapSandbox, work_dir: P
         "```bash\necho ${BASH_VERSION:+bash}\n```\n"
     )
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
-    assert result == CodeResult(
+    assert result == CodeRunResult(
         exit_code=0,
         output="py\nsh-sh\nbash\n",
         sandbox="bubblewrap",
@@ -726,9 +726,9 @@ def test_execute_python_sh_and_bash_blocks(bwrap: BubblewrapSandbox, work_dir: P
 
 def test_execution_stops_at_the_first_failure(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
     blocks = [
-        CodeBlock("sh", "echo first"),
-        CodeBlock("python", "raise SystemExit('boom')"),
-        CodeBlock("sh", "touch not-reached"),
+        FencedBlock("sh", "echo first"),
+        FencedBlock("python", "raise SystemExit('boom')"),
+        FencedBlock("sh", "touch not-reached"),
     ]
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
     assert (result.exit_code, result.output, result.blocks_run) == (1, "first\nboom\n", 2)
@@ -750,7 +750,7 @@ def test_unsupported_and_untagged_blocks_never_run(bwrap: BubblewrapSandbox, wor
 
 
 def test_limit_notices_in_the_output(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
-    blocks = [CodeBlock("python", "print('z' * 5000)"), CodeBlock("sh", "printf partial; sleep 30")]
+    blocks = [FencedBlock("python", "print('z' * 5000)"), FencedBlock("sh", "printf partial; sleep 30")]
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=SHORT)
     assert result.output == (
         "z" * 4096
@@ -762,14 +762,14 @@ def test_limit_notices_in_the_output(bwrap: BubblewrapSandbox, work_dir: Path) -
 
 
 def test_oversized_block_is_refused(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
-    big = CodeBlock("python", "#" * (MAX_CODE_BYTES + 1))
+    big = FencedBlock("python", "#" * (MAX_CODE_BYTES + 1))
     result = execute_code_blocks([big], sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
     assert (result.exit_code, result.blocks_run) == (1, 1)
     assert result.output == f"[not run: the code block is {MAX_CODE_BYTES + 1} bytes; the limit is {MAX_CODE_BYTES}]\n"
-    largest = execute_code_blocks([CodeBlock("python", "#" * MAX_CODE_BYTES)], sandbox=bwrap, work_dir=work_dir)
+    largest = execute_code_blocks([FencedBlock("python", "#" * MAX_CODE_BYTES)], sandbox=bwrap, work_dir=work_dir)
     assert (largest.exit_code, largest.output) == (0, "")
     for code, reason in (("print(1)\x00", "contains a NUL character"), ("'\ud800'", "is not encodable text")):
-        refused = execute_code_blocks([CodeBlock("python", code)], sandbox=bwrap, work_dir=work_dir)
+        refused = execute_code_blocks([FencedBlock("python", code)], sandbox=bwrap, work_dir=work_dir)
         assert (refused.exit_code, refused.output) == (1, f"[not run: the code block {reason}]\n")
 
 

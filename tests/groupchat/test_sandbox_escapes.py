@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from aer1.groupchat import ChatResult, CodeExecutor, GroupChat, ScriptedAgent
+from aer1.groupchat import ChatResult, CodeRunnerAgent, GroupChat, ScriptedAgent
 from aer1.groupchat.sandbox import DISK_LIMIT_EXIT_CODE, SANDBOX_UID, BubblewrapSandbox, SandboxError
 from aer1.groupchat.sandbox.budget import pids_cgroup_parent
 
@@ -76,7 +76,7 @@ def keyring_calls() -> str:
 # read that secret and plant keys, and reports what the code saw and what the host has after.
 HOST = """
 import json, sys
-from aer1.groupchat import CodeExecutor, GroupChat, ScriptedAgent
+from aer1.groupchat import CodeRunnerAgent, GroupChat, ScriptedAgent
 from aer1.groupchat.sandbox import SandboxLimits
 call("keyctl", ctypes.c_long(1), ctypes.c_void_p(None))  # a new session keyring, as at login
 secret = add_key("host-secret", "hunter2", -3)
@@ -84,7 +84,7 @@ attack = sys.argv[2]
 
 def chat():
     planner = ScriptedAgent("planner", ["```python\\n" + attack + "\\n```", "done TERMINATE"])
-    runner = CodeExecutor("runner", work_dir=sys.argv[1], limits=SandboxLimits(timeout_s=20))
+    runner = CodeRunnerAgent("runner", work_dir=sys.argv[1], limits=SandboxLimits(timeout_s=20))
     ends = lambda m: "TERMINATE" in (m["content"] or "")
     return GroupChat([planner, runner], is_termination_msg=ends, initiator="user")
 
@@ -340,7 +340,7 @@ def test_the_quota_reaches_the_model_and_the_receipt(
     tmp_path: Path, bwrap: BubblewrapSandbox, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
     planner = ScriptedAgent("planner", [f"```python\n{FILL}```", "done TERMINATE"])
-    runner = CodeExecutor("runner", work_dir=tmp_path / "work", sandbox=bwrap, limits=QUOTA)
+    runner = CodeRunnerAgent("runner", work_dir=tmp_path / "work", sandbox=bwrap, limits=QUOTA)
     ends = lambda m: "TERMINATE" in (m["content"] or "")  # noqa: E731
     result = GroupChat([planner, runner], is_termination_msg=ends, initiator="user").run("Fill it.")
     reply = result.messages[2]["content"]

@@ -1,4 +1,7 @@
-"""The code executor agent: runs the fenced code blocks of the latest message in a sandbox.
+"""The code runner agent: runs the fenced code blocks of the latest message in a sandbox.
+
+(``CodeRunnerAgent``, not "CodeExecutor": in AutoGen a code executor is the thing that runs
+code for an agent, not an agent.)
 
 Only blocks tagged with a supported language (python, sh, bash) run, one after the
 other, stopping at the first failure. Each block becomes a ``code_execution`` step with
@@ -39,7 +42,7 @@ def result_text(exit_code: int, output: str) -> str:
     return f"exitcode: {exit_code} ({SUCCEEDED if exit_code == 0 else FAILED})\nCode output:\n{output}"
 
 
-class CodeExecutor:
+class CodeRunnerAgent:
     """Runs code blocks from the latest message inside ``sandbox`` with ``work_dir`` as its disk.
 
     With ``sandbox=None`` the best sandbox available is used (bubblewrap at ``bwrap``); when
