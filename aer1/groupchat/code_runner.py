@@ -72,7 +72,9 @@ class CodeRunnerAgent:
         self.sandbox = sandbox
         self.allow_unsandboxed = allow_unsandboxed
         self.limits = limits
-        self.work_dir = create_work_dir(work_dir)
+        # Checked now, as the sandbox will (BubblewrapSandbox.work_dir_guard), so that no
+        # directory is made inside one the sandbox user can write.
+        self.work_dir = create_work_dir(work_dir, guard=getattr(sandbox, "work_dir_guard", None))
 
     def config(self) -> dict[str, Any]:
         """What identifies this agent in a receipt."""

@@ -242,6 +242,8 @@ def test_work_dir_inside_an_earlier_work_dir_is_refused(
     plant(bwrap, work_dir, f"import os\nVICTIM = {str(victim)!r}\n{planted}")
     target = work_dir / nested.replace("{VICTIM}", str(victim))
     with pytest.raises(SandboxError, match=r"symbolic link|can write"):
+        CodeRunnerAgent("runner", work_dir=target, sandbox=bwrap)
+    with pytest.raises(SandboxError, match=r"symbolic link|can write"):
         python(bwrap, "open('/workspace/pwned', 'w').write('x')", target)
     assert_untouched(victim)
     if bwrap.as_root:
@@ -314,6 +316,25 @@ def test_filling_work_dir_is_stopped_by_the_quota(
     assert result.over_quota is not None and reason in result.over_quota
     again = python(bwrap, "print('never')", work_dir, QUOTA)  # already full: killed at once
     assert (again.exit_code, again.output, again.limits_hit) == (DISK_LIMIT_EXIT_CODE, "", ("disk",))
+
+
+HIDE_OPEN = "f = open(f'f{i}', 'wb+')\nf.write(os.urandom(256 * 1024))\nf.flush()\nkept.append(f)\n"
+HIDE_MAPPED = HIDE_OPEN + "kept[-1] = mmap.mmap(f.fileno(), 0)\nf.close()\n"
+
+
+@pytest.mark.parametrize("hide", [HIDE_OPEN, HIDE_MAPPED], ids=["open", "mapped"])
+def test_files_unlinked_while_held_count_against_the_quota(bwrap: BubblewrapSandbox, work_dir: Path, hide: str) -> None:
+    if pids_cgroup_parent() is None:
+        pytest.skip("without a cgroup of its own the run's processes are not known (spec/sandbox.md)")
+    body = textwrap.indent(hide + "os.unlink(f'f{i}')\n", "    ")
+    code = f"import mmap, os, time\nkept = []\nfor i in range(4000):\n{body}time.sleep(30)\n"
+    result = python(bwrap, code, work_dir, QUOTA)
+    assert (result.exit_code, result.limits_hit, result.over_quota) == (
+        DISK_LIMIT_EXIT_CODE,
+        ("disk",),
+        "work_dir holds more than 8388608 bytes",
+    ), result.output
+    assert used(work_dir)[0] < QUOTA.work_dir_bytes  # what is over is what no walk could see
 
 
 def test_a_command_that_overfills_and_exits_between_checks_is_reported(

@@ -77,6 +77,11 @@ class BubblewrapSandbox:
         """Whether this process is root (then no user namespace is used; see the class doc)."""
         return os.geteuid() == 0
 
+    @property
+    def work_dir_guard(self) -> tuple[int, int] | None:
+        """The user no directory on the way to a work directory may be writable by, if any."""
+        return (self.sandbox_uid, self.sandbox_gid) if self.as_root else None
+
     def _layout(self, work_dir_fd: int, limits: SandboxLimits, etc_fds: dict[str, int]) -> list[str]:
         """The bubblewrap options describing the sandbox's filesystem, in mount order."""
         args: list[str] = []
@@ -139,7 +144,7 @@ class BubblewrapSandbox:
     ) -> SandboxResult:
         """Run ``argv`` in the sandbox with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
         command = check_argv(argv)
-        user = (self.sandbox_uid, self.sandbox_gid) if self.as_root else None
+        user = self.work_dir_guard
         with open_work_dir(work_dir, guard=user) as opened:
             if user is not None:
                 hand_over(opened, *user)
@@ -193,5 +198,6 @@ class BubblewrapSandbox:
                 status_fd=status_read,
                 failure="the bubblewrap sandbox failed to start",
                 work_dir_fd=work_dir.fd,
+                holders=cgroup_procs,
             )
 

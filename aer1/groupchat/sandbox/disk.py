@@ -4,6 +4,11 @@ The tree is walked from an open descriptor, directory by directory with ``O_NOFO
 links the code planted are counted as links and never followed. Disk use is the blocks
 allocated (``st_blocks``), each inode counted once (hard links), directories included.
 The walk stops as soon as a limit is passed, so its cost is bounded by the limits.
+
+Files unlinked while still open (or mapped) take disk space that no walk sees. When the
+run's processes are known (their pids cgroup, see :mod:`.budget`), the regular files on
+``work_dir``'s filesystem that they hold through ``/proc/<pid>/fd`` and
+``/proc/<pid>/map_files`` with no link left are counted too.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from .limits import SandboxLimits
 
@@ -55,8 +61,35 @@ def _opened(name: str, parent: int) -> Iterator[int | None]:
         os.close(fd)
 
 
-def measure(work_dir_fd: int, limits: SandboxLimits) -> Usage:
-    """Walk ``work_dir`` (an open directory) until done or over the quota of ``limits``."""
+def _held_unlinked(holders: Path, device: int, seen: set[tuple[int, int]]) -> int:
+    """Bytes of files on ``device`` with no link left that the processes listed in
+    ``holders`` (a ``cgroup.procs`` file) keep open or mapped."""
+    try:
+        pids = holders.read_text().split()
+    except OSError:
+        return 0
+    total = 0
+    for pid in pids:
+        for folder in (f"/proc/{pid}/fd", f"/proc/{pid}/map_files"):
+            try:
+                names = os.listdir(folder)
+            except OSError:  # gone, or not ours to read
+                continue
+            for name in names:
+                try:
+                    info = os.stat(f"{folder}/{name}")
+                except OSError:
+                    continue
+                inode = (info.st_dev, info.st_ino)
+                if stat.S_ISREG(info.st_mode) and info.st_nlink == 0 and info.st_dev == device and inode not in seen:
+                    seen.add(inode)
+                    total += info.st_blocks * _BLOCK_BYTES
+    return total
+
+
+def measure(work_dir_fd: int, limits: SandboxLimits, holders: Path | None = None) -> Usage:
+    """Walk ``work_dir`` (an open directory) until done or over the quota of ``limits``;
+    with ``holders``, add what the run's processes hold unlinked (see the module doc)."""
     usage = Usage()
     seen: set[tuple[int, int]] = set()
 
@@ -92,4 +125,6 @@ def measure(work_dir_fd: int, limits: SandboxLimits) -> Usage:
         if root is not None:
             usage.bytes += os.fstat(root).st_blocks * _BLOCK_BYTES
             walk(root, 1)
+    if holders is not None and not usage.over(limits):
+        usage.bytes += _held_unlinked(holders, os.fstat(work_dir_fd).st_dev, seen)
     return usage

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from .api import SandboxError, SandboxResult
@@ -104,15 +105,15 @@ class _InitTracker:
 class _QuotaWatch:
     """Measures ``work_dir`` now and then while a command runs (see :mod:`.disk`)."""
 
-    def __init__(self, work_dir_fd: int | None, limits: SandboxLimits) -> None:
-        self.fd, self.limits = work_dir_fd, limits
+    def __init__(self, work_dir_fd: int | None, limits: SandboxLimits, holders: Path | None) -> None:
+        self.fd, self.limits, self.holders = work_dir_fd, limits, holders
         self.due = time.monotonic()
 
     def problem(self, now: float) -> str | None:
         """Why ``work_dir`` is over its quota, when a check is due and finds it so."""
         if self.fd is None or now < self.due:
             return None
-        problem = measure(self.fd, self.limits).over(self.limits)
+        problem = measure(self.fd, self.limits, self.holders).over(self.limits)
         spent = time.monotonic() - now
         self.due = now + max(WORK_DIR_CHECK_S, _CHECK_SHARE * spent)
         return problem
@@ -126,6 +127,7 @@ def _supervise(
     limits: SandboxLimits,
     start: float,
     work_dir_fd: int | None,
+    holders: Path | None,
 ) -> _Outcome:
     """Collect output until the command ends, times out or fills ``work_dir``; then kill
     whatever is left."""
@@ -140,7 +142,7 @@ def _supervise(
         selector.register(status_fd, selectors.EVENT_READ, "status")
     deadline = start + limits.timeout_s
     drain_until: float | None = None
-    watch = _QuotaWatch(work_dir_fd, limits)
+    watch = _QuotaWatch(work_dir_fd, limits, holders)
     try:
         while selector.get_map():
             now = time.monotonic()
@@ -296,9 +298,11 @@ def execute(
     status_fd: int | None,
     failure: str,
     work_dir_fd: int | None = None,
+    holders: Path | None = None,
 ) -> SandboxResult:
     """Spawn ``argv`` in its own session, supervise it (measuring ``work_dir`` when its
-    descriptor is given), and turn the outcome into a result."""
+    descriptor is given, with what the processes listed in ``holders`` keep unlinked), and
+    turn the outcome into a result."""
     with _stdin_file(stdin) as stdin_source:
         start = time.monotonic()
         try:
@@ -316,7 +320,13 @@ def execute(
             raise SandboxError(f"{failure}: {e}") from e
         pipes.spawned()
         outcome = _supervise(
-            proc, ready_fd=ready_fd, status_fd=status_fd, limits=limits, start=start, work_dir_fd=work_dir_fd
+            proc,
+            ready_fd=ready_fd,
+            status_fd=status_fd,
+            limits=limits,
+            start=start,
+            work_dir_fd=work_dir_fd,
+            holders=holders,
         )
     if not outcome.started and not outcome.timed_out and outcome.over_quota is None:
         detail = outcome.output.decode("utf-8", errors="replace").strip()

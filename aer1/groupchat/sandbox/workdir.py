@@ -120,9 +120,10 @@ def open_work_dir(
         os.close(fd)
 
 
-def create_work_dir(work_dir: str | os.PathLike[str]) -> Path:
-    """Check and create ``work_dir`` (without following links); returns its absolute path."""
-    with open_work_dir(work_dir) as opened:
+def create_work_dir(work_dir: str | os.PathLike[str], *, guard: tuple[int, int] | None = None) -> Path:
+    """Check and create ``work_dir`` (without following links; ``guard`` as for
+    :func:`open_work_dir`); returns its absolute path."""
+    with open_work_dir(work_dir, guard=guard) as opened:
         return opened.path
 
 
