@@ -408,8 +408,14 @@ def run_bpf(program: bytes, nr: int, arch: int, arg0: int = 0) -> int:
             pc += 1 + (jt if taken else jf)
 
 
+# Per machine, from the kernel's tables: add_key, request_key, keyctl, bpf, perf_event_open,
+# userfaultfd, then socket and socketpair.
+DENIED_CALLS = {"x86_64": (248, 249, 250, 321, 298, 323), "aarch64": (217, 218, 219, 280, 241, 282)}
+SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}
+
+
 def test_seccomp_filter_decisions() -> None:
-    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
+    allow, eperm, enosys, eafnosupport = 0x7FFF0000, 0x00050001, 0x00050026, 0x00050061
     new_user, sigchld = 0x10000000, 17
     tables = (("x86_64", 0xC000003E, 56, 272, 39), ("aarch64", 0xC00000B7, 220, 97, 172))
     for machine, arch, clone, unshare, getpid in tables:
@@ -417,6 +423,11 @@ def test_seccomp_filter_decisions() -> None:
         assert program is not None
         decide = functools.partial(run_bpf, program, arch=arch)
         assert decide(getpid) == allow
+        assert [decide(nr) for nr in DENIED_CALLS[machine]] == [eperm] * 6
+        assert [decide(nr) for nr in (425, 426, 427)] == [enosys] * 3  # io_uring
+        for call in SOCKET_CALLS[machine]:
+            assert [decide(call, arg0=family) for family in (1, 2, 10)] == [allow] * 3  # unix, inet, inet6
+            assert [decide(call, arg0=family) for family in (0, 16, 17, 38, 40, 15, 255)] == [eafnosupport] * 7
         assert decide(clone, arg0=sigchld) == allow
         assert decide(clone, arg0=new_user | sigchld) == eperm
         assert decide(unshare, arg0=0x00020000) == allow  # CLONE_NEWNS: refused later for lack of privilege
