@@ -83,3 +83,13 @@ def test_no_public_name_means_something_else_in_autogen(module: str) -> None:
     names = set(getattr(theirs, "__all__", None) or dir(theirs))
     assert public_names() & names <= SHARED_ON_PURPOSE
     assert {"CodeExecutor", "CodeBlock", "CodeResult", "ApprovalRequest"}.isdisjoint(public_names())
+
+
+def test_every_subpackage_of_the_manager_is_packaged() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())
+    packaged = set(pyproject["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(("aer1", *init.parent.relative_to(PACKAGE.parent).parts)) for init in PACKAGE.rglob("__init__.py")
+    }
+    assert found - packaged == set()
