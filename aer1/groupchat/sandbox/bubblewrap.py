@@ -53,9 +53,12 @@ class BubblewrapSandbox:
     capability dropped but CAP_SETUID/CAP_SETGID, which the launcher uses to become
     ``sandbox_uid`` for real before anything else runs, so that the process limit holds and
     no capability survives. ``work_dir`` must then belong to that user: a new or empty one
-    is handed over to it, anything else is refused. Started as another user, bubblewrap
-    makes a user namespace in which the command is ``sandbox_uid``. Either way a seccomp
-    filter refuses new user namespaces.
+    is handed over to it, anything else is refused, and no directory on the way to it may
+    be writable by that user. Started as another user, bubblewrap makes a user namespace in
+    which the command is ``sandbox_uid``. Either way: the seccomp filter of :mod:`.seccomp`,
+    a new session keyring, ``work_dir`` reached without following links and bound by
+    descriptor (:mod:`.workdir`), its disk quota (:mod:`.disk`), and a pids cgroup of the
+    run's own where the host allows one (:mod:`.budget`).
     """
 
     name = "bubblewrap"
