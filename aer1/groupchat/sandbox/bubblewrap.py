@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from .api import SandboxResult, SandboxUnavailableError
 from .budget import run_budget
 from .launcher import SANDBOX_LANG, SYSTEM_PATH, host_preparation_argv, launcher_argv, sandbox_path
-from .limits import DEFAULT_LIMITS, SandboxLimits
-from .runner import Pipes, check_argv, execute
+from .limits import SandboxLimits
+from .runner import Pipes, WorkDirSandbox, execute
 from .seccomp import keyctl_syscall, seccomp_filter
-from .workdir import WorkDir, hand_over, interpreter_dirs, open_work_dir
+from .workdir import WorkDir, hand_over, interpreter_dirs
 
 # ---------------------------------------------------------------------------------------------
 # Bubblewrap layout
@@ -46,7 +45,7 @@ _SYNTHETIC_ETC = {
 # ---------------------------------------------------------------------------------------------
 
 
-class BubblewrapSandbox:
+class BubblewrapSandbox(WorkDirSandbox):
     """Runs commands in a bubblewrap sandbox (Linux namespaces, no network, unprivileged user).
 
     Started as root, the sandbox gets no user namespace: bubblewrap sets it up with every
@@ -137,24 +136,15 @@ class BubblewrapSandbox:
             *common, "--cap-drop", "ALL",
         ]  # fmt: skip
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        work_dir: str | os.PathLike[str],
-        stdin: bytes | None = None,
-        limits: SandboxLimits = DEFAULT_LIMITS,
-    ) -> SandboxResult:
-        """Run ``argv`` in the sandbox with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
-        command = check_argv(argv)
+    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
+        """Run ``command`` with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
         user = self.work_dir_guard
-        with open_work_dir(work_dir, guard=user) as opened:
-            if user is not None:
-                hand_over(opened, *user)
-            with run_budget(limits.max_processes) as cgroup_procs:
-                return self._run(command, opened, stdin, limits, user, cgroup_procs)
+        if user is not None:
+            hand_over(work_dir, *user)
+        with run_budget(limits.max_processes) as cgroup_procs:
+            return self._spawn(command, work_dir, stdin, limits, user, cgroup_procs)
 
-    def _run(
+    def _spawn(
         self,
         command: list[str],
         work_dir: WorkDir,

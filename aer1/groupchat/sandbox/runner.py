@@ -3,6 +3,7 @@ clock, kill everything it left, and turn the outcome into a ``SandboxResult``.""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import os
@@ -19,6 +20,7 @@ from typing import IO
 from .api import SandboxError, SandboxResult
 from .disk import measure
 from .limits import (
+    DEFAULT_LIMITS,
     DISK_LIMIT_EXIT_CODE,
     LIMIT_CPU,
     LIMIT_DISK,
@@ -31,6 +33,7 @@ from .limits import (
     WORK_DIR_CHECK_S,
     SandboxLimits,
 )
+from .workdir import WorkDir, open_work_dir
 
 # Messages a program prints when an allocation or a fork failed (best-effort hints).
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "out of memory")
@@ -332,6 +335,35 @@ def execute(
         detail = outcome.output.decode("utf-8", errors="replace").strip()
         raise SandboxError(f"{failure} (exit {outcome.exit_code}): {detail}")
     return _result(name, outcome, limits)
+
+
+class WorkDirSandbox(abc.ABC):
+    """What both sandboxes share: check the command, open ``work_dir`` (:mod:`.workdir`) with
+    the sandbox's ``work_dir_guard``, then run the command there (``_run``)."""
+
+    name: str
+
+    @property
+    def work_dir_guard(self) -> tuple[int, int] | None:
+        """The ``(uid, gid)`` no directory on the way to ``work_dir`` may be writable by, if any."""
+        return None
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        work_dir: str | os.PathLike[str],
+        stdin: bytes | None = None,
+        limits: SandboxLimits = DEFAULT_LIMITS,
+    ) -> SandboxResult:
+        """Run ``argv`` (looked up on the sandbox's PATH) in ``work_dir`` (see ``Sandbox``)."""
+        command = check_argv(argv)
+        with open_work_dir(work_dir, guard=self.work_dir_guard) as opened:
+            return self._run(command, opened, stdin, limits)
+
+    @abc.abstractmethod
+    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
+        """Run ``command`` in the opened ``work_dir``."""
 
 
 def check_argv(argv: Sequence[str]) -> list[str]:

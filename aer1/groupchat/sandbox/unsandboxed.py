@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from .api import SandboxResult
 from .launcher import SANDBOX_LANG, launcher_argv, sandbox_path
-from .limits import DEFAULT_LIMITS, SandboxLimits
-from .runner import Pipes, check_argv, execute
-from .workdir import open_work_dir
+from .limits import SandboxLimits
+from .runner import Pipes, WorkDirSandbox, execute
+from .workdir import WorkDir
 
 
-class UnsandboxedExecutor:
+class UnsandboxedExecutor(WorkDirSandbox):
     """The explicit opt-out: runs on the host with the limits but WITHOUT any isolation.
 
     Its name, ``"none"``, is what receipts record. The command runs as the calling user in
@@ -27,18 +26,10 @@ class UnsandboxedExecutor:
     def __init__(self) -> None:
         self.python = os.path.abspath(sys.executable)
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        work_dir: str | os.PathLike[str],
-        stdin: bytes | None = None,
-        limits: SandboxLimits = DEFAULT_LIMITS,
-    ) -> SandboxResult:
-        """Run ``argv`` on the host in ``work_dir``; its process group is killed at the end."""
-        command = check_argv(argv)
-        with open_work_dir(work_dir) as opened, Pipes() as pipes:
-            path = opened.path
+    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
+        """Run ``command`` on the host in ``work_dir``; its process group is killed at the end."""
+        with Pipes() as pipes:
+            path = work_dir.path
             ready_read, ready_write = pipes.channel()
             return execute(
                 self.name,
@@ -51,6 +42,6 @@ class UnsandboxedExecutor:
                 ready_fd=ready_read,
                 status_fd=None,
                 failure="the launcher failed",
-                work_dir_fd=opened.fd,
+                work_dir_fd=work_dir.fd,
             )
 
