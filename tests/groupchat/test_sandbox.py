@@ -53,6 +53,7 @@ from aer1.groupchat.sandbox import (
     seccomp_filter,
 )
 from aer1.groupchat.sandbox.budget import pids_cgroup_parent
+from aer1.groupchat.sandbox.runner import Pipes
 
 from .sandboxing import (
     ATTEMPT,
@@ -788,3 +789,8 @@ def test_errno_names_used_here_exist() -> None:
     assert {"ENOENT", "EROFS", "EACCES", "ENETUNREACH", "ECONNREFUSED", "ENOSPC", "EAGAIN"} <= set(
         errno.errorcode.values()
     )
+
+
+def test_set_up_data_too_large_for_a_pipe_is_refused_not_a_hang() -> None:
+    with Pipes() as pipes, pytest.raises(SandboxError, match="do not fit a pipe"):
+        pipes.preloaded(bytes(4 * MiB))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -242,9 +243,13 @@ class Pipes:
         return fd
 
     def preloaded(self, content: bytes) -> int:
-        """A read end for the child that yields ``content`` (which must fit a pipe buffer)."""
+        """A read end for the child that yields ``content``, which must fit the pipe's buffer
+        (nothing reads it before the child starts); raises ``SandboxError`` otherwise."""
         read_end, write_end = os.pipe()
         self._childs.append(read_end)
+        if len(content) > fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ):
+            os.close(write_end)
+            raise SandboxError(f"{len(content)} bytes of sandbox set-up data do not fit a pipe")
         with os.fdopen(write_end, "wb") as writer:
             writer.write(content)
         return read_end
