@@ -24,13 +24,13 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1 import verify_receipt
 from aer1.groupchat import (
-    ApprovalRequest,
     AutoSelector,
     CallbackApproval,
-    CodeExecutor,
+    CodeRunnerAgent,
     GroupChat,
     ModelAgent,
     SelectionContext,
+    ToolApprovalRequest,
     ToolExecutor,
 )
 from aer1.signing import generate_key_pair, key_id, load_public_key
@@ -76,7 +76,7 @@ def calls(*items: tuple[str, str, str]) -> CreateResult:
     )
 
 
-def reviewer(request: ApprovalRequest) -> bool:
+def reviewer(request: ToolApprovalRequest) -> bool:
     """The human in the loop, scripted: approve reports to the team address only."""
     approved = request.tool == "send_report" and request.arguments.get("to") == "team@example.com"
     print(f"approval asked: {request.tool}({dict(request.arguments)}) -> {'yes' if approved else 'no'}")
@@ -116,7 +116,7 @@ def main(out_dir: Path) -> int:
         approval=CallbackApproval(reviewer),
     )
     analyst = ModelAgent("analyst", model, tools=tools, description="Analyses sales and reports.")
-    runner = CodeExecutor("runner", work_dir=out_dir / "work")
+    runner = CodeRunnerAgent("runner", work_dir=out_dir / "work")
     chat = GroupChat(
         [analyst, tools, runner],
         speaker_selection=AutoSelector(next_speaker),

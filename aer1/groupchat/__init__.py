@@ -3,6 +3,10 @@
 Needs no agent framework. ``GroupChat(agents, ...).run(task)`` returns the messages,
 the stop reason and the receipt; see ``spec/groupchat.md`` for the protocol and the
 exact step contents.
+
+A product of its own beside the receipt core: ``import aer1`` does not load it, and it
+uses the core only through ``aer1.Collector`` and ``aer1.canonical``. Its code sandbox
+is the subpackage ``aer1.groupchat.sandbox`` (``spec/sandbox.md``).
 """
 
 from __future__ import annotations
@@ -11,14 +15,14 @@ from .agents import Agent, AgentError, FunctionAgent, HumanProxy, ScriptedAgent,
 from .approval import (
     ApprovalDecision,
     ApprovalPort,
-    ApprovalRequest,
     ApprovalToken,
     CallbackApproval,
     DeferredApproval,
     TokenAuthority,
     TokenRefused,
+    ToolApprovalRequest,
 )
-from .code_executor import CodeExecutor
+from .code_runner import CodeRunnerAgent
 from .context import RunState, TurnContext
 from .history import History, HistoryView
 from .manager import MANAGER, ChatResult, GroupChat, GroupChatError
@@ -44,13 +48,12 @@ __all__ = [
     "AgentError",
     "ApprovalDecision",
     "ApprovalPort",
-    "ApprovalRequest",
     "ApprovalToken",
     "AutoSelector",
     "CallableSelector",
     "CallbackApproval",
     "ChatResult",
-    "CodeExecutor",
+    "CodeRunnerAgent",
     "DeferredApproval",
     "FunctionAgent",
     "GroupChat",
@@ -74,6 +77,7 @@ __all__ = [
     "TokenAuthority",
     "TokenRefused",
     "Tool",
+    "ToolApprovalRequest",
     "ToolDefinitionError",
     "ToolExecutor",
     "ToolOutcome",

@@ -2,9 +2,11 @@
 
 A port decides (approve, deny, or "pending" for a deferred decision). An approval by
 the gate's own port yields a one-use :class:`ApprovalToken` bound to the run, the call
-id, the tool and the validated arguments. Tokens are HMAC-SHA256 tags under a secret
-that exists only inside one run's :class:`TokenAuthority`; the authority also remembers
-which tokens were spent, so a token is good for exactly one call.
+id, the tool and the exact arguments the tool receives (their RFC 8785 bytes, which
+determine the values and their JSON types one-to-one; see :func:`arguments_digest`).
+Tokens are HMAC-SHA256 tags under a secret that exists only inside one run's
+:class:`TokenAuthority`; the authority also remembers which tokens were spent, so a
+token is good for exactly one call.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from aer1.canonical import canonical_bytes
+from aer1.canonical import exact_bytes
 
 Outcome = Literal["approved", "denied", "pending"]
 APPROVED: Final = "approved"
@@ -35,8 +37,13 @@ PENDING_PREFIX = "approval required: "
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the RFC 8785 canonical JSON of validated arguments."""
-    return hashlib.sha256(canonical_bytes(dict(arguments))).hexdigest()
+    """SHA-256 (hex) of the RFC 8785 bytes of ``arguments``, which must be exact JSON data.
+
+    Nothing is normalized: a value with no exact JSON form (a lone surrogate, a non-finite
+    or an unsafe number, a non-JSON type) raises ``CanonicalizationError`` rather than
+    sharing another value's digest.
+    """
+    return hashlib.sha256(exact_bytes(dict(arguments))).hexdigest()
 
 
 def new_approval_id() -> str:
@@ -45,19 +52,23 @@ def new_approval_id() -> str:
 
 
 @dataclass(frozen=True)
-class ApprovalRequest:
-    """What a port is asked to decide: one tool call with its validated arguments."""
+class ToolApprovalRequest:
+    """What a port is asked to decide: one tool call with its validated arguments.
+
+    ``arguments`` is the port's own deep copy (editing it changes nothing but is seen as
+    an edit); ``digest`` is fixed when the request is made, so it always names what was
+    asked about.
+    """
 
     run_id: str
     call_id: str
     tool: str
     arguments: Mapping[str, Any]
     approval_id: str = field(default_factory=new_approval_id)
+    digest: str = field(init=False)
 
-    @property
-    def digest(self) -> str:
-        """Digest of the arguments, as bound into a token."""
-        return arguments_digest(self.arguments)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", arguments_digest(self.arguments))
 
 
 @dataclass(frozen=True)
@@ -90,12 +101,12 @@ class ApprovalPort(Protocol):
 
     name: str
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Decide one request."""
         ...
 
 
-Reviewer = Callable[[ApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
+Reviewer = Callable[[ToolApprovalRequest], "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]"]
 
 
 class CallbackApproval:
@@ -106,7 +117,7 @@ class CallbackApproval:
     def __init__(self, reviewer: Reviewer) -> None:
         self._reviewer = reviewer
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Ask the reviewer; True approves, False denies."""
         answer = self._reviewer(request)
         if inspect.isawaitable(answer):
@@ -128,10 +139,10 @@ class DeferredApproval:
     name = "deferred"
 
     def __init__(self) -> None:
-        self.pending: dict[str, ApprovalRequest] = {}
+        self.pending: dict[str, ToolApprovalRequest] = {}
         self._resolved: dict[tuple[str, str, str], ApprovalDecision] = {}
 
-    async def request(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
         """Return a decision made earlier for this call's twin, else "pending"."""
         key = (request.run_id, request.tool, request.digest)
         decided = self._resolved.pop(key, None)

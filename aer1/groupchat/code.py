@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .sandbox import DEFAULT_LIMITS, Sandbox, SandboxLimits, SandboxResult
+from .sandbox import DEFAULT_LIMITS, DISK_LIMIT_EXIT_CODE, Sandbox, SandboxLimits, SandboxResult
 
 SUPPORTED_LANGUAGES = ("python", "sh", "bash")
 """Language tags whose blocks run."""
@@ -28,7 +28,7 @@ _OPENING_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>
 
 
 @dataclass(frozen=True)
-class CodeBlock:
+class FencedBlock:
     """One fenced block: its normalized language tag ("" when untagged) and its code."""
 
     language: str
@@ -63,7 +63,7 @@ def _dedent(line: str, indent: int) -> str:
     return line[removed:]
 
 
-def extract_code_blocks(text: str) -> list[CodeBlock]:
+def extract_code_blocks(text: str) -> list[FencedBlock]:
     """Every closed fenced block of ``text``, in order.
 
     A fence is a line of three or more backticks or tildes (any indentation) followed by an
@@ -74,7 +74,7 @@ def extract_code_blocks(text: str) -> list[CodeBlock]:
     block and ends the scan, so truncated code never runs.
     """
     lines = text.splitlines()
-    blocks: list[CodeBlock] = []
+    blocks: list[FencedBlock] = []
     index = 0
     while index < len(lines):
         match = _OPENING_FENCE.match(lines[index])
@@ -92,12 +92,12 @@ def extract_code_blocks(text: str) -> list[CodeBlock]:
         if index >= len(lines):
             break
         index += 1
-        blocks.append(CodeBlock(normalize_language(info), "\n".join(body)))
+        blocks.append(FencedBlock(normalize_language(info), "\n".join(body)))
     return blocks
 
 
 @dataclass(frozen=True)
-class CodeResult:
+class CodeRunResult:
     """The outcome of running blocks: ``{exit_code, output}`` plus how and where they ran.
 
     ``sandbox`` names the sandbox (``"none"`` when the caller opted out of isolation).
@@ -118,7 +118,7 @@ class CodeResult:
     limits: SandboxLimits = DEFAULT_LIMITS
 
 
-def command_for(block: CodeBlock) -> list[str]:
+def command_for(block: FencedBlock) -> list[str]:
     """The command running ``block``: the host interpreter for python, else the named shell."""
     if block.language == "python":
         return [sys.executable, "-u", "-c", block.code]
@@ -135,6 +135,9 @@ def _notices(result: SandboxResult, limits: SandboxLimits) -> list[str]:
         )
     if result.timed_out:
         notices.append(f"[time limit: killed after {limits.timeout_s:g} s]")
+    if result.over_quota is not None:
+        killed = "; the command was killed" if result.exit_code == DISK_LIMIT_EXIT_CODE else ""
+        notices.append(f"[disk limit: {result.over_quota}{killed}]")
     return notices
 
 
@@ -148,7 +151,7 @@ def join_outputs(parts: Iterable[str]) -> str:
     return text
 
 
-def _refusal(block: CodeBlock) -> str | None:
+def _refusal(block: FencedBlock) -> str | None:
     """Why ``block`` cannot be passed to a process as an argument, or None."""
     try:
         size = len(os.fsencode(block.code))
@@ -162,12 +165,12 @@ def _refusal(block: CodeBlock) -> str | None:
 
 
 def execute_code_blocks(
-    blocks: Iterable[CodeBlock],
+    blocks: Iterable[FencedBlock],
     *,
     sandbox: Sandbox,
     work_dir: str | os.PathLike[str],
     limits: SandboxLimits = DEFAULT_LIMITS,
-) -> CodeResult:
+) -> CodeRunResult:
     """Run the supported blocks one after the other in ``sandbox``, stopping at the first failure.
 
     Blocks in other languages are skipped (counted, never run). Each run block gets the
@@ -205,7 +208,7 @@ def execute_code_blocks(
         exit_code = result.exit_code
         if exit_code != 0:
             break
-    return CodeResult(
+    return CodeRunResult(
         exit_code=exit_code,
         output=join_outputs(parts),
         sandbox=sandbox.name,

@@ -3,8 +3,9 @@
 The executor answers the tool calls of the latest message with one tool-role message
 holding one response per call id, in call order. A call to an unknown tool, or with
 arguments that are not a JSON object matching the tool's schema, gets an error
-response and runs nothing. Tools marked as needing confirmation pass the approval
-gate first (see :mod:`.approval`).
+response and runs nothing (see :mod:`.arguments` for what "exact" arguments are). Tools
+marked as needing confirmation pass the approval gate first (see :mod:`.approval`): the
+reviewer, the schema check and the tool each get their own copy of the same exact values.
 """
 
 from __future__ import annotations
@@ -27,15 +28,16 @@ from .approval import (
     PENDING_PREFIX,
     ApprovalDecision,
     ApprovalPort,
-    ApprovalRequest,
     ApprovalToken,
     TokenRefused,
+    ToolApprovalRequest,
     arguments_digest,
 )
+from .arguments import ArgumentsError, ExactArguments, parse_arguments
 from .context import TurnContext
 from .history import HistoryView
 from .messages import Message, ToolCall, ToolResponse
-from .schema import function_schema, json_type_name, validate
+from .schema import function_schema, validate
 
 UNKNOWN_TOOL = "unknown-tool"
 ARGS_INVALID = "tool-args-invalid"
@@ -99,6 +101,7 @@ class ToolOutcome:
     error_kind: str | None = None
     status: str = "ok"
     approval_id: str | None = None
+    arguments_digest: str | None = None
 
     @property
     def response(self) -> ToolResponse:
@@ -109,7 +112,7 @@ class ToolOutcome:
 @dataclass(frozen=True)
 class _Prepared:
     tool: Tool
-    arguments: dict[str, Any]
+    arguments: ExactArguments
 
 
 def error_content(kind: str, message: str) -> str:
@@ -230,12 +233,10 @@ class ToolExecutor:
             known = ", ".join(sorted(self._tools)) or "none"
             return UNKNOWN_TOOL, f"unknown tool {name!r} (known: {known})"
         try:
-            arguments = json.loads(call["function"]["arguments"])
-        except json.JSONDecodeError as e:
-            return ARGS_INVALID, f"arguments are not valid JSON: {e}"
-        if not isinstance(arguments, dict):
-            return ARGS_INVALID, f"arguments must be a JSON object, got {json_type_name(arguments)}"
-        problems = validate(tool.parameters, arguments)
+            arguments = parse_arguments(call["function"]["arguments"])
+        except ArgumentsError as e:
+            return ARGS_INVALID, str(e)
+        problems = validate(tool.parameters, arguments.values())
         if problems:
             return ARGS_INVALID, "; ".join(problems)
         return _Prepared(tool, arguments)
@@ -251,6 +252,7 @@ class ToolExecutor:
                 "is_error": outcome.is_error,
                 "error_kind": outcome.error_kind,
                 "approval_id": outcome.approval_id,
+                "arguments_digest": outcome.arguments_digest,
             },
             tool=outcome.name,
             status=outcome.status,
@@ -267,6 +269,7 @@ class ToolExecutor:
         *,
         status: str = "error",
         approval_id: str | None = None,
+        digest: str | None = None,
     ) -> ToolOutcome:
         content = f"{PENDING_PREFIX}{approval_id}" if kind == APPROVAL_PENDING else error_content(kind, message)
         return ToolOutcome(
@@ -278,6 +281,13 @@ class ToolExecutor:
             kind,
             status,
             approval_id,
+            digest,
+        )
+
+    def _cancelled(self, call: ToolCall, prepared: _Prepared, kind: str, message: str, approval_id: str) -> ToolOutcome:
+        """A call not run because of an approval decision (denied or pending)."""
+        return self._refusal(
+            call, kind, message, status="cancelled", approval_id=approval_id, digest=prepared.arguments.digest
         )
 
     async def handle_call(self, context: TurnContext, call: ToolCall) -> ToolOutcome:
@@ -296,7 +306,7 @@ class ToolExecutor:
                 gated = await self._ask(context, call, prepared, self.approval, GATE, None)
                 if isinstance(gated, ToolOutcome):
                     return self._finish(context, call, started, gated)
-                token = context.approvals.issue(call["id"], prepared.tool.name, prepared.arguments)
+                token = context.approvals.issue(call["id"], prepared.tool.name, prepared.arguments.values())
                 gate_approval_id = gated
         try:
             return await self._execute(context, call, prepared, time.time(), token, why_no_token, gate_approval_id)
@@ -325,7 +335,7 @@ class ToolExecutor:
         if prepared.tool.requires_confirmation:
             try:
                 context.approvals.redeem(
-                    token, call_id=call["id"], tool=prepared.tool.name, arguments=prepared.arguments
+                    token, call_id=call["id"], tool=prepared.tool.name, arguments=prepared.arguments.values()
                 )
                 approval_id = gate_approval_id
             except TokenRefused as e:
@@ -341,10 +351,12 @@ class ToolExecutor:
     ) -> ToolOutcome | str:
         if self.executor_approval is not None:
             return await self._ask(context, call, prepared, self.executor_approval, EXECUTOR, refusal)
-        request = ApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments)
+        request = ToolApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
         reason = f"no valid approval ({refusal}) and no executor approval port"
-        self._record_decision(context, request, time.time(), None, EXECUTOR, DENIED, reason, refusal=refusal)
-        return self._refusal(call, APPROVAL_DENIED, reason, status="cancelled", approval_id=request.approval_id)
+        self._record_decision(
+            context, request, prepared.arguments, time.time(), None, EXECUTOR, DENIED, reason, refusal=refusal
+        )
+        return self._cancelled(call, prepared, APPROVAL_DENIED, reason, request.approval_id)
 
     async def _ask(
         self,
@@ -356,7 +368,7 @@ class ToolExecutor:
         refusal: str | None,
     ) -> ToolOutcome | str:
         """Ask ``port``; return the approval id when approved, else the refusal outcome."""
-        request = ApprovalRequest(context.run_id, call["id"], prepared.tool.name, dict(prepared.arguments))
+        request = ToolApprovalRequest(context.run_id, call["id"], prepared.tool.name, prepared.arguments.values())
         started = time.time()
         try:
             decision = await port.request(request)
@@ -365,28 +377,26 @@ class ToolExecutor:
         except Exception as e:  # a failing port denies (fail closed)
             decision = ApprovalDecision.deny(f"approval port {port.name!r} failed: {type(e).__name__}: {e}")
         outcome: str = decision.outcome
-        reason, edited = decision.reason, False
-        if outcome == APPROVED and decision.arguments is not None:
-            if arguments_digest(decision.arguments) != arguments_digest(prepared.arguments):
-                outcome, reason, edited = (
-                    DENIED,
-                    "the approval edited the arguments; edits are not applied",
-                    True,
-                )
-        self._record_decision(context, request, started, port.name, by, outcome, reason, refusal=refusal, edited=edited)
+        reason = decision.reason
+        edited = _edited(request, decision, prepared.arguments.digest)
+        if edited and outcome == APPROVED:
+            outcome, reason = DENIED, "the approval edited the arguments; edits are not applied"
+        self._record_decision(
+            context, request, prepared.arguments, started, port.name, by, outcome, reason,
+            refusal=refusal, edited=edited,
+        )  # fmt: skip
         if outcome == APPROVED:
             return request.approval_id
         if outcome == PENDING:
-            return self._refusal(
-                call, APPROVAL_PENDING, reason or "", status="cancelled", approval_id=request.approval_id
-            )
+            return self._cancelled(call, prepared, APPROVAL_PENDING, reason or "", request.approval_id)
         message = f"approval denied: {reason}" if reason else "approval denied"
-        return self._refusal(call, APPROVAL_DENIED, message, status="cancelled", approval_id=request.approval_id)
+        return self._cancelled(call, prepared, APPROVAL_DENIED, message, request.approval_id)
 
     def _record_decision(
         self,
         context: TurnContext,
-        request: ApprovalRequest,
+        request: ToolApprovalRequest,
+        asked: ExactArguments,
         started: float,
         port: str | None,
         by: str,
@@ -402,8 +412,8 @@ class ToolExecutor:
                 "approval_id": request.approval_id,
                 "call_id": request.call_id,
                 "tool": request.tool,
-                "arguments": dict(request.arguments),
-                "arguments_digest": request.digest,
+                "arguments": asked.values(),
+                "arguments_digest": asked.digest,
                 "decided_by": by,
                 "port": port,
                 "decision": outcome,
@@ -416,7 +426,7 @@ class ToolExecutor:
         )
 
     async def _run(self, call: ToolCall, prepared: _Prepared, approval_id: str | None) -> ToolOutcome:
-        kwargs = dict(prepared.arguments)
+        kwargs = prepared.arguments.values()
         try:
             for pname, enum_type in prepared.tool.enums.items():
                 if pname in kwargs:
@@ -435,6 +445,7 @@ class ToolExecutor:
                 TOOL_FAILED,
                 "error",
                 approval_id,
+                prepared.arguments.digest,
             )
         return ToolOutcome(
             call["id"],
@@ -445,4 +456,21 @@ class ToolExecutor:
             None,
             "ok",
             approval_id,
+            prepared.arguments.digest,
         )
+
+
+def _edited(request: ToolApprovalRequest, decision: ApprovalDecision, digest: str) -> bool:
+    """Whether the port changed the arguments: in its answer, or in its copy of the request.
+
+    Arguments that cannot even be digested count as changed.
+    """
+    for arguments in (decision.arguments, request.arguments):
+        if arguments is None:
+            continue
+        try:
+            if arguments_digest(arguments) != digest:
+                return True
+        except (ValueError, TypeError):
+            return True
+    return False

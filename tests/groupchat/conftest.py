@@ -1,14 +1,16 @@
-"""Fixtures for the group chat tests: three-way receipt verification."""
+"""Fixtures for the group chat tests: three-way receipt verification, the real sandbox."""
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from aer1.groupchat import ChatResult
+from aer1.groupchat.sandbox import BWRAP_PATH, BubblewrapSandbox, probe_bubblewrap
 
 from ..receipts import PeerCli, PeerWorkflow, verify_everywhere
 
@@ -29,3 +31,19 @@ def check_receipt(
         return path
 
     return check
+
+
+@pytest.fixture(scope="module")
+def bwrap() -> BubblewrapSandbox:
+    """The real bubblewrap sandbox; never skipped when bubblewrap is installed, or under CI."""
+    problem = probe_bubblewrap()
+    if problem is not None:
+        if os.environ.get("CI") == "true" or os.path.exists(BWRAP_PATH):
+            pytest.fail(f"bubblewrap sandbox unavailable: {problem}")
+        pytest.skip(f"bubblewrap is not installed: {problem}")
+    return BubblewrapSandbox()
+
+
+@pytest.fixture
+def work_dir(tmp_path: Path) -> Path:
+    return tmp_path / "work"

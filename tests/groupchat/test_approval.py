@@ -12,7 +12,6 @@ import pytest
 
 from aer1.groupchat import (
     ApprovalDecision,
-    ApprovalRequest,
     ApprovalToken,
     CallbackApproval,
     ChatResult,
@@ -21,6 +20,7 @@ from aer1.groupchat import (
     GroupChat,
     RunState,
     ScriptedAgent,
+    ToolApprovalRequest,
     ToolExecutor,
     TurnContext,
 )
@@ -57,9 +57,9 @@ class Reviewer:
 
     def __init__(self, *answers: bool | ApprovalDecision) -> None:
         self.answers = list(answers)
-        self.asked: list[ApprovalRequest] = []
+        self.asked: list[ToolApprovalRequest] = []
 
-    def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision:
+    def __call__(self, request: ToolApprovalRequest) -> bool | ApprovalDecision:
         self.asked.append(request)
         return self.answers.pop(0)
 
@@ -137,6 +137,7 @@ def test_granted_runs_once_and_the_executor_does_not_ask_again(
     }
     [tool_call] = contents_of(result, tmp_path, "tool_call")
     assert tool_call["approval_id"] == request.approval_id
+    assert tool_call["arguments_digest"] == approval["arguments_digest"]
     assert tool_call["result"] == "deleted /srv/old.csv" and tool_call["is_error"] is False
     check_receipt(result)
 
@@ -258,7 +259,7 @@ def test_without_a_gate_the_executor_port_decides() -> None:
 def test_a_failing_port_denies() -> None:
     files = Files()
 
-    def broken(request: ApprovalRequest) -> bool:
+    def broken(request: ToolApprovalRequest) -> bool:
         raise ConnectionError("review service down")
 
     result = chat([ask(delete_call("c1")), DONE], executor(files, CallbackApproval(broken)))

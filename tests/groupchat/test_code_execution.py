@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aer1.groupchat import ChatResult, CodeExecutor, GroupChat, ScriptedAgent
+from aer1.groupchat import ChatResult, CodeRunnerAgent, GroupChat, ScriptedAgent
 from aer1.groupchat.sandbox import SandboxUnavailableError, UnsandboxedExecutor
 
 from .helpers import step_contents, step_pairs
@@ -38,7 +38,7 @@ def ends(message: dict[str, Any]) -> bool:
     return "TERMINATE" in (message["content"] or "")
 
 
-def run_code(runner: CodeExecutor, *programs: str) -> ChatResult:
+def run_code(runner: CodeRunnerAgent, *programs: str) -> ChatResult:
     coder = ScriptedAgent("coder", [*programs, "done TERMINATE"])
     return GroupChat([coder, runner], is_termination_msg=ends, initiator="user").run("Run some code.")
 
@@ -67,7 +67,7 @@ def test_blocks_run_in_the_sandbox_and_each_is_recorded(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOST_SECRET", "s3cr3t")
-    runner = CodeExecutor("runner", work_dir=tmp_path / "work")
+    runner = CodeRunnerAgent("runner", work_dir=tmp_path / "work")
     assert runner.sandbox.name == "bubblewrap"
     result = run_code(runner, PROGRAM)
     assert step_pairs(result) == expected_pairs(2)
@@ -101,7 +101,7 @@ def test_execution_stops_at_the_first_failing_block(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
     program = f"{FENCE}python\nimport sys\nprint('about to fail')\nsys.exit(3)\n{FENCE}\n{FENCE}sh\necho later\n{FENCE}"
-    result = run_code(CodeExecutor("runner", work_dir=tmp_path / "work"), program)
+    result = run_code(CodeRunnerAgent("runner", work_dir=tmp_path / "work"), program)
     assert step_pairs(result) == expected_pairs(1)
     [only] = executions(result, tmp_path)
     assert (only["exit_code"], only["output"]) == (3, "about to fail\n")
@@ -114,7 +114,7 @@ def test_execution_stops_at_the_first_failing_block(
 
 def test_a_message_without_supported_blocks_runs_nothing(tmp_path: Path) -> None:
     program = f"Only prose, and\n{FENCE}ruby\nputs 1\n{FENCE}"
-    result = run_code(CodeExecutor("runner", work_dir=tmp_path / "work"), program)
+    result = run_code(CodeRunnerAgent("runner", work_dir=tmp_path / "work"), program)
     assert step_pairs(result) == expected_pairs(0)
     assert result.messages[2]["content"] == "No code blocks to execute."
 
@@ -122,26 +122,26 @@ def test_a_message_without_supported_blocks_runs_nothing(tmp_path: Path) -> None
 def test_without_a_sandbox_the_executor_refuses(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-bwrap")  # a machine without bubblewrap: the real probe fails
     with pytest.raises(SandboxUnavailableError, match="no working sandbox for code execution") as info:
-        CodeExecutor("runner", work_dir=tmp_path / "work", bwrap=missing)
+        CodeRunnerAgent("runner", work_dir=tmp_path / "work", bwrap=missing)
     assert "allow_unsandboxed=True" in str(info.value) and missing in str(info.value)
     assert not (tmp_path / "work").exists()
 
 
 def test_an_unsandboxed_executor_needs_the_explicit_opt_out(tmp_path: Path) -> None:
     with pytest.raises(SandboxUnavailableError, match="pass allow_unsandboxed=True"):
-        CodeExecutor("runner", work_dir=tmp_path / "work", sandbox=UnsandboxedExecutor())
+        CodeRunnerAgent("runner", work_dir=tmp_path / "work", sandbox=UnsandboxedExecutor())
 
 
 def test_the_opt_out_runs_unsandboxed_and_says_so_in_the_receipt(
     tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
 ) -> None:
     missing = str(tmp_path / "no-such-bwrap")
-    runner = CodeExecutor("runner", work_dir=tmp_path / "work", allow_unsandboxed=True, bwrap=missing)
+    runner = CodeRunnerAgent("runner", work_dir=tmp_path / "work", allow_unsandboxed=True, bwrap=missing)
     assert runner.sandbox.name == "none"
     result = run_code(runner, f"{FENCE}python\nprint(6 * 7)\n{FENCE}")
     assert step_pairs(result) == expected_pairs(1)
     [only] = executions(result, tmp_path)
     assert (only["sandbox"], only["unsandboxed_opt_in"], only["output"]) == ("none", True, "42\n")
     [listed] = [a for a in result.receipt["agents"] if a["name"] == "runner"]
-    assert listed["type"] == "CodeExecutor"
+    assert listed["type"] == "CodeRunnerAgent"
     check_receipt(result)

@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import resource
 import signal
 import socket
 import struct
@@ -29,8 +30,8 @@ import pytest
 from aer1.groupchat.code import (
     MAX_CODE_BYTES,
     SUPPORTED_LANGUAGES,
-    CodeBlock,
-    CodeResult,
+    CodeRunResult,
+    FencedBlock,
     execute_code_blocks,
     extract_code_blocks,
     normalize_language,
@@ -45,97 +46,29 @@ from aer1.groupchat.sandbox import (
     Sandbox,
     SandboxError,
     SandboxLimits,
-    SandboxResult,
     SandboxUnavailableError,
     UnsandboxedExecutor,
     default_sandbox,
     interpreter_dirs,
-    probe_bubblewrap,
     seccomp_filter,
+)
+from aer1.groupchat.sandbox.budget import pids_cgroup_parent
+from aer1.groupchat.sandbox.runner import Pipes
+
+from .sandboxing import (
+    ATTEMPT,
+    LIMITS,
+    LINGER_S,
+    SETTLE_S,
+    SHORT,
+    UNROUTED_ADDRESS,
+    MiB,
+    attempts,
+    python,
+    sandbox_user_pids,
 )
 
 REPO = Path(__file__).resolve().parents[2]
-MiB = 1024 * 1024
-LIMITS = SandboxLimits(
-    timeout_s=10.0,
-    memory_bytes=256 * MiB,
-    max_processes=16,
-    max_output_bytes=4096,
-    max_file_bytes=1 * MiB,
-    tmpfs_bytes=4 * MiB,
-)
-SHORT = SandboxLimits(
-    timeout_s=0.3,
-    memory_bytes=256 * MiB,
-    max_processes=32,
-    max_output_bytes=4096,
-    max_file_bytes=1 * MiB,
-    tmpfs_bytes=4 * MiB,
-)
-# TEST-NET-1 (RFC 5737): a non-private, non-loopback address reserved for documentation and
-# never routed, so even a broken sandbox could not reach anything with it.
-UNROUTED_ADDRESS = "192.0.2.1"
-#: How long the leftover processes some tests start would live if nothing killed them (s).
-LINGER_S = 30
-#: How long killed sandbox processes may take to disappear (a wait for a condition, not a speed target).
-SETTLE_S = 10.0
-
-# Inside the sandbox: try each action, print one line "label: OK <value>" or "label: <ERRNO>".
-ATTEMPT = textwrap.dedent(
-    """
-    import errno, os, socket, sys
-
-    def attempt(label, action):
-        try:
-            value = action()
-        except OSError as e:
-            print(f"{label}: {errno.errorcode[e.errno]}")
-        else:
-            print(f"{label}: OK {value!r}")
-    """
-)
-
-
-@pytest.fixture(scope="module")
-def bwrap() -> BubblewrapSandbox:
-    """The real bubblewrap sandbox; never skipped when bubblewrap is installed, or under CI."""
-    problem = probe_bubblewrap()
-    if problem is not None:
-        if os.environ.get("CI") == "true" or os.path.exists(BWRAP_PATH):
-            pytest.fail(f"bubblewrap sandbox unavailable: {problem}")
-        pytest.skip(f"bubblewrap is not installed: {problem}")
-    return BubblewrapSandbox()
-
-
-@pytest.fixture
-def work_dir(tmp_path: Path) -> Path:
-    return tmp_path / "work"
-
-
-def python(sandbox: Sandbox, code: str, work_dir: Path, limits: SandboxLimits = LIMITS) -> SandboxResult:
-    """Run Python code (without site-packages, to start faster) in ``sandbox``."""
-    return sandbox.run([sys.executable, "-S", "-c", code], work_dir=work_dir, limits=limits)
-
-
-def attempts(sandbox: Sandbox, body: str, work_dir: Path, limits: SandboxLimits = LIMITS) -> list[str]:
-    result = python(sandbox, ATTEMPT + textwrap.dedent(body), work_dir, limits)
-    assert result.exit_code == 0, result.output
-    return result.output.splitlines()
-
-
-def sandbox_user_pids() -> set[int]:
-    """Host pids running as the sandbox user (root mode only: otherwise that is us)."""
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
-            if int(uid_line.split()[1]) == SANDBOX_UID:
-                pids.add(int(entry.name))
-    return pids
 
 
 def assert_ticking_stopped(tick: Path) -> None:
@@ -327,7 +260,7 @@ def test_loopback_listener_on_the_host_sees_nothing(bwrap: BubblewrapSandbox, wo
         lines = attempts(
             bwrap,
             f"""
-            attempt("interfaces", socket.if_nameindex)
+            attempt("interfaces", lambda: [line.split(":")[0].strip() for line in open("/proc/net/dev")][2:])
             attempt("tcp", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
             attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {port})))
             """,
@@ -336,7 +269,7 @@ def test_loopback_listener_on_the_host_sees_nothing(bwrap: BubblewrapSandbox, wo
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):
             listener.accept()
-    assert lines == ["interfaces: OK [(1, 'lo')]", "tcp: ECONNREFUSED", "udp: OK 1"]
+    assert lines == ["interfaces: OK ['lo']", "tcp: ECONNREFUSED", "udp: OK 1"]
 
 
 def test_abstract_unix_socket_on_the_host_is_unreachable(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
@@ -476,8 +409,14 @@ def run_bpf(program: bytes, nr: int, arch: int, arg0: int = 0) -> int:
             pc += 1 + (jt if taken else jf)
 
 
+# Per machine, from the kernel's tables: add_key, request_key, keyctl, bpf, perf_event_open,
+# userfaultfd, then socket and socketpair.
+DENIED_CALLS = {"x86_64": (248, 249, 250, 321, 298, 323), "aarch64": (217, 218, 219, 280, 241, 282)}
+SOCKET_CALLS = {"x86_64": (41, 53), "aarch64": (198, 199)}
+
+
 def test_seccomp_filter_decisions() -> None:
-    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
+    allow, eperm, enosys, eafnosupport = 0x7FFF0000, 0x00050001, 0x00050026, 0x00050061
     new_user, sigchld = 0x10000000, 17
     tables = (("x86_64", 0xC000003E, 56, 272, 39), ("aarch64", 0xC00000B7, 220, 97, 172))
     for machine, arch, clone, unshare, getpid in tables:
@@ -485,6 +424,11 @@ def test_seccomp_filter_decisions() -> None:
         assert program is not None
         decide = functools.partial(run_bpf, program, arch=arch)
         assert decide(getpid) == allow
+        assert [decide(nr) for nr in DENIED_CALLS[machine]] == [eperm] * 6
+        assert [decide(nr) for nr in (425, 426, 427)] == [enosys] * 3  # io_uring
+        for call in SOCKET_CALLS[machine]:
+            assert [decide(call, arg0=family) for family in (1, 2, 10)] == [allow] * 3  # unix, inet, inet6
+            assert [decide(call, arg0=family) for family in (0, 16, 17, 38, 40, 15, 255)] == [eafnosupport] * 7
         assert decide(clone, arg0=sigchld) == allow
         assert decide(clone, arg0=new_user | sigchld) == eperm
         assert decide(unshare, arg0=0x00020000) == allow  # CLONE_NEWNS: refused later for lack of privilege
@@ -511,9 +455,11 @@ def test_rlimits_are_applied(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
     )
     cpu = LIMITS.cpu_seconds
     assert LIMITS.cpu_seconds == 10 + CPU_GRACE_S
+    # With a pids cgroup of its own the run needs no per-user process limit (see budget.py).
+    nproc = (LIMITS.max_processes,) * 2 if pids_cgroup_parent() is None else resource.getrlimit(resource.RLIMIT_NPROC)
     assert result.output.splitlines() == [
         f"AS {LIMITS.memory_bytes} {LIMITS.memory_bytes}",
-        f"NPROC {LIMITS.max_processes} {LIMITS.max_processes}",
+        "NPROC {} {}".format(*nproc),
         f"CPU {cpu} {cpu + CPU_GRACE_S}",
         f"FSIZE {LIMITS.max_file_bytes} {LIMITS.max_file_bytes}",
         f"NOFILE {OPEN_FILES_LIMIT} {OPEN_FILES_LIMIT}",
@@ -748,17 +694,17 @@ def test_extract_code_blocks() -> None:
         "```sh\necho swallowed\n"
     )
     assert extract_code_blocks(text) == [
-        CodeBlock("python", "print(1)"),
-        CodeBlock("python", "print(2)"),
-        CodeBlock("python", "print(3)"),
-        CodeBlock("sh", "echo 4"),
-        CodeBlock("bash", "echo 5"),
-        CodeBlock("", "untagged"),
-        CodeBlock("json", "{}"),
-        CodeBlock("markdown", "```python\nnested()\n```"),
-        CodeBlock("sh", "indented\n  more"),
-        CodeBlock("sh", "echo crlf"),
-        CodeBlock("python", ""),
+        FencedBlock("python", "print(1)"),
+        FencedBlock("python", "print(2)"),
+        FencedBlock("python", "print(3)"),
+        FencedBlock("sh", "echo 4"),
+        FencedBlock("bash", "echo 5"),
+        FencedBlock("", "untagged"),
+        FencedBlock("json", "{}"),
+        FencedBlock("markdown", "```python\nnested()\n```"),
+        FencedBlock("sh", "indented\n  more"),
+        FencedBlock("sh", "echo crlf"),
+        FencedBlock("python", ""),
     ]
     assert extract_code_blocks("no fences") == []
     assert extract_code_blocks("```python inline``` text") == []
@@ -780,7 +726,7 @@ def test_execute_python_sh_and_bash_blocks(bwrap: BubblewrapSandbox, work_dir: P
         "```bash\necho ${BASH_VERSION:+bash}\n```\n"
     )
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
-    assert result == CodeResult(
+    assert result == CodeRunResult(
         exit_code=0,
         output="py\nsh-sh\nbash\n",
         sandbox="bubblewrap",
@@ -792,9 +738,9 @@ def test_execute_python_sh_and_bash_blocks(bwrap: BubblewrapSandbox, work_dir: P
 
 def test_execution_stops_at_the_first_failure(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
     blocks = [
-        CodeBlock("sh", "echo first"),
-        CodeBlock("python", "raise SystemExit('boom')"),
-        CodeBlock("sh", "touch not-reached"),
+        FencedBlock("sh", "echo first"),
+        FencedBlock("python", "raise SystemExit('boom')"),
+        FencedBlock("sh", "touch not-reached"),
     ]
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
     assert (result.exit_code, result.output, result.blocks_run) == (1, "first\nboom\n", 2)
@@ -816,7 +762,7 @@ def test_unsupported_and_untagged_blocks_never_run(bwrap: BubblewrapSandbox, wor
 
 
 def test_limit_notices_in_the_output(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
-    blocks = [CodeBlock("python", "print('z' * 5000)"), CodeBlock("sh", "printf partial; sleep 30")]
+    blocks = [FencedBlock("python", "print('z' * 5000)"), FencedBlock("sh", "printf partial; sleep 30")]
     result = execute_code_blocks(blocks, sandbox=bwrap, work_dir=work_dir, limits=SHORT)
     assert result.output == (
         "z" * 4096
@@ -828,14 +774,14 @@ def test_limit_notices_in_the_output(bwrap: BubblewrapSandbox, work_dir: Path) -
 
 
 def test_oversized_block_is_refused(bwrap: BubblewrapSandbox, work_dir: Path) -> None:
-    big = CodeBlock("python", "#" * (MAX_CODE_BYTES + 1))
+    big = FencedBlock("python", "#" * (MAX_CODE_BYTES + 1))
     result = execute_code_blocks([big], sandbox=bwrap, work_dir=work_dir, limits=LIMITS)
     assert (result.exit_code, result.blocks_run) == (1, 1)
     assert result.output == f"[not run: the code block is {MAX_CODE_BYTES + 1} bytes; the limit is {MAX_CODE_BYTES}]\n"
-    largest = execute_code_blocks([CodeBlock("python", "#" * MAX_CODE_BYTES)], sandbox=bwrap, work_dir=work_dir)
+    largest = execute_code_blocks([FencedBlock("python", "#" * MAX_CODE_BYTES)], sandbox=bwrap, work_dir=work_dir)
     assert (largest.exit_code, largest.output) == (0, "")
     for code, reason in (("print(1)\x00", "contains a NUL character"), ("'\ud800'", "is not encodable text")):
-        refused = execute_code_blocks([CodeBlock("python", code)], sandbox=bwrap, work_dir=work_dir)
+        refused = execute_code_blocks([FencedBlock("python", code)], sandbox=bwrap, work_dir=work_dir)
         assert (refused.exit_code, refused.output) == (1, f"[not run: the code block {reason}]\n")
 
 
@@ -843,3 +789,8 @@ def test_errno_names_used_here_exist() -> None:
     assert {"ENOENT", "EROFS", "EACCES", "ENETUNREACH", "ECONNREFUSED", "ENOSPC", "EAGAIN"} <= set(
         errno.errorcode.values()
     )
+
+
+def test_set_up_data_too_large_for_a_pipe_is_refused_not_a_hang() -> None:
+    with Pipes() as pipes, pytest.raises(SandboxError, match="do not fit a pipe"):
+        pipes.preloaded(bytes(4 * MiB))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +101,7 @@ def test_good_call(tmp_path: Path, check_receipt: Callable[[ChatResult], Path]) 
         "is_error": False,
         "error_kind": None,
         "approval_id": None,
+        "arguments_digest": hashlib.sha256(b'{"a":2,"b":3}').hexdigest(),
     }
     assert result.stop_reason == "is_termination_msg"
     assert result.receipt["status"] == "ok"

@@ -1,4 +1,7 @@
-"""The code executor agent: runs the fenced code blocks of the latest message in a sandbox.
+"""The code runner agent: runs the fenced code blocks of the latest message in a sandbox.
+
+(``CodeRunnerAgent``, not "CodeExecutor": in AutoGen a code executor is the thing that runs
+code for an agent, not an agent.)
 
 Only blocks tagged with a supported language (python, sh, bash) run, one after the
 other, stopping at the first failure. Each block becomes a ``code_execution`` step with
@@ -27,6 +30,7 @@ from .sandbox import (
     UnsandboxedExecutor,
     default_sandbox,
 )
+from .sandbox.workdir import create_work_dir
 
 NO_CODE_REPLY = "No code blocks to execute."
 SUCCEEDED = "execution succeeded"
@@ -38,7 +42,7 @@ def result_text(exit_code: int, output: str) -> str:
     return f"exitcode: {exit_code} ({SUCCEEDED if exit_code == 0 else FAILED})\nCode output:\n{output}"
 
 
-class CodeExecutor:
+class CodeRunnerAgent:
     """Runs code blocks from the latest message inside ``sandbox`` with ``work_dir`` as its disk.
 
     With ``sandbox=None`` the best sandbox available is used (bubblewrap at ``bwrap``); when
@@ -68,8 +72,9 @@ class CodeExecutor:
         self.sandbox = sandbox
         self.allow_unsandboxed = allow_unsandboxed
         self.limits = limits
-        self.work_dir = Path(work_dir)
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        # Checked now, as the sandbox will (BubblewrapSandbox.work_dir_guard), so that no
+        # directory is made inside one the sandbox user can write.
+        self.work_dir = create_work_dir(work_dir, guard=getattr(sandbox, "work_dir_guard", None))
 
     def config(self) -> dict[str, Any]:
         """What identifies this agent in a receipt."""
