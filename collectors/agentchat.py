@@ -62,7 +62,7 @@ from aer1 import Collector
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
 from ._errors import error_info, failure_status
 from ._state import PerCollector
-from .autogen_core import observe_approval, observe_code_executor, was_call_recorded
+from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
 
 __all__ = ["AER1AgentWrapper", "AER1AutoGenCollector", "agent_config", "team_run_stream"]
 
@@ -536,47 +536,18 @@ def _find_handler(cls: type) -> _Handler | None:
 # ------------------------------------------------------------------ hooks on an agent
 
 
-class _DispatchingExecutor(CodeExecutor):
+class _DispatchingExecutor(DelegatingExecutor):
     """The code executor a wrapped ``CodeExecutorAgent`` holds: runs through the active wrapper."""
 
     def __init__(self, hooks: _AgentHooks, original: CodeExecutor) -> None:
         self._aer1_hooks = hooks
-        self._aer1_original = original
-
-    def __getattr__(self, item: str) -> Any:
-        if item.startswith("_aer1_"):
-            raise AttributeError(item)
-        return getattr(self._aer1_original, item)
-
-    @property
-    def wrapped_executor(self) -> CodeExecutor:
-        """The executor the agent was built with."""
-        return self._aer1_original
+        self._aer1_inner = original
 
     async def execute_code_blocks(
         self, code_blocks: list[CodeBlock], cancellation_token: CancellationToken
     ) -> CodeResult:
-        executor = cast(CodeExecutor, self._aer1_hooks.target(_EXECUTOR, self._aer1_original))
+        executor = cast(CodeExecutor, self._aer1_hooks.target(_EXECUTOR, self._aer1_inner))
         return await executor.execute_code_blocks(code_blocks, cancellation_token)
-
-    async def start(self) -> None:
-        await self._aer1_original.start()
-
-    async def stop(self) -> None:
-        await self._aer1_original.stop()
-
-    async def restart(self) -> None:
-        await self._aer1_original.restart()
-
-    async def __aenter__(self) -> _DispatchingExecutor:
-        await self._aer1_original.__aenter__()
-        return self
-
-    async def __aexit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool | None:
-        return await self._aer1_original.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        return self._aer1_original.dump_component()
 
 
 _EXECUTOR, _APPROVAL, _INPUT = "_code_executor", "_approval_func", "input_func"

@@ -535,20 +535,49 @@ def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str |
 # ------------------------------------------------------------------------ code execution
 
 
-class _ObservedCodeExecutor(_Delegating, CodeExecutor):
-    """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
+class DelegatingExecutor(_Delegating, CodeExecutor):
+    """A ``CodeExecutor`` standing for ``_aer1_inner``: lifecycle, context manager and dump delegated."""
 
     _aer1_inner: CodeExecutor
+
+    @property
+    def wrapped_executor(self) -> CodeExecutor:
+        """The executor this one stands for."""
+        return self._aer1_inner
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def restart(self) -> None:
+        await self._aer1_inner.restart()
+
+    async def __aenter__(self) -> DelegatingExecutor:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped executor's component model."""
+        return self._aer1_inner.dump_component()
+
+
+class _ObservedCodeExecutor(DelegatingExecutor):
+    """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
 
     def __init__(self, inner: CodeExecutor, collector: Collector, agent: str) -> None:
         self._aer1_inner = inner
         self._aer1_collector = collector
         self._aer1_agent = agent
-
-    @property
-    def wrapped_executor(self) -> CodeExecutor:
-        """The executor this one records."""
-        return self._aer1_inner
 
     async def execute_code_blocks(
         self, code_blocks: list[CodeBlock], cancellation_token: CancellationToken
@@ -589,32 +618,6 @@ class _ObservedCodeExecutor(_Delegating, CodeExecutor):
             started_at=started_at,
             ended_at=_ended(started_at),
         )
-
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
-    async def restart(self) -> None:
-        await self._aer1_inner.restart()
-
-    async def __aenter__(self) -> _ObservedCodeExecutor:
-        await self._aer1_inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped executor's component model."""
-        return self._aer1_inner.dump_component()
-
 
 def observe_code_executor(executor: CodeExecutor, collector: Collector, *, agent: str) -> CodeExecutor:
     """Wrap ``executor`` so each ``execute_code_blocks`` records a ``code_execution`` step.

@@ -1,0 +1,38 @@
+"""The receipt invariant's own check: it passes good receipts and names broken ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from aer1 import Collector
+
+from .receipt_invariant import ReceiptLog, noting_receipts, unverified
+
+
+def _collector() -> Collector:
+    collector = Collector(goal="exercise the receipt invariant")
+    collector.register_agent("alice", type="Agent")
+    collector.record("message", {"content": "hello"}, agent="alice", kind="message")
+    return collector
+
+
+def test_good_receipts_pass_and_are_noted_once(tmp_path: Path) -> None:
+    collector = _collector()
+    with noting_receipts() as log:
+        first = collector.finalize("done")
+        again = collector.finalize("done")
+    assert first == again and len(log.finalized) == 2
+    assert unverified(log, tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["receipt-0000.evidence.jsonl", "receipt-0000.json"]
+
+
+def test_a_broken_receipt_is_named(tmp_path: Path) -> None:
+    collector = _collector()
+    receipt = collector.finalize("done")
+    broken = {**receipt, "steps": [{**receipt["steps"][0], "call_id": ""}, *receipt["steps"][1:]]}
+    log = ReceiptLog()
+    log.finalized.append((collector, orjson.dumps(broken)))
+    problems = unverified(log, tmp_path)
+    assert len(problems) == 1 and "got INVALID" in problems[0] and "want VALID" in problems[0], problems
