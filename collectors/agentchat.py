@@ -216,6 +216,8 @@ def _handoff_targets(agent: Any) -> dict[str, str]:
 
 # ------------------------------------------------------------------ per-collector state
 
+#: The actor of a message whose ``source`` is empty (a step's agent cannot be).
+UNNAMED_SOURCE = "(no source)"
 #: Most message ids remembered per collector to record each inbound message once.
 MAX_TRACKED_MESSAGE_IDS = 8192
 #: Most inner agents and message ids a step lists for the nested run it contains.
@@ -309,6 +311,7 @@ class _Turn:
         try:
             source = getattr(item, "source", self.agent)
             if source != self.agent and isinstance(source, str):
+                source = source or UNNAMED_SOURCE
                 self._inner_item(handler, source, item)
             else:
                 handler(self, item)
@@ -472,7 +475,7 @@ class _Turn:
             content["thoughts"] = self.thoughts
         self.collector.safe_record(
             "handoff", self._nesting(content), agent=self.agent, kind="handoff", started_at=self.started,
-            reply_to=self.reply_to, target=message.target,
+            reply_to=self.reply_to, target=message.target or None,
         )  # fmt: skip
 
     def failed(self, exc: BaseException) -> None:
@@ -720,7 +723,8 @@ class AER1AgentWrapper(BaseChatAgent):
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
         self._inbound(messages)
-        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=messages[-1].source if messages else None)
+        reply_to = (messages[-1].source or None) if messages else None
+        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to)
         active = self._hooks.active
         active.append(self)
         if self._team_collector is not None:
@@ -765,7 +769,7 @@ class AER1AgentWrapper(BaseChatAgent):
                     "message",
                     {"message_type": type(message).__name__, "message_id": message.id,
                      "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
-                    agent=message.source, kind="message", started_at=now, ended_at=now,
+                    agent=message.source or UNNAMED_SOURCE, kind="message", started_at=now, ended_at=now,
                 )  # fmt: skip
             except Exception as e:  # observation never breaks the turn
                 log.warning("aer1: could not observe a message to %r: %s: %s", self.name, type(e).__name__, e)
@@ -882,7 +886,7 @@ class _TeamRun:
         started_at: float | None = None,
     ) -> None:
         content: dict[str, Any] = {**self.team, "selected": names, **details, "observed_by": observed_by}
-        target = names[0] if names and len(names) == 1 else None
+        target = names[0] if names and len(names) == 1 and names[0] else None
         self.collector._ac_record_team_step(
             "speaker_selection", content, status=status, started_at=started_at, target=target, actor=self.actor
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from aer1 import Collector
 
@@ -36,3 +37,12 @@ def test_a_broken_receipt_is_named(tmp_path: Path) -> None:
     log.finalized.append((collector, orjson.dumps(broken)))
     problems = unverified(log, tmp_path)
     assert len(problems) == 1 and "got INVALID" in problems[0] and "want VALID" in problems[0], problems
+
+
+def test_record_refuses_empty_optional_members() -> None:
+    # The verifier rejects an empty reply_to, target, recipient or call_id: record never writes one.
+    collector = Collector(goal="empty members")
+    for member in ("reply_to", "target", "recipient", "call_id"):
+        with pytest.raises(ValueError, match=f"{member} must be a non-empty string or None"):
+            collector.record("message", {"content": "x"}, agent="alice", **{member: ""})
+    assert collector.step_count == 0

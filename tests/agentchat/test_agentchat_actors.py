@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from autogen_agentchat.agents import AssistantAgent, UserProxyAgent
 from autogen_agentchat.base import TaskResult
+from autogen_agentchat.messages import TextMessage
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core.models import CreateResult, RequestUsage
 
@@ -99,3 +100,13 @@ async def test_thoughts_go_into_the_turns_step(collector: AER1AutoGenCollector, 
                               ("termination", "team"), CLOSE]  # fmt: skip
     assert contents[2]["content"] == "it is 3"
     assert contents[2]["thoughts"] == ["I should add first", "the tool said 3"]
+
+
+async def test_empty_sources_and_targets_still_verify(
+    collector: AER1AutoGenCollector, scripted: Scripted, check: Check
+) -> None:
+    alice = AER1AgentWrapper(AssistantAgent("alice", model_client=scripted(["fine"])), collector)
+    result = await alice.run(task=TextMessage(content="from nowhere", source=""))
+    receipt, contents = check(collector, result)
+    assert pairs(receipt) == [("message", "(no source)"), ("message", "alice"), ("termination", "team"), CLOSE]
+    assert contents[0]["content"] == "from nowhere" and "reply_to" not in receipt["steps"][1]
