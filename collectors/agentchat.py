@@ -59,6 +59,7 @@ from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from aer1 import Collector
 
+from ._agentchat_internals import read, write
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
 from ._errors import error_info, failure_status
 from ._state import PerCollector
@@ -129,7 +130,7 @@ def _model_identity(client: Any) -> dict[str, Any]:
     """Client class, model name and model info: never the client's configuration (keys)."""
     name: Any = None
     for attr in ("_create_args", "_raw_config"):
-        mapping = getattr(client, attr, None)
+        mapping = read(client, attr)
         if isinstance(mapping, Mapping) and isinstance(mapping.get("model"), str):
             name = mapping["model"]
             break
@@ -145,17 +146,18 @@ def _model_identity(client: Any) -> dict[str, Any]:
 def _tool_schemas(agent: Any) -> tuple[list[Any], list[str]]:
     schemas: list[Any] = []
     workbenches: list[str] = []
-    for workbench in getattr(agent, "_workbench", None) or []:
-        tools = getattr(workbench, "_tools", None)
+    for workbench in read(agent, "_workbench") or []:
+        tools = read(workbench, "_tools")
         if isinstance(tools, list):
             schemas.extend(getattr(t, "schema", None) for t in tools)
         else:
             workbenches.append(_type_name(workbench))
     if not schemas:
-        schemas = [getattr(t, "schema", None) for t in getattr(agent, "_tools", None) or []]
+        schemas = [getattr(t, "schema", None) for t in read(agent, "_tools") or []]
     return schemas, workbenches
 
 
+_ABSENT = object()
 _BEHAVIOUR_ATTRS = (
     ("reflect_on_tool_use", "_reflect_on_tool_use"),
     ("max_tool_iterations", "_max_tool_iterations"),
@@ -175,10 +177,10 @@ def agent_config(agent: Any) -> dict[str, Any]:
     flags. The model client's own configuration is never read: it may hold API keys.
     """
     config: dict[str, Any] = {"class": _type_name(agent)}
-    system = getattr(agent, "_system_messages", None)
+    system = read(agent, "_system_messages")
     if isinstance(system, list):
         config["system_message"] = [getattr(m, "content", None) for m in system]
-    client = getattr(agent, "_model_client", None)
+    client = read(agent, "_model_client")
     if client is not None:
         config["model"] = _model_identity(client)
     schemas, workbenches = _tool_schemas(agent)
@@ -186,7 +188,7 @@ def agent_config(agent: Any) -> dict[str, Any]:
         config["tools"] = schemas
     if workbenches:
         config["workbenches"] = workbenches
-    handoffs = getattr(agent, "_handoffs", None)
+    handoffs = read(agent, "_handoffs")
     if isinstance(handoffs, Mapping) and handoffs:
         config["handoffs"] = [
             {"name": h.name, "target": h.target, "description": h.description, "message": h.message}
@@ -201,14 +203,15 @@ def agent_config(agent: Any) -> dict[str, Any]:
     if isinstance(agent, UserProxyAgent):
         config["input_func"] = _callable_name(_original(agent, "input_func"))
     for key, attr in _BEHAVIOUR_ATTRS:
-        if hasattr(agent, attr):
-            config[key] = getattr(agent, attr)
+        value = read(agent, attr, _ABSENT)
+        if value is not _ABSENT:
+            config[key] = value
     return config
 
 
 def _handoff_targets(agent: Any) -> dict[str, str]:
     """Handoff tool name -> target agent, for agents with handoffs (AssistantAgent)."""
-    handoffs = getattr(agent, "_handoffs", None)
+    handoffs = read(agent, "_handoffs")
     if not isinstance(handoffs, Mapping):
         return {}
     return {str(name): str(getattr(h, "target", name)) for name, h in handoffs.items()}
@@ -572,16 +575,19 @@ class _AgentHooks:
         self.originals: dict[str, Any] = {}
         self.dispatchers: dict[str, Any] = {}
         if isinstance(inner, CodeExecutorAgent):
-            self._install(_EXECUTOR, _DispatchingExecutor(self, inner._code_executor), inner._code_executor)
-            if inner._approval_func is not None:
-                self._install(_APPROVAL, self._dispatch(_APPROVAL, inner._approval_func), inner._approval_func)
+            executor = read(inner, _EXECUTOR)
+            if executor is not None:
+                self._install(_EXECUTOR, _DispatchingExecutor(self, executor), executor)
+            approval = read(inner, _APPROVAL)
+            if approval is not None:
+                self._install(_APPROVAL, self._dispatch(_APPROVAL, approval), approval)
         if isinstance(inner, UserProxyAgent):
             self._install(_INPUT, self._dispatch(_INPUT, inner.input_func), inner.input_func)
 
     def _install(self, attr: str, dispatcher: Any, original: Any) -> None:
         self.originals[attr] = original
         self.dispatchers[attr] = dispatcher
-        setattr(self.inner, attr, dispatcher)
+        _set(self.inner, attr, dispatcher)
 
     def target(self, attr: str, original: Any) -> Any:
         """The running wrapper's observer of ``attr``, or ``original`` outside any wrapper's turn."""
@@ -609,12 +615,12 @@ class _AgentHooks:
     def unhooked(self) -> Iterator[None]:
         """The agent exactly as it was built, for the duration of the block."""
         for attr, original in self.originals.items():
-            setattr(self.inner, attr, original)
+            _set(self.inner, attr, original)
         try:
             yield
         finally:
             for attr, dispatcher in self.dispatchers.items():
-                setattr(self.inner, attr, dispatcher)
+                _set(self.inner, attr, dispatcher)
 
 
 def _hooks(inner: Any) -> _AgentHooks:
@@ -632,7 +638,15 @@ def _original(agent: Any, attr: str) -> Any:
     hooks = getattr(agent, _HOOKS_ATTR, None)
     if isinstance(hooks, _AgentHooks) and hooks.inner is agent and attr in hooks.originals:
         return hooks.originals[attr]
-    return getattr(agent, attr, None)
+    return getattr(agent, attr, None) if attr == _INPUT else read(agent, attr)
+
+
+def _set(agent: Any, attr: str, value: Any) -> None:
+    """Set a hooked attribute: ``input_func`` is public, the others are declared private names."""
+    if attr == _INPUT:
+        setattr(agent, attr, value)
+    else:
+        write(agent, attr, value)
 
 
 # ---------------------------------------------------------------------------- wrapper
@@ -867,12 +881,12 @@ class _TeamRun:
     def __init__(self, collector: AER1AutoGenCollector, team: Any) -> None:
         self.collector = collector
         name = str(getattr(team, "name", type(team).__name__))
-        team_id = getattr(team, "_team_id", None)
+        team_id = read(team, "_team_id")
         team_id = team_id if isinstance(team_id, str) and team_id else None
         self.team: dict[str, Any] = {"team": name, "team_id": team_id, "team_type": type(team).__name__}
         #: The actor of this team's team-level steps: no participant can be named so.
         self.actor = team_actor(name, team_id)
-        participants = getattr(team, "_participants", None)
+        participants = read(team, "_participants")
         self.wrapped = [p for p in participants or [] if isinstance(p, AER1AgentWrapper)]
         self.hook: _ManagerHook | None = None
 
@@ -988,11 +1002,11 @@ class _ManagerHook:
         self.takes_notes = self.selector or self.magentic
         if self.selector:
             for attr, key in (("_selector_func", "selector_func"), ("_candidate_func", "candidate_func")):
-                func = getattr(manager, attr, None)
+                func = read(manager, attr)
                 if func is not None:
-                    setattr(manager, attr, self._observe_func(func, key))
-        if (self.selector or self.magentic) and getattr(manager, "_model_client", None) is not None:
-            manager._model_client = _ModelProbe(manager._model_client, self)
+                    write(manager, attr, self._observe_func(func, key))
+        if (self.selector or self.magentic) and read(manager, "_model_client") is not None:
+            write(manager, "_model_client", _ModelProbe(read(manager, "_model_client"), self))
         # Not ``manager.__dict__``: see AER1AgentWrapper._instrument (fast attribute reads).
         object.__setattr__(manager, _HOOK_ATTR, self)
 
@@ -1062,7 +1076,7 @@ class _ManagerHook:
     def _before(self, thread: Sequence[Any]) -> dict[str, Any]:
         manager = self.manager
         if self.round_robin:
-            return {"mechanism": "round_robin", "position": manager._next_speaker_index}
+            return {"mechanism": "round_robin", "position": read(manager, "_next_speaker_index")}
         if self.swarm:
             for message in reversed(thread):
                 if isinstance(message, HandoffMessage):
@@ -1070,15 +1084,15 @@ class _ManagerHook:
                         "mechanism": "handoff",
                         "handoff": {"from": message.source, "target": message.target, "message_id": message.id},
                     }
-            return {"mechanism": "current_speaker", "current_speaker": manager._current_speaker}
+            return {"mechanism": "current_speaker", "current_speaker": read(manager, "_current_speaker")}
         if self.selector:
             return {
-                "previous_speaker": manager._previous_speaker,
-                "allow_repeated_speaker": manager._allow_repeated_speaker,
+                "previous_speaker": read(manager, "_previous_speaker"),
+                "allow_repeated_speaker": read(manager, "_allow_repeated_speaker"),
             }
         if self.graph:
             after = next((m.source for m in reversed(thread) if isinstance(m, BaseChatMessage)), None)
-            return {"mechanism": "graph", "after": after, "ready": list(manager._ready)}
+            return {"mechanism": "graph", "after": after, "ready": list(read(manager, "_ready", ()))}
         return {"mechanism": f"{type(manager).__name__}.select_speaker"}
 
     def _after(self, names: list[str], before: dict[str, Any]) -> dict[str, Any]:
@@ -1091,7 +1105,7 @@ class _ManagerHook:
             elif self.replies:
                 details["model_replies"] = list(self.replies)
                 last = self.replies[-1]
-                mentioned = self.manager._mentioned_agents(last, self.manager._participant_names)
+                mentioned = read(self.manager, "_mentioned_agents")(last, read(self.manager, "_participant_names"))
                 repeated = names == [before.get("previous_speaker")] and not before.get("allow_repeated_speaker")
                 valid = isinstance(last, str) and list(mentioned) == names and not repeated
                 details["mechanism"] = "model" if valid else "model_fallback"
@@ -1116,13 +1130,13 @@ class _ManagerHook:
         kind = type(message).__name__
         if kind == "GroupChatMessage":
             inner = getattr(message, "message", None)
-            if isinstance(inner, BaseChatMessage) and inner.source == getattr(self.manager, "_name", None):
+            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, "_name"):
                 run.manager_message(inner)
                 self.last_manager_message = inner.id
             return
         if kind != "GroupChatRequestPublish":
             return
-        topics = getattr(self.manager, "_participant_name_to_topic_type", {})
+        topics = read(self.manager, "_participant_name_to_topic_type", {})
         speaker = next((n for n, t in topics.items() if t == getattr(topic_id, "type", None)), None)
         if speaker is None:
             return
@@ -1154,14 +1168,14 @@ class _ManagerHook:
 
 async def _find_manager(team: Any) -> Any:
     """The team's group chat manager instance, created now if needed; None if unreachable."""
-    runtime = getattr(team, "_runtime", None)
-    manager_type = getattr(team, "_group_chat_manager_topic_type", None)
-    key = getattr(team, "_team_id", None)
+    runtime = read(team, "_runtime")
+    manager_type = read(team, "_group_chat_manager_topic_type")
+    key = read(team, "_team_id")
     getter = getattr(runtime, "try_get_underlying_agent_instance", None)
     if runtime is None or not isinstance(manager_type, str) or not isinstance(key, str) or getter is None:
         return None
-    if getattr(team, "_initialized", True) is False:
-        await team._init(runtime)
+    if read(team, "_initialized", True) is False:
+        await read(team, "_init")(runtime)
     manager = await getter(AgentId(manager_type, key))
     if not (callable(getattr(manager, "select_speaker", None)) and callable(getattr(manager, "publish_message", None))):
         return None

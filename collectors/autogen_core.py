@@ -53,6 +53,7 @@ from autogen_core.tools import (
 )
 from pydantic import BaseModel
 
+from ._agentchat_internals import read
 from ._errors import error_info, failure_status
 from ._state import PerCollector
 
@@ -467,8 +468,8 @@ _STATIC_WORKBENCHES = (StaticWorkbench, StaticStreamWorkbench)
 def _observe_workbench(workbench: Workbench, collector: Collector, agent: str | None) -> Workbench:
     if isinstance(workbench, _ObservedWorkbench) and workbench._aer1_collector is collector:
         return workbench
-    tools = getattr(workbench, "_tools", None)
-    overrides = getattr(workbench, "_tool_overrides", None)
+    tools = read(workbench, "_tools")
+    overrides = read(workbench, "_tool_overrides")
     if type(workbench) in _STATIC_WORKBENCHES and isinstance(tools, list) and isinstance(overrides, dict):
         # Same class over the same (observed) tools: the agent keeps its exact code path
         # (AssistantAgent streams only through StaticStreamWorkbench) and each tool run is timed.
