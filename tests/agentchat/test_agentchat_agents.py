@@ -365,3 +365,22 @@ async def test_identity_without_secrets(collector: AER1AutoGenCollector, scripte
     assert len({a.get("config_digest") for a in receipt["agents"][:2]}) == 2
     saved = json.dumps(receipt) + json.dumps(contents)
     assert SECRET not in saved
+
+
+async def test_user_proxy_wrapped_for_two_collectors_records_in_each(
+    collector: AER1AutoGenCollector, check: Check
+) -> None:
+    answers = iter(["first answer", "second answer", "unrecorded answer"])
+    human = UserProxyAgent("human", input_func=lambda prompt: next(answers))
+    other = AER1AutoGenCollector(goal="the other collector")
+    for_other = AER1AgentWrapper(human, other)
+    for_this = AER1AgentWrapper(human, collector)
+    await for_other.run(task="question one")
+    await for_this.run(task="question two")
+    await human.run(task="question three")  # no wrapper: nothing recorded anywhere
+    receipt, contents = check(collector)
+    assert pairs(receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert contents[1]["input"] == "second answer"
+    other_receipt, other_contents = check(other)
+    assert pairs(other_receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert other_contents[1]["input"] == "first answer"

@@ -33,6 +33,8 @@ from aer1.collectors.agentchat import _find_manager
 
 from ..scripted_models import scripted_client
 
+pytestmark = pytest.mark.filterwarnings("ignore:No approval function set:UserWarning")
+
 PACKAGES = ("autogen-agentchat", "autogen-core", "autogen-ext")
 
 
