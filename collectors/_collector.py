@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from aer1 import Collector
 
-from ._errors import error_info, failure_status
+from ._errors import count_failure, error_info, failure_status
 
 if TYPE_CHECKING:
     from .agentchat import AER1AgentWrapper
@@ -246,7 +246,7 @@ class AER1AutoGenCollector(Collector):
             try:
                 run.turn_started(wrapper.name, time.time())
             except Exception as e:  # observation never breaks the turn
-                log.warning("aer1: turn-order observation failed: %s: %s", type(e).__name__, e)
+                count_failure(self, "the turn order", e)
 
     def _ac_attach_run(self, wrappers: Sequence[Any], run: Any) -> None:
         """Route the turns of ``wrappers`` to the team run ``run`` (a run in progress keeps its own)."""

@@ -61,7 +61,7 @@ from aer1 import Collector
 
 from ._agentchat_internals import read, write
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
-from ._errors import error_info, failure_status
+from ._errors import count_failure, error_info, failure_status
 from ._state import PerCollector
 from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
 
@@ -318,10 +318,8 @@ class _Turn:
                 self._inner_item(handler, source, item)
             else:
                 handler(self, item)
-        except Exception as e:  # observation never breaks the turn
-            log.warning(
-                "aer1: could not observe %s from %r: %s: %s", type(item).__name__, self.agent, type(e).__name__, e
-            )
+        except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+            count_failure(self.collector, f"{type(item).__name__} from {self.agent!r}", e)
 
     # -- items of agents run inside this turn ---------------------------------------
 
@@ -785,8 +783,8 @@ class AER1AgentWrapper(BaseChatAgent):
                      "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
                     agent=message.source or UNNAMED_SOURCE, kind="message", started_at=now, ended_at=now,
                 )  # fmt: skip
-            except Exception as e:  # observation never breaks the turn
-                log.warning("aer1: could not observe a message to %r: %s: %s", self.name, type(e).__name__, e)
+            except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+                count_failure(self._collector, f"a message to {self.name!r}", e)
 
     # -- delegated lifecycle -----------------------------------------------------
 
@@ -1122,8 +1120,8 @@ class _ManagerHook:
         if run is not None:
             try:
                 self._observe_publish(run, message, topic_id)
-            except Exception as e:  # the message is published regardless
-                log.warning("aer1: could not observe a manager publish: %s: %s", type(e).__name__, e)
+            except Exception as e:  # the message is published regardless; the receipt says incomplete
+                count_failure(run.collector, "a manager publish", e)
         await self._publish(message, topic_id, **kwargs)
 
     def _observe_publish(self, run: _TeamRun, message: Any, topic_id: Any) -> None:
