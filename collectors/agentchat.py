@@ -15,15 +15,20 @@
 wraps: same name, description, produced message types, state, reset/pause/resume/close.
 It forwards the inner agent's ``on_messages_stream`` item by item (streaming chunks
 included) and records while forwarding; ``on_messages`` drains that same stream, so each
-turn is recorded exactly once on both paths. Steps per turn: ``tool_call`` (one per call),
+turn is recorded exactly once on both paths. Steps per turn: ``tool_call`` (one per call,
+paired with its result by id and, when ids are empty or repeat, by position),
 ``human_input``, ``code_execution`` and ``approval`` (through the agent's own executor and
-approval function), then the final ``message`` or ``handoff``; ``error`` when the agent
-raises (the exception propagates unchanged).
+approval function, hooked once and shared by every wrapper of the agent), then the final
+``message`` or ``handoff`` with the turn's ``thoughts``; ``error`` when the agent raises
+(the exception propagates unchanged). Messages reaching a wrapped agent from outside the
+wrapped agents are recorded once each, and the actions of unwrapped agents run inside a
+wrapped one (SocietyOfMindAgent, AgentTool) are recorded under their own names.
 
 :func:`team_run_stream` (used by ``AER1AutoGenCollector.run``/``run_stream``) adds the
-team-level steps: ``task``, ``speaker_selection`` (observed inside the group chat manager
-when it can be reached, else by turn order), and ``termination``. What is observable for
-each team, and how, is written in ``spec/agentchat.md``.
+team-level steps, whose actor is the team (``team:<name>/<team id>``): ``task``,
+``speaker_selection`` (observed inside the group chat manager when it can be reached, else
+by turn order), and ``termination``. What is observable for each team, and how, is
+written in ``spec/agentchat.md``.
 """
 
 from __future__ import annotations
