@@ -143,7 +143,8 @@ async def test_agent_exception_propagates_unchanged(
     assert all("reply_to" not in s for s in receipt["steps"])
 
 
-async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
+@pytest.mark.parametrize("call_id", ["w1", ""], ids=["with-id", "empty-id"])
+async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripted, check: Check, call_id: str) -> None:
     started = asyncio.Event()
 
     async def wait_forever(seconds: int) -> str:
@@ -152,7 +153,7 @@ async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripte
         await asyncio.Event().wait()
         return "unreachable"
 
-    client = scripted([calls(("w1", "wait_forever", '{"seconds": 5}'))])
+    client = scripted([calls((call_id, "wait_forever", '{"seconds": 5}'))])
     agent = AER1AgentWrapper(AssistantAgent("alice", model_client=client, tools=[wait_forever]), collector)
     turn = asyncio.create_task(agent.on_messages([TextMessage(content="wait", source="user")], CancellationToken()))
     await started.wait()
@@ -162,7 +163,8 @@ async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripte
     receipt, contents = check(collector)
     assert pairs(receipt) == [TASK_IN, ("tool_call", "alice"), ("error", "alice"), TERM, CLOSE]
     assert [s["status"] for s in receipt["steps"][1:3]] == ["cancelled", "cancelled"]
-    assert contents[1]["call_id"] == "w1" and contents[1]["result"] is None
+    assert contents[1]["call_id"] == call_id and contents[1]["result"] is None
+    assert receipt["steps"][1].get("call_id") == (call_id or None)
     assert contents[2]["type"] == "CancelledError"
 
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import TaskResult
+from autogen_agentchat.conditions import TextMentionTermination
+from autogen_agentchat.teams import Swarm
 from autogen_core.models import CreateResult
 
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, observe_tools
@@ -109,3 +111,36 @@ async def test_repeated_ids_across_responses_keep_their_own_results(
     calls = [(s["agent"], c["name"], c["result"]) for s, c in zip(receipt["steps"], contents, strict=True)
              if s["kind"] == "tool_call"]  # fmt: skip
     assert calls == [("alice", "add", "2"), ("alice", "subtract", "3"), ("bob", "add", "2"), ("bob", "subtract", "3")]
+
+
+def _team_script(style: str, response: int) -> CreateResult:
+    """One model response asking for ``add`` and a handoff to bob, ids as ``style`` sends them."""
+    specs = (("add", '{"a": 20, "b": 22}'), ("transfer_to_bob", "{}"))
+    return openai_streamed_calls(*specs) if style == "openai" else ollama_calls(response, *specs)
+
+
+def _swarm(style: str, wrap: Callable[[Any], Any]) -> Swarm:
+    alice = AssistantAgent(
+        "alice", model_client=scripted_client([_team_script(style, 0)]), tools=[add], handoffs=["bob"],
+        model_client_stream=style == "openai",
+    )  # fmt: skip
+    bob = AssistantAgent("bob", model_client=scripted_client(["bob got it TERMINATE"]))
+    return Swarm([wrap(alice), wrap(bob)], termination_condition=TextMentionTermination("TERMINATE"))
+
+
+@pytest.mark.parametrize("style", ["openai", "ollama"])
+async def test_swarm_handoff_and_tool_in_one_response(
+    collector: AER1AutoGenCollector, check: Check, style: str
+) -> None:
+    plain = await _swarm(style, lambda a: a).run(task="go")
+    result = await collector.run(_swarm(style, lambda a: AER1AgentWrapper(a, collector)), task="go")
+    assert transcript(result) == transcript(plain)
+    receipt, contents = check(collector, result)
+    assert pairs(receipt) == [
+        ("task", "team"), ("speaker_selection", "team"), ("tool_call", "alice"), ("handoff", "alice"),
+        ("speaker_selection", "team"), ("message", "bob"), ("termination", "team"), ("close", "aer1"),
+    ]  # fmt: skip
+    call, handoff = contents[2], contents[3]
+    assert (call["name"], call["arguments"], call["result"]) == ("add", {"a": 20, "b": 22}, "42")
+    assert [(c["name"], c["target"]) for c in handoff["handoff_calls"]] == [("transfer_to_bob", "bob")]
+    assert handoff["selected_call_index"] == 0 and receipt["steps"][3]["target"] == "bob"
