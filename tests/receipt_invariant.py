@@ -1,8 +1,10 @@
 """The standing invariant: every receipt a test makes our code produce verifies.
 
 Each ``Collector.finalize`` during a test is noted (a byte snapshot of the receipt, so a
-test that later tampers with the returned dict does not count). After the test, every
-noted receipt is saved with its evidence into one folder and that folder is checked with
+test that later tampers with the returned dict does not count), and so is each receipt
+``aer1 recover`` writes from a journal (its bytes and its evidence, read the moment they
+are written). After the test, every noted receipt is saved with its evidence into one
+folder and that folder is checked with
 the real ``aer1-verify`` command line (its entry point, in process, ``--json``): one call
 per test. A receipt that does not verify, or whose evidence does not, fails the test that
 produced it. Tests that make broken receipts on purpose opt out with
@@ -16,12 +18,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from aer1 import recover
 from aer1.collector import Collector
 from aer1.receipt import evidence_path_for
 from aer1.verifier.cli import main as verify_cli
@@ -32,19 +35,46 @@ OPT_OUT_MARKER = "unverified_receipts"
 _EVIDENCE_CHECK = "evidence"
 
 
+#: Writes a noted receipt (and its evidence, if any) to the given path.
+Save = Callable[[str], None]
+
+
 class ReceiptLog:
-    """The receipts finalized during one test: (collector, receipt bytes) in order."""
+    """The receipts produced during one test: (receipt bytes, how to save it) in order."""
 
     def __init__(self) -> None:
-        self.finalized: list[tuple[Collector, bytes]] = []
+        self.finalized: list[tuple[bytes, Save]] = []
 
     def note(self, collector: Collector, receipt: dict[str, Any]) -> None:
-        self.finalized.append((collector, orjson.dumps(receipt)))
+        """A receipt ``collector.finalize`` returned: saved later by the collector (evidence included)."""
+        snapshot = orjson.dumps(receipt)
+        self.finalized.append((snapshot, lambda path: _ignore(collector.save(path, workflow=orjson.loads(snapshot)))))
+
+    def note_file(self, path: str) -> None:
+        """A receipt file just written (by recovery): its bytes and its evidence's, as they are now."""
+        with open(path, "rb") as f:
+            data = f.read()
+        evidence_path = evidence_path_for(path)
+        evidence: bytes | None = None
+        if os.path.exists(evidence_path):
+            with open(evidence_path, "rb") as f:
+                evidence = f.read()
+
+        def save(target: str) -> None:
+            Path(target).write_bytes(data)
+            if evidence is not None:
+                Path(evidence_path_for(target)).write_bytes(evidence)
+
+        self.finalized.append((data, save))
+
+
+def _ignore(_: Any) -> None:
+    return None
 
 
 @contextlib.contextmanager
 def noting_receipts() -> Iterator[ReceiptLog]:
-    """Note every receipt ``Collector.finalize`` returns while the block runs."""
+    """Note every receipt ``Collector.finalize`` returns and ``recover_journal`` writes while the block runs."""
     log = ReceiptLog()
     original = Collector.finalize
 
@@ -53,11 +83,19 @@ def noting_receipts() -> Iterator[ReceiptLog]:
         log.note(self, receipt)
         return receipt
 
+    write_atomic = recover._write_atomic
+
+    def recovered(path: str, data: bytes) -> None:  # the last write of recover_journal: the receipt
+        write_atomic(path, data)
+        log.note_file(path)
+
     Collector.finalize = finalize  # type: ignore[method-assign]
+    recover._write_atomic = recovered
     try:
         yield log
     finally:
         Collector.finalize = original  # type: ignore[method-assign]
+        recover._write_atomic = write_atomic
 
 
 def unverified(log: ReceiptLog, folder: Path) -> list[str]:
@@ -68,12 +106,12 @@ def unverified(log: ReceiptLog, folder: Path) -> list[str]:
     """
     seen: set[bytes] = set()
     saved: dict[str, bool] = {}
-    for index, (collector, snapshot) in enumerate(log.finalized):
+    for index, (snapshot, save) in enumerate(log.finalized):
         if snapshot in seen:
             continue
         seen.add(snapshot)
         path = str(folder / f"receipt-{index:04d}.json")
-        collector.save(path, workflow=orjson.loads(snapshot))
+        save(path)
         saved[path] = os.path.exists(evidence_path_for(path))
     if not saved:
         return []

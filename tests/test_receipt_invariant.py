@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
 
 from aer1 import Collector
+from aer1.recover import recover_journal
 
 from .receipt_invariant import ReceiptLog, noting_receipts, unverified
 
@@ -34,7 +34,7 @@ def test_a_broken_receipt_is_named(tmp_path: Path) -> None:
     receipt = collector.finalize("done")
     broken = {**receipt, "steps": [{**receipt["steps"][0], "call_id": ""}, *receipt["steps"][1:]]}
     log = ReceiptLog()
-    log.finalized.append((collector, orjson.dumps(broken)))
+    log.note(collector, broken)
     problems = unverified(log, tmp_path)
     assert len(problems) == 1 and "got INVALID" in problems[0] and "want VALID" in problems[0], problems
 
@@ -46,3 +46,15 @@ def test_record_refuses_empty_optional_members() -> None:
         with pytest.raises(ValueError, match=f"{member} must be a non-empty string or None"):
             collector.record("message", {"content": "x"}, agent="alice", **{member: ""})
     assert collector.step_count == 0
+
+
+def test_recovered_receipts_are_noted_as_written(tmp_path: Path) -> None:
+    journal = tmp_path / "run.journal"
+    collector = Collector(goal="a run that never finalizes", journal=journal)
+    collector.record("message", {"content": "hello"}, agent="alice", kind="message")
+    with noting_receipts() as log:
+        recover_journal(journal, tmp_path / "recovered.json")
+    assert len(log.finalized) == 1
+    (tmp_path / "recovered.json").write_text("tampered after the fact")  # the snapshot is what counts
+    (tmp_path / "checked").mkdir()
+    assert unverified(log, tmp_path / "checked") == []
