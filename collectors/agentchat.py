@@ -42,6 +42,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 from autogen_agentchat.agents import BaseChatAgent, CodeExecutorAgent, UserProxyAgent
@@ -252,6 +253,9 @@ class _Seen:
 
 
 _SEEN: PerCollector[_Seen] = PerCollector(_Seen)
+#: The wrapped agent whose turn runs in this context, with its collector: a wrapped agent
+#: whose turn starts inside it (an inner team's member, an AgentTool's agent) is nested in it.
+_RUNNING: ContextVar[tuple[Collector, str] | None] = ContextVar("aer1_running_turn", default=None)
 _seen = _SEEN.of
 
 
@@ -423,7 +427,7 @@ class _Turn:
 
     def _chat_item(self, message: BaseChatMessage) -> None:
         """A chat message in the stream: recorded for an inner (unwrapped) agent only."""
-        if self.nested_in is None or not self.seen.add_message(message.id):
+        if self.wrapper is not None or not self.seen.add_message(message.id):
             return
         content = {"message_type": type(message).__name__, "message_id": message.id,
                    "content": _message_content(message)}  # fmt: skip
@@ -741,7 +745,10 @@ class AER1AgentWrapper(BaseChatAgent):
         """Forward the wrapped agent's stream item by item, recording as items pass."""
         self._inbound(messages)
         reply_to = (messages[-1].source or None) if messages else None
-        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to)
+        outer = _RUNNING.get()
+        nested_in = outer[1] if outer is not None and outer[0] is self._collector and outer[1] != self.name else None
+        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in)
+        running = _RUNNING.set((self._collector, self.name))
         active = self._hooks.active
         active.append(self)
         if self._team_collector is not None:
@@ -767,6 +774,8 @@ class AER1AgentWrapper(BaseChatAgent):
             turn.failed(exc)
             raise
         finally:
+            with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
+                _RUNNING.reset(running)
             if self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
             if not exhausted:

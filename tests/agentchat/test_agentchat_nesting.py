@@ -72,7 +72,9 @@ async def test_society_of_mind_records_inner_actions_once(
     assert ("tool_call", "society") not in steps
     call = contents[steps.index(("tool_call", "worker"))]
     assert (call["arguments"], call["result"]) == ({"a": 2, "b": 3}, "5")
-    assert call.get("nested_in") == (None if inner_wrapped else "society")
+    # Wrapped or not, the inner agent's steps say which agent's turn they ran in.
+    assert call["nested_in"] == "society"
+    assert contents[steps.index(("message", "worker"))]["nested_in"] == "society"
     # The outer step names the inner run.
     outer = contents[steps.index(("message", "society"))]
     assert outer["content"] == "society says 5"
@@ -104,6 +106,8 @@ async def test_agent_tool_records_inner_actions_once(
                   if s["kind"] == "tool_call"]  # fmt: skip
     # The worker's add, once, as the worker's; the boss's call of the worker tool, as the boss's.
     assert tool_calls == [("worker", "add", "9"), ("boss", "worker", "worker: nine")]
+    assert contents[steps.index(("tool_call", "worker"))]["nested_in"] == "boss"
+    assert "nested_in" not in contents[steps.index(("tool_call", "boss"))]
     boss_call = contents[steps.index(("tool_call", "boss"))]
     assert boss_call["nested"]["agents"][-1] == "worker"
     assert steps.count(("message", "worker")) == 1
