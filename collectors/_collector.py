@@ -46,8 +46,9 @@ log = logging.getLogger("aer1")
 #: does). AgentChat names are Python identifiers: no participant name contains ``:``.
 TEAM_ACTOR_PREFIX = "team:"
 #: The team-level actor of a stop reason whose team was not observed (the team ran
-#: without ``collector.run``): its name and id are unknown.
-UNKNOWN_TEAM_ACTOR = "team:unobserved"
+#: without ``collector.run``): its name and id are unknown. The parentheses keep it apart
+#: from any team's actor (team names are identifiers too).
+UNKNOWN_TEAM_ACTOR = "team:(unobserved)"
 #: How a team-level actor is listed in ``agents`` when its manager class is not known.
 MANAGER_TYPE = "GroupChatManager"
 

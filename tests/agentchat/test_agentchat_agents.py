@@ -361,7 +361,7 @@ async def test_identity_without_secrets(collector: AER1AutoGenCollector, scripte
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK_IN, ("message", "critic"), TERM, CLOSE]
     assert [(a["name"], a["type"]) for a in receipt["agents"]] == [
-        ("planner", "AssistantAgent"), ("critic", "AssistantAgent"), ("team:unobserved", "GroupChatManager"),
+        ("planner", "AssistantAgent"), ("critic", "AssistantAgent"), ("team:(unobserved)", "GroupChatManager"),
     ]  # fmt: skip
     assert same.name == planner.name
     assert len({a.get("config_digest") for a in receipt["agents"][:2]}) == 2

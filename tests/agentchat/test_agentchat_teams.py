@@ -62,8 +62,8 @@ async def test_documented_peer_usage_works_unchanged(
     # Without collector.run() the team's stop reason is not seen: the step says so, under an
     # actor that names no team (none was observed) and that no participant can take.
     assert contents[3]["observed"] is False and contents[3]["stop_reason"] is None
-    assert receipt["steps"][3]["agent"] == "team:unobserved"
-    assert [a["name"] for a in receipt["agents"]] == ["alice", "bob", "team:unobserved"]
+    assert receipt["steps"][3]["agent"] == "team:(unobserved)"
+    assert [a["name"] for a in receipt["agents"]] == ["alice", "bob", "team:(unobserved)"]
 
 
 async def test_round_robin(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
