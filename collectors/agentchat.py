@@ -302,12 +302,13 @@ class _Turn:
         wrapper: AER1AgentWrapper | None = None,
         reply_to: str | None = None,
         nested_in: str | None = None,
+        seen: _Seen | None = None,
     ) -> None:
         self.collector = collector
         self.wrapper = wrapper
         self.agent = agent
         self.nested_in = nested_in
-        self.seen = _seen(collector)
+        self.seen = seen if seen is not None else _seen(collector)
         self.handoff_targets = wrapper._handoff_targets if wrapper is not None else {}
         self.started = time.time()
         self.reply_to = reply_to
@@ -346,7 +347,7 @@ class _Turn:
             return  # the inner agent's own wrapper records it
         sub = self.sub_turns.get(source)
         if sub is None:
-            sub = self.sub_turns[source] = _Turn(self.collector, source, nested_in=self.agent)
+            sub = self.sub_turns[source] = _Turn(self.collector, source, nested_in=self.agent, seen=self.seen)
         handler(sub, item)
 
     def _nesting(self, content: dict[str, Any]) -> dict[str, Any]:
@@ -747,7 +748,7 @@ class AER1AgentWrapper(BaseChatAgent):
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
         nested_in = outer[1] if outer is not None and outer[0] is self._collector and outer[1] != self.name else None
-        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in)
+        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=self._seen)
         running = _RUNNING.set((self._collector, self.name))
         active = self._hooks.active
         active.append(self)
