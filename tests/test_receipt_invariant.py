@@ -58,3 +58,13 @@ def test_recovered_receipts_are_noted_as_written(tmp_path: Path) -> None:
     (tmp_path / "recovered.json").write_text("tampered after the fact")  # the snapshot is what counts
     (tmp_path / "checked").mkdir()
     assert unverified(log, tmp_path / "checked") == []
+
+
+def test_every_test_notes_its_receipts() -> None:
+    # The autouse fixture wraps finalize for the duration of each test.
+    assert Collector.finalize.__qualname__ == "noting_receipts.<locals>.finalize"
+
+
+@pytest.mark.unverified_receipts
+def test_the_opt_out_marker_turns_the_check_off() -> None:
+    assert Collector.finalize.__qualname__ == "Collector.finalize"
