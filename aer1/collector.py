@@ -225,6 +225,8 @@ class Collector:
                                 ("call_id", call_id)):
                 if value is not None and type(value) is not str:
                     raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+                if value == "":  # the verifier rejects an empty member: leave it out (None) instead
+                    raise ValueError(f"{name} must be a non-empty string or None, got ''")
         if started_at is None or ended_at is None:
             now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)

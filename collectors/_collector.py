@@ -10,7 +10,8 @@ knows about AgentChat teams:
   the stop reason it carries (or, when AgentChat turns were recorded but no stop reason
   was seen, a ``termination`` step saying the reason was not observed).
 
-Team-level steps name the actor :data:`MANAGER_ACTOR` (see ``spec/agentchat.md``).
+Team-level steps name the team as their actor: ``team:<name>/<team id>`` (see
+:func:`team_actor` and ``spec/agentchat.md``), a name no AgentChat participant can take.
 """
 
 from __future__ import annotations
@@ -24,19 +25,37 @@ from typing import TYPE_CHECKING, Any
 
 from aer1 import Collector
 
+from ._errors import count_failure, error_info, failure_status
+
 if TYPE_CHECKING:
     from .agentchat import AER1AgentWrapper
 
-__all__ = ["MANAGER_ACTOR", "MANAGER_DESCRIPTION", "MANAGER_TYPE", "AER1AutoGenCollector"]
+__all__ = [
+    "MANAGER_TYPE",
+    "UNKNOWN_TEAM_ACTOR",
+    "AER1AutoGenCollector",
+    "error_info",
+    "failure_status",
+    "team_actor",
+]
 
 log = logging.getLogger("aer1")
 
-#: The ``agent`` of team-level steps (task, speaker selection, termination, and the chat
-#: messages a group chat manager writes itself, as MagenticOne's orchestrator does).
-MANAGER_ACTOR = "manager"
-#: How the team-level actor is listed in the receipt's ``agents``.
+#: Prefix of the ``agent`` of team-level steps (task, speaker selection, termination, and
+#: the chat messages a group chat manager writes itself, as MagenticOne's orchestrator
+#: does). AgentChat names are Python identifiers: no participant name contains ``:``.
+TEAM_ACTOR_PREFIX = "team:"
+#: The team-level actor of a stop reason whose team was not observed (the team ran
+#: without ``collector.run``): its name and id are unknown. The parentheses keep it apart
+#: from any team's actor (team names are identifiers too).
+UNKNOWN_TEAM_ACTOR = "team:(unobserved)"
+#: How a team-level actor is listed in ``agents`` when its manager class is not known.
 MANAGER_TYPE = "GroupChatManager"
-MANAGER_DESCRIPTION = "AgentChat team manager: receives the task, selects speakers, ends the run"
+
+
+def team_actor(name: str, team_id: str | None) -> str:
+    """The actor of a team's team-level steps: ``team:<name>/<team id>`` (unique per team)."""
+    return f"{TEAM_ACTOR_PREFIX}{name}/{team_id}" if team_id else f"{TEAM_ACTOR_PREFIX}{name}"
 #: Note carried by a ``termination`` step whose stop reason nobody reported.
 UNOBSERVED_NOTE = (
     "the team's stop reason was not observed: run the team with collector.run() or "
@@ -60,18 +79,6 @@ def final_text(result: Any) -> str | None:
                 content = getattr(message, "content", None)
                 return content if isinstance(content, str) else None
     return None
-
-
-def error_info(exc: BaseException) -> dict[str, str]:
-    """Type and message of an exception, as steps record them."""
-    return {"type": type(exc).__qualname__, "module": type(exc).__module__, "message": str(exc)}
-
-
-def failure_status(exc: BaseException) -> str:
-    """``cancelled`` for a cancellation (or an abandoned generator), else ``error``."""
-    import asyncio
-
-    return "cancelled" if isinstance(exc, (asyncio.CancelledError, GeneratorExit)) else "error"
 
 
 def _team_stream(
@@ -106,7 +113,6 @@ class AER1AutoGenCollector(Collector):
         self._ac_pending_termination = False
         # TaskResults whose stop reason is already in the chain (kept alive so ids stay unique).
         self._ac_results: list[Any] = []
-        self._ac_manager_registered = False
 
     # ------------------------------------------------------------------ team runs
 
@@ -182,10 +188,11 @@ class AER1AutoGenCollector(Collector):
         started_at: float | None = None,
         ended_at: float | None = None,
         target: str | None = None,
+        actor: str = UNKNOWN_TEAM_ACTOR,
     ) -> dict[str, Any] | None:
-        """Record a team-level step (actor :data:`MANAGER_ACTOR`); never raises."""
-        if not self._ac_manager_registered:
-            self._ac_register_manager()
+        """Record a team-level step of the team ``actor`` (see :func:`team_actor`); never raises."""
+        if actor == UNKNOWN_TEAM_ACTOR:
+            self._ac_register_team(actor, MANAGER_TYPE, "an AgentChat team run without collector.run(): not observed")
         if kind == "termination":
             self._ac_pending_termination = False
         elif kind == "task":
@@ -193,7 +200,7 @@ class AER1AutoGenCollector(Collector):
         return self.safe_record(
             kind,
             content,
-            agent=MANAGER_ACTOR,
+            agent=actor,
             kind=kind,
             status=status,
             started_at=started_at,
@@ -201,15 +208,12 @@ class AER1AutoGenCollector(Collector):
             target=target,
         )
 
-    def _ac_register_manager(self) -> None:
-        """List the team-level actor in ``agents`` (once); never raises."""
-        if self._ac_manager_registered:
-            return
-        self._ac_manager_registered = True
+    def _ac_register_team(self, actor: str, manager_type: str, description: str) -> None:
+        """List a team-level actor in ``agents`` (once); never raises."""
         try:
-            self.register_agent(MANAGER_ACTOR, type=MANAGER_TYPE, description=MANAGER_DESCRIPTION)
-        except Exception as e:  # a user agent named "manager" keeps its own identity
-            log.debug("aer1: team-level actor not registered: %s", e)
+            self.register_agent(actor, type=manager_type, description=description)
+        except Exception as e:  # already listed (same identity is a no-op), or finalized
+            log.debug("aer1: team-level actor %r not registered: %s", actor, e)
 
     def _ac_record_termination(
         self,
@@ -217,6 +221,7 @@ class AER1AutoGenCollector(Collector):
         *,
         team: dict[str, Any] | None = None,
         started_at: float | None = None,
+        actor: str = UNKNOWN_TEAM_ACTOR,
     ) -> None:
         """Record the stop reason a ``TaskResult`` carries, once per result; never raises."""
         with self._ac_lock:
@@ -232,7 +237,7 @@ class AER1AutoGenCollector(Collector):
         content["messages"] = len(messages) if isinstance(messages, Sequence) else None
         if stop_reason is None:
             content["note"] = "the TaskResult carries no stop reason"
-        self._ac_record_team_step("termination", content, started_at=started_at)
+        self._ac_record_team_step("termination", content, started_at=started_at, actor=actor)
 
     def _ac_turn_started(self, wrapper: AER1AgentWrapper) -> None:
         """A wrapped agent's turn began: remember it, and hand it to its team run if any."""
@@ -242,7 +247,7 @@ class AER1AutoGenCollector(Collector):
             try:
                 run.turn_started(wrapper.name, time.time())
             except Exception as e:  # observation never breaks the turn
-                log.warning("aer1: turn-order observation failed: %s: %s", type(e).__name__, e)
+                count_failure(self, "the turn order", e)
 
     def _ac_attach_run(self, wrappers: Sequence[Any], run: Any) -> None:
         """Route the turns of ``wrappers`` to the team run ``run`` (a run in progress keeps its own)."""

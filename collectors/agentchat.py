@@ -15,26 +15,34 @@
 wraps: same name, description, produced message types, state, reset/pause/resume/close.
 It forwards the inner agent's ``on_messages_stream`` item by item (streaming chunks
 included) and records while forwarding; ``on_messages`` drains that same stream, so each
-turn is recorded exactly once on both paths. Steps per turn: ``tool_call`` (one per call),
+turn is recorded exactly once on both paths. Steps per turn: ``tool_call`` (one per call,
+paired with its result by id and, when ids are empty or repeat, by position),
 ``human_input``, ``code_execution`` and ``approval`` (through the agent's own executor and
-approval function), then the final ``message`` or ``handoff``; ``error`` when the agent
-raises (the exception propagates unchanged).
+approval function, hooked once and shared by every wrapper of the agent), then the final
+``message`` or ``handoff`` with the turn's ``thoughts``; ``error`` when the agent raises
+(the exception propagates unchanged). Messages reaching a wrapped agent from outside the
+wrapped agents are recorded once each, and the actions of unwrapped agents run inside a
+wrapped one (SocietyOfMindAgent, AgentTool) are recorded under their own names.
 
 :func:`team_run_stream` (used by ``AER1AutoGenCollector.run``/``run_stream``) adds the
-team-level steps: ``task``, ``speaker_selection`` (observed inside the group chat manager
-when it can be reached, else by turn order), and ``termination``. What is observable for
-each team, and how, is written in ``spec/agentchat.md``.
+team-level steps, whose actor is the team (``team:<name>/<team id>``): ``task``,
+``speaker_selection`` (observed inside the group chat manager when it can be reached, else
+by turn order), and ``termination``. What is observable for each team, and how, is
+written in ``spec/agentchat.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import logging
+import threading
 import time
-from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 from autogen_agentchat.agents import BaseChatAgent, CodeExecutorAgent, UserProxyAgent
@@ -45,24 +53,30 @@ from autogen_agentchat.messages import (
     BaseTextChatMessage,
     HandoffMessage,
     SelectSpeakerEvent,
+    TextMessage,
+    ThoughtEvent,
     ToolCallExecutionEvent,
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
     UserInputRequestedEvent,
 )
 from autogen_core import AgentId, CancellationToken, ComponentModel, FunctionCall
+from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from aer1 import Collector
 
-from ._collector import AER1AutoGenCollector, error_info, failure_status
-from .autogen_core import observe_approval, observe_code_executor, was_call_recorded
+from ._agentchat_internals import read, write
+from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
+from ._errors import count_failure, error_info, failure_status
+from ._state import PerCollector
+from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
 
 __all__ = ["AER1AgentWrapper", "AER1AutoGenCollector", "agent_config", "team_run_stream"]
 
 log = logging.getLogger("aer1")
 
-#: Attribute (on an inner agent) naming the wrapper that instrumented it last.
-_OWNER_ATTR = "_aer1_wrapper"
+#: Attribute (on a wrapped agent) holding its hooks, shared by all its wrappers.
+_HOOKS_ATTR = "_aer1_hooks"
 #: Attribute (on a group chat manager) holding its observation hook.
 _HOOK_ATTR = "_aer1_manager_hook"
 #: Most model replies kept per speaker selection (a selector retries at most a few times).
@@ -122,7 +136,7 @@ def _model_identity(client: Any) -> dict[str, Any]:
     """Client class, model name and model info: never the client's configuration (keys)."""
     name: Any = None
     for attr in ("_create_args", "_raw_config"):
-        mapping = getattr(client, attr, None)
+        mapping = read(client, attr)
         if isinstance(mapping, Mapping) and isinstance(mapping.get("model"), str):
             name = mapping["model"]
             break
@@ -138,17 +152,18 @@ def _model_identity(client: Any) -> dict[str, Any]:
 def _tool_schemas(agent: Any) -> tuple[list[Any], list[str]]:
     schemas: list[Any] = []
     workbenches: list[str] = []
-    for workbench in getattr(agent, "_workbench", None) or []:
-        tools = getattr(workbench, "_tools", None)
+    for workbench in read(agent, "_workbench") or []:
+        tools = read(workbench, "_tools")
         if isinstance(tools, list):
             schemas.extend(getattr(t, "schema", None) for t in tools)
         else:
             workbenches.append(_type_name(workbench))
     if not schemas:
-        schemas = [getattr(t, "schema", None) for t in getattr(agent, "_tools", None) or []]
+        schemas = [getattr(t, "schema", None) for t in read(agent, "_tools") or []]
     return schemas, workbenches
 
 
+_ABSENT = object()
 _BEHAVIOUR_ATTRS = (
     ("reflect_on_tool_use", "_reflect_on_tool_use"),
     ("max_tool_iterations", "_max_tool_iterations"),
@@ -168,10 +183,10 @@ def agent_config(agent: Any) -> dict[str, Any]:
     flags. The model client's own configuration is never read: it may hold API keys.
     """
     config: dict[str, Any] = {"class": _type_name(agent)}
-    system = getattr(agent, "_system_messages", None)
+    system = read(agent, "_system_messages")
     if isinstance(system, list):
         config["system_message"] = [getattr(m, "content", None) for m in system]
-    client = getattr(agent, "_model_client", None)
+    client = read(agent, "_model_client")
     if client is not None:
         config["model"] = _model_identity(client)
     schemas, workbenches = _tool_schemas(agent)
@@ -179,63 +194,178 @@ def agent_config(agent: Any) -> dict[str, Any]:
         config["tools"] = schemas
     if workbenches:
         config["workbenches"] = workbenches
-    handoffs = getattr(agent, "_handoffs", None)
+    handoffs = read(agent, "_handoffs")
     if isinstance(handoffs, Mapping) and handoffs:
         config["handoffs"] = [
             {"name": h.name, "target": h.target, "description": h.description, "message": h.message}
             for h in handoffs.values()
         ]
-    executor = getattr(agent, "_code_executor", None)
+    executor = _original(agent, "_code_executor")
     if executor is not None:
-        config["code_executor"] = _type_name(getattr(executor, "wrapped_executor", executor))
-        config["approval_func"] = _callable_name(getattr(agent, "_approval_func", None))
+        while isinstance(getattr(executor, "wrapped_executor", None), CodeExecutor):
+            executor = executor.wrapped_executor
+        config["code_executor"] = _type_name(executor)
+        config["approval_func"] = _callable_name(_original(agent, "_approval_func"))
     if isinstance(agent, UserProxyAgent):
-        config["input_func"] = _callable_name(agent.input_func)
+        config["input_func"] = _callable_name(_original(agent, "input_func"))
     for key, attr in _BEHAVIOUR_ATTRS:
-        if hasattr(agent, attr):
-            config[key] = getattr(agent, attr)
+        value = read(agent, attr, _ABSENT)
+        if value is not _ABSENT:
+            config[key] = value
     return config
 
 
 def _handoff_targets(agent: Any) -> dict[str, str]:
     """Handoff tool name -> target agent, for agents with handoffs (AssistantAgent)."""
-    handoffs = getattr(agent, "_handoffs", None)
+    handoffs = read(agent, "_handoffs")
     if not isinstance(handoffs, Mapping):
         return {}
     return {str(name): str(getattr(h, "target", name)) for name, h in handoffs.items()}
 
 
+# ------------------------------------------------------------------ per-collector state
+
+#: The actor of a message whose ``source`` is empty (a step's agent cannot be).
+UNNAMED_SOURCE = "(no source)"
+#: Most message ids remembered per collector to record each inbound message once.
+MAX_TRACKED_MESSAGE_IDS = 8192
+#: Most inner agents and message ids a step lists for the nested run it contains.
+MAX_NESTED_LISTED = 256
+
+
+class _Seen:
+    """What one collector knows across wrappers: wrapped agent names, recorded message ids."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.wrapped: set[str] = set()
+        self.messages: OrderedDict[str, None] = OrderedDict()
+
+    def add_message(self, message_id: str) -> bool:
+        """Remember ``message_id``; False when it was already recorded."""
+        with self.lock:
+            if message_id in self.messages:
+                return False
+            self.messages[message_id] = None
+            if len(self.messages) > MAX_TRACKED_MESSAGE_IDS:
+                self.messages.popitem(last=False)
+            return True
+
+
+_SEEN: PerCollector[_Seen] = PerCollector(_Seen)
+#: The wrapped agent whose turn runs in this context, with its collector: a wrapped agent
+#: whose turn starts inside it (an inner team's member, an AgentTool's agent) is nested in it.
+_RUNNING: ContextVar[tuple[Collector, str] | None] = ContextVar("aer1_running_turn", default=None)
+_seen = _SEEN.of
+
+
+def note_recorded_messages(collector: Collector, message_ids: Sequence[str]) -> None:
+    """Messages recorded outside a wrapper (the team's task): not recorded again when received."""
+    seen = _seen(collector)
+    for message_id in message_ids:
+        seen.add_message(message_id)
+
+
 # ------------------------------------------------------------------------------ turns
 
 
+class _Pending:
+    """A requested tool call awaiting its result: where it stood in its model response."""
+
+    __slots__ = ("call", "index", "repeated", "requested")
+
+    def __init__(self, call: FunctionCall, requested: float, index: int, repeated: bool) -> None:
+        self.call = call
+        self.requested = requested
+        self.index = index
+        self.repeated = repeated
+
+
 class _Turn:
-    """One call of a wrapped agent: pairs tool calls and records the final message."""
+    """One turn of one agent: pairs its tool calls and records its final message.
 
-    __slots__ = ("agent", "collector", "handoff_calls", "reply_to", "requests", "started", "wrapper")
+    A wrapper's turn may carry items of other agents (a SocietyOfMindAgent's inner team, an
+    AgentTool's agent). Those are the inner agents' actions: an inner agent wrapped for the
+    same collector records them itself; for an unwrapped one a nested turn records them
+    under the inner agent's name. Either way the outer turn's next step names them
+    (``nested``).
+    """
 
-    def __init__(self, wrapper: AER1AgentWrapper, messages: Sequence[BaseChatMessage]) -> None:
+    __slots__ = ("agent", "collector", "handoff_calls", "handoff_targets", "nested", "nested_in", "reply_to",
+                 "requests", "seen", "started", "sub_turns", "thoughts", "wrapper")  # fmt: skip
+
+    def __init__(
+        self,
+        collector: Collector,
+        agent: str,
+        *,
+        wrapper: AER1AgentWrapper | None = None,
+        reply_to: str | None = None,
+        nested_in: str | None = None,
+        seen: _Seen | None = None,
+    ) -> None:
+        self.collector = collector
         self.wrapper = wrapper
-        self.collector = wrapper._collector
-        self.agent = wrapper.name
+        self.agent = agent
+        self.nested_in = nested_in
+        self.seen = seen if seen is not None else _seen(collector)
+        self.handoff_targets = wrapper._handoff_targets if wrapper is not None else {}
         self.started = time.time()
-        self.reply_to = messages[-1].source if messages else None
-        # call id -> (the call, when it was requested), until its result is seen.
-        self.requests: dict[str, tuple[FunctionCall, float]] = {}
+        self.reply_to = reply_to
+        # Requested calls in request order, until their result is seen (ids may be empty or repeat).
+        self.requests: list[_Pending] = []
         self.handoff_calls: list[dict[str, Any]] = []
+        self.thoughts: list[Any] = []
+        self.nested: dict[str, Any] | None = None
+        self.sub_turns: dict[str, _Turn] = {}
 
     def handle(self, handler: _Handler, item: Any) -> None:
         """Apply ``handler`` (the one ``_HANDLERS`` holds for the item's class) to ``item``; never raises."""
         try:
-            handler(self, item)
-        except Exception as e:  # observation never breaks the turn
-            log.warning(
-                "aer1: could not observe %s from %r: %s: %s", type(item).__name__, self.agent, type(e).__name__, e
-            )
+            source = getattr(item, "source", self.agent)
+            if source != self.agent and isinstance(source, str):
+                source = source or UNNAMED_SOURCE
+                self._inner_item(handler, source, item)
+            else:
+                handler(self, item)
+        except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+            count_failure(self.collector, f"{type(item).__name__} from {self.agent!r}", e)
+
+    # -- items of agents run inside this turn ---------------------------------------
+
+    def _inner_item(self, handler: _Handler, source: str, item: Any) -> None:
+        nested = self.nested
+        if nested is None:
+            nested = self.nested = {"agents": [], "message_ids": [], "items": 0}
+        nested["items"] += 1
+        if source not in nested["agents"] and len(nested["agents"]) < MAX_NESTED_LISTED:
+            nested["agents"].append(source)
+        message_id = getattr(item, "id", None)
+        if isinstance(message_id, str) and len(nested["message_ids"]) < MAX_NESTED_LISTED:
+            nested["message_ids"].append(message_id)
+        if source in self.seen.wrapped:
+            return  # the inner agent's own wrapper records it
+        sub = self.sub_turns.get(source)
+        if sub is None:
+            sub = self.sub_turns[source] = _Turn(self.collector, source, nested_in=self.agent, seen=self.seen)
+        handler(sub, item)
+
+    def _nesting(self, content: dict[str, Any]) -> dict[str, Any]:
+        """Add (once) the inner run seen since the last step, and what this turn is nested in."""
+        if self.nested is not None:
+            content["nested"] = self.nested
+            self.nested = None
+        if self.nested_in is not None:
+            content["nested_in"] = self.nested_in
+        return content
+
+    # -- handlers -----------------------------------------------------------------
 
     def _requested(self, item: ToolCallRequestEvent) -> None:
         now = time.time()
-        for call in item.content:
-            self.requests[call.id] = (call, now)
+        ids = Counter(call.id for call in item.content)
+        for index, call in enumerate(item.content):
+            self.requests.append(_Pending(call, now, index, ids[call.id] > 1 or not call.id))
 
     def _executed(self, item: ToolCallExecutionEvent) -> None:
         now = time.time()
@@ -243,19 +373,35 @@ class _Turn:
             self._result(result.call_id, result.name, result.content, bool(result.is_error), now)
 
     def _input_requested(self, item: UserInputRequestedEvent) -> None:
-        self.wrapper._input_request_id = item.request_id
+        if self.wrapper is not None:
+            self.wrapper._input_request_id = item.request_id
+
+    def _thought(self, item: ThoughtEvent) -> None:
+        self.thoughts.append(item.content)
+
+    def _take_request(self, call_id: str, name: str | None) -> _Pending | None:
+        """The earliest pending call with this id (and name, when one has it): position breaks ties."""
+        fallback: int | None = None
+        for i, pending in enumerate(self.requests):
+            if pending.call.id == call_id:
+                if name is None or pending.call.name == name:
+                    return self.requests.pop(i)
+                if fallback is None:
+                    fallback = i
+        return self.requests.pop(fallback) if fallback is not None else None
 
     def _result(self, call_id: str, name: str | None, result: Any, is_error: bool, now: float) -> None:
-        call, requested = self.requests.pop(call_id, (None, now))
+        pending = self._take_request(call_id, name)
+        call = pending.call if pending is not None else None
         label = name or (call.name if call is not None else "") or "tool"
         arguments, valid = _arguments(call.arguments) if call is not None else (None, True)
-        handoffs = self.wrapper._handoff_targets
-        if label in handoffs:
+        if label in self.handoff_targets:
             self.handoff_calls.append(
-                {"name": label, "call_id": call_id, "target": handoffs[label], "arguments": arguments, "result": result}
-            )
+                {"name": label, "call_id": call_id, "target": self.handoff_targets[label], "arguments": arguments,
+                 "result": result}
+            )  # fmt: skip
             return
-        if was_call_recorded(self.collector, call_id):
+        if was_call_recorded(self.collector, call_id, name=label):
             return  # the observed tool recorded it, with its own timing
         content: dict[str, Any] = {
             "name": label,
@@ -266,19 +412,36 @@ class _Turn:
         }
         if not valid:
             content["arguments_malformed"] = True
+        if pending is not None and pending.repeated:
+            content["call_index"] = pending.index
+            content["paired_by"] = "position"  # empty or repeated ids: the id alone says nothing
         self.collector.safe_record(
             label,
-            content,
+            self._nesting(content),
             agent=self.agent,
             kind="tool_call",
             status="error" if is_error else "ok",
-            started_at=requested,
+            started_at=pending.requested if pending is not None else now,
             ended_at=now,
-            call_id=call_id,
+            call_id=call_id or None,
         )
+
+    def _chat_item(self, message: BaseChatMessage) -> None:
+        """A chat message in the stream: recorded for an inner (unwrapped) agent only."""
+        if self.wrapper is not None or not self.seen.add_message(message.id):
+            return
+        content = {"message_type": type(message).__name__, "message_id": message.id,
+                   "content": _message_content(message)}  # fmt: skip
+        if self.thoughts:
+            content["thoughts"], self.thoughts = self.thoughts, []
+        self.collector.safe_record(
+            "message", self._nesting(content), agent=self.agent, kind="message", started_at=self.started
+        )
+        self.started = time.time()
 
     def _response(self, response: Response) -> None:
         message = response.chat_message
+        self.seen.add_message(message.id)
         cls = type(message)
         if _is_plain_text(cls):  # the common case: a text message is no handoff
             content: Any = cast(BaseTextChatMessage, message).content
@@ -287,9 +450,12 @@ class _Turn:
             return
         else:
             content = _message_content(message)
+        step = {"message_type": cls.__name__, "message_id": message.id, "content": content}
+        if self.thoughts:
+            step["thoughts"] = self.thoughts
         self.collector.safe_record(
             "message",
-            {"message_type": cls.__name__, "message_id": message.id, "content": content},
+            self._nesting(step),
             agent=self.agent,
             kind="message",
             started_at=self.started,
@@ -298,14 +464,14 @@ class _Turn:
 
     def _handoff(self, message: HandoffMessage) -> None:
         # Calls requested but whose result never came back still belong to the handoff.
-        for call_id, (call, _) in list(self.requests.items()):
-            if call.name in self.wrapper._handoff_targets:
-                del self.requests[call_id]
-                self.handoff_calls.append(
-                    {"name": call.name, "call_id": call_id, "target": self.wrapper._handoff_targets[call.name],
-                     "arguments": _arguments(call.arguments)[0], "result": None}
-                )  # fmt: skip
-        selected = next((c["call_id"] for c in self.handoff_calls if c["target"] == message.target), None)
+        for pending in [p for p in self.requests if p.call.name in self.handoff_targets]:
+            self.requests.remove(pending)
+            call = pending.call
+            self.handoff_calls.append(
+                {"name": call.name, "call_id": call.id, "target": self.handoff_targets[call.name],
+                 "arguments": _arguments(call.arguments)[0], "result": None}
+            )  # fmt: skip
+        selected = next((i for i, c in enumerate(self.handoff_calls) if c["target"] == message.target), None)
         content = {
             "message_type": type(message).__name__,
             "message_id": message.id,
@@ -313,30 +479,47 @@ class _Turn:
             "content": message.content,
             "context": message.context,
             "handoff_calls": self.handoff_calls,
-            "selected_call_id": selected,
+            "selected_call_id": self.handoff_calls[selected]["call_id"] if selected is not None else None,
+            "selected_call_index": selected,
         }
+        if self.thoughts:
+            content["thoughts"] = self.thoughts
         self.collector.safe_record(
-            "handoff", content, agent=self.agent, kind="handoff", started_at=self.started,
-            reply_to=self.reply_to, target=message.target,
+            "handoff", self._nesting(content), agent=self.agent, kind="handoff", started_at=self.started,
+            reply_to=self.reply_to, target=message.target or None,
         )  # fmt: skip
 
     def failed(self, exc: BaseException) -> None:
         """The agent raised (or was cancelled): record unanswered calls, then the error."""
         status = failure_status(exc)
-        for call_id, (call, requested) in list(self.requests.items()):
-            if call.name in self.wrapper._handoff_targets or was_call_recorded(self.collector, call_id):
+        for sub in self.sub_turns.values():
+            sub.unanswered(exc, status)
+        self.unanswered(exc, status)
+        content: dict[str, Any] = dict(error_info(exc))
+        if self.thoughts:
+            content["thoughts"] = self.thoughts
+        self.collector.safe_record(
+            "error", self._nesting(content), agent=self.agent, kind="error", status=status, started_at=self.started
+        )
+
+    def unanswered(self, exc: BaseException, status: str) -> None:
+        """Record the calls requested in this turn whose result never came."""
+        for pending in self.requests:
+            call = pending.call
+            if call.name in self.handoff_targets or was_call_recorded(self.collector, call.id, name=call.name):
                 continue
             arguments, _ = _arguments(call.arguments)
+            content = {"name": call.name, "call_id": call.id, "arguments": arguments, "result": None,
+                       "is_error": True, "note": f"no result was observed: the turn ended with {type(exc).__name__}"}
+            if pending.repeated:
+                content["call_index"] = pending.index
+            if self.nested_in is not None:
+                content["nested_in"] = self.nested_in
             self.collector.safe_record(
-                call.name or "tool",
-                {"name": call.name, "call_id": call_id, "arguments": arguments, "result": None, "is_error": True,
-                 "note": f"no result was observed: the turn ended with {type(exc).__name__}"},
-                agent=self.agent, kind="tool_call", status=status, started_at=requested, call_id=call_id,
+                call.name or "tool", content, agent=self.agent, kind="tool_call", status=status,
+                started_at=pending.requested, call_id=call.id or None,
             )  # fmt: skip
         self.requests.clear()
-        self.collector.safe_record(
-            "error", error_info(exc), agent=self.agent, kind="error", status=status, started_at=self.started
-        )
 
 
 _Handler = Callable[[_Turn, Any], None]
@@ -355,9 +538,123 @@ def _find_handler(cls: type) -> _Handler | None:
         handler = _Turn._executed
     elif issubclass(cls, UserInputRequestedEvent):
         handler = _Turn._input_requested
+    elif issubclass(cls, ThoughtEvent):
+        handler = _Turn._thought
+    elif issubclass(cls, BaseChatMessage):
+        handler = _Turn._chat_item
     if len(_HANDLERS) < MAX_CACHED_CLASSES:
         _HANDLERS[cls] = handler
     return handler
+
+
+# ------------------------------------------------------------------ hooks on an agent
+
+
+class _DispatchingExecutor(DelegatingExecutor):
+    """The code executor a wrapped ``CodeExecutorAgent`` holds: runs through the active wrapper."""
+
+    def __init__(self, hooks: _AgentHooks, original: CodeExecutor) -> None:
+        self._aer1_hooks = hooks
+        self._aer1_inner = original
+
+    async def execute_code_blocks(
+        self, code_blocks: list[CodeBlock], cancellation_token: CancellationToken
+    ) -> CodeResult:
+        executor = cast(CodeExecutor, self._aer1_hooks.target(_EXECUTOR, self._aer1_inner))
+        return await executor.execute_code_blocks(code_blocks, cancellation_token)
+
+
+_EXECUTOR, _APPROVAL, _INPUT = "_code_executor", "_approval_func", "input_func"
+
+
+class _AgentHooks:
+    """The one set of hooks on a wrapped agent, shared by every wrapper of it.
+
+    Installed at the first wrap and never moved: the agent's code executor, approval
+    function and input function are replaced by dispatchers (same sync/async kind) that
+    call the observer of the wrapper whose turn is running, innermost first, and the
+    original outside any wrapper's turn. So each wrapper (and each collector) records
+    exactly what happens in its own turns, however often the agent is wrapped.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.active: list[AER1AgentWrapper] = []  # wrappers whose turn is running, innermost last
+        self.originals: dict[str, Any] = {}
+        self.dispatchers: dict[str, Any] = {}
+        if isinstance(inner, CodeExecutorAgent):
+            executor = read(inner, _EXECUTOR)
+            if executor is not None:
+                self._install(_EXECUTOR, _DispatchingExecutor(self, executor), executor)
+            approval = read(inner, _APPROVAL)
+            if approval is not None:
+                self._install(_APPROVAL, self._dispatch(_APPROVAL, approval), approval)
+        if isinstance(inner, UserProxyAgent):
+            self._install(_INPUT, self._dispatch(_INPUT, inner.input_func), inner.input_func)
+
+    def _install(self, attr: str, dispatcher: Any, original: Any) -> None:
+        self.originals[attr] = original
+        self.dispatchers[attr] = dispatcher
+        _set(self.inner, attr, dispatcher)
+
+    def target(self, attr: str, original: Any) -> Any:
+        """The running wrapper's observer of ``attr``, or ``original`` outside any wrapper's turn."""
+        if self.active:
+            return self.active[-1]._observers.get(attr, original)
+        return original
+
+    def _dispatch(self, attr: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        hooks = self
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def dispatch_async(*args: Any, **kwargs: Any) -> Any:
+                return await hooks.target(attr, func)(*args, **kwargs)
+
+            return dispatch_async
+
+        @functools.wraps(func)
+        def dispatch(*args: Any, **kwargs: Any) -> Any:
+            return hooks.target(attr, func)(*args, **kwargs)
+
+        return dispatch
+
+    @contextlib.contextmanager
+    def unhooked(self) -> Iterator[None]:
+        """The agent exactly as it was built, for the duration of the block."""
+        for attr, original in self.originals.items():
+            _set(self.inner, attr, original)
+        try:
+            yield
+        finally:
+            for attr, dispatcher in self.dispatchers.items():
+                _set(self.inner, attr, dispatcher)
+
+
+def _hooks(inner: Any) -> _AgentHooks:
+    hooks = getattr(inner, _HOOKS_ATTR, None)
+    if not (isinstance(hooks, _AgentHooks) and hooks.inner is inner):
+        hooks = _AgentHooks(inner)
+        # getattr/object.__setattr__, never ``inner.__dict__``: reading an instance's __dict__
+        # turns off CPython's fast attribute reads on that agent for all its later turns.
+        object.__setattr__(inner, _HOOKS_ATTR, hooks)
+    return hooks
+
+
+def _original(agent: Any, attr: str) -> Any:
+    """``agent.<attr>`` as the agent was built (before any wrapper's hook)."""
+    hooks = getattr(agent, _HOOKS_ATTR, None)
+    if isinstance(hooks, _AgentHooks) and hooks.inner is agent and attr in hooks.originals:
+        return hooks.originals[attr]
+    return getattr(agent, attr, None) if attr == _INPUT else read(agent, attr)
+
+
+def _set(agent: Any, attr: str, value: Any) -> None:
+    """Set a hooked attribute: ``input_func`` is public, the others are declared private names."""
+    if attr == _INPUT:
+        setattr(agent, attr, value)
+    else:
+        write(agent, attr, value)
 
 
 # ---------------------------------------------------------------------------- wrapper
@@ -373,13 +670,13 @@ class AER1AgentWrapper(BaseChatAgent):
 
     For a ``CodeExecutorAgent`` the wrapper observes the agent's code executor and
     approval function (``code_execution`` and ``approval`` steps); for a
-    ``UserProxyAgent`` its ``input_func`` (``human_input`` steps, recorded during the
-    wrapper's turns only). These hooks are set on the wrapped agent itself; wrapping the
-    agent again moves them to the new wrapper. Observing tools with their own timing is
-    opt-in: build the agent with ``observe_tools(tools, collector, agent=name)``.
+    ``UserProxyAgent`` its ``input_func`` (``human_input`` steps). These are recorded
+    during the wrapper's own turns only: an agent wrapped twice (again, or for a second
+    collector) records each turn in the wrapper that ran it. Observing tools with their
+    own timing is opt-in: build the agent with ``observe_tools(tools, collector, agent=name)``.
 
     ``dump_component()`` returns the wrapped agent's component model (observation is
-    not configuration: wrap the loaded agent again).
+    not configuration: wrap the loaded agent again), and raises what AutoGen raises.
     """
 
     def __init__(self, agent: ChatAgent, collector: Collector) -> None:
@@ -395,13 +692,15 @@ class AER1AgentWrapper(BaseChatAgent):
         # The collector when it also records team runs (turn order, pending termination).
         self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._handoff_targets = _handoff_targets(agent)
-        self._turns_active = 0
         self._input_request_id: str | None = None
-        self._swapped: list[tuple[str, Any]] = []
         collector.register_agent(
             agent.name, type=type(agent).__name__, description=agent.description, config=agent_config(agent)
         )
-        self._instrument()
+        self._seen = _seen(collector)
+        with self._seen.lock:
+            self._seen.wrapped.add(agent.name)
+        self._hooks = _hooks(agent)
+        self._observers = self._make_observers()
 
     # -- the wrapped agent -------------------------------------------------------
 
@@ -445,8 +744,14 @@ class AER1AgentWrapper(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
-        turn = _Turn(self, messages)
-        self._turns_active += 1
+        self._inbound(messages)
+        reply_to = (messages[-1].source or None) if messages else None
+        outer = _RUNNING.get()
+        nested_in = outer[1] if outer is not None and outer[0] is self._collector and outer[1] != self.name else None
+        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=self._seen)
+        running = _RUNNING.set((self._collector, self.name))
+        active = self._hooks.active
+        active.append(self)
         if self._team_collector is not None:
             self._team_collector._ac_turn_started(self)
         stream = self._inner.on_messages_stream(messages, cancellation_token)
@@ -454,7 +759,7 @@ class AER1AgentWrapper(BaseChatAgent):
         handlers = _HANDLERS
         try:
             async for item in stream:
-                # Most items (streaming chunks, thoughts) are only forwarded: one lookup each.
+                # Most items (streaming chunks) are only forwarded: one lookup each.
                 try:
                     handler = handlers[type(item)]
                 except KeyError:
@@ -470,11 +775,31 @@ class AER1AgentWrapper(BaseChatAgent):
             turn.failed(exc)
             raise
         finally:
-            self._turns_active -= 1
+            with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
+                _RUNNING.reset(running)
+            if self in active:
+                del active[len(active) - 1 - active[::-1].index(self)]
             if not exhausted:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    def _inbound(self, messages: Sequence[BaseChatMessage]) -> None:
+        """Record, once each by id, messages reaching this agent from outside the wrapped agents."""
+        seen = self._seen
+        for message in messages:
+            try:
+                if message.source in seen.wrapped or not seen.add_message(message.id):
+                    continue
+                now = time.time()
+                self._collector.safe_record(
+                    "message",
+                    {"message_type": type(message).__name__, "message_id": message.id,
+                     "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
+                    agent=message.source or UNNAMED_SOURCE, kind="message", started_at=now, ended_at=now,
+                )  # fmt: skip
+            except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+                count_failure(self._collector, f"a message to {self.name!r}", e)
 
     # -- delegated lifecycle -----------------------------------------------------
 
@@ -497,48 +822,23 @@ class AER1AgentWrapper(BaseChatAgent):
         await self._inner.close()
 
     def dump_component(self) -> ComponentModel:
-        """The wrapped agent's component model, as if it were not wrapped."""
-        current = [(attr, getattr(self._inner, attr)) for attr, _ in self._swapped]
-        for attr, original in self._swapped:
-            setattr(self._inner, attr, original)
-        try:
+        """The wrapped agent's component model, as if it were not wrapped (same exceptions)."""
+        with self._hooks.unhooked():
             return self._inner.dump_component()
-        except Exception as e:
-            raise TypeError(
-                f"AER1AgentWrapper({self.name!r}) serializes as the agent it wraps "
-                f"({type(self._inner).__name__}), which cannot be serialized: {e}"
-            ) from e
-        finally:
-            for attr, value in current:
-                setattr(self._inner, attr, value)
 
-    # -- hooks on the wrapped agent ---------------------------------------------
+    # -- this wrapper's observers -----------------------------------------------
 
-    def _instrument(self) -> None:
-        inner = self._inner
-        # getattr/object.__setattr__, never ``inner.__dict__``: reading an instance's __dict__
-        # turns off CPython's fast attribute reads on that agent for all its later turns.
-        previous = getattr(inner, _OWNER_ATTR, None)
-        if isinstance(previous, AER1AgentWrapper) and previous._inner is inner:
-            previous._uninstrument()
-        if isinstance(inner, CodeExecutorAgent):
-            executor = inner._code_executor
-            self._swap("_code_executor", observe_code_executor(executor, self._collector, agent=self.name))
-            approval = inner._approval_func
-            if approval is not None:
-                self._swap("_approval_func", observe_approval(approval, self._collector, agent=self.name))
-        if isinstance(inner, UserProxyAgent):
-            self._swap("input_func", self._observe_input(inner.input_func))
-        object.__setattr__(inner, _OWNER_ATTR, self)
-
-    def _swap(self, attr: str, value: Any) -> None:
-        self._swapped.append((attr, getattr(self._inner, attr)))
-        setattr(self._inner, attr, value)
-
-    def _uninstrument(self) -> None:
-        for attr, original in reversed(self._swapped):
-            setattr(self._inner, attr, original)
-        self._swapped.clear()
+    def _make_observers(self) -> dict[str, Any]:
+        """What this wrapper's turns run instead of the agent's executor and functions."""
+        originals = self._hooks.originals
+        observers: dict[str, Any] = {}
+        if _EXECUTOR in originals:
+            observers[_EXECUTOR] = observe_code_executor(originals[_EXECUTOR], self._collector, agent=self.name)
+        if _APPROVAL in originals:
+            observers[_APPROVAL] = observe_approval(originals[_APPROVAL], self._collector, agent=self.name)
+        if _INPUT in originals:
+            observers[_INPUT] = self._observe_input(originals[_INPUT])
+        return observers
 
     def _observe_input(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``input_func`` recording a ``human_input`` step (same sync/async kind)."""
@@ -547,8 +847,6 @@ class AER1AgentWrapper(BaseChatAgent):
             async_func = cast(Callable[[str, CancellationToken | None], Awaitable[str]], func)
 
             async def observed_input_async(prompt: str, cancellation_token: CancellationToken | None) -> str:
-                if not wrapper._turns_active:
-                    return await async_func(prompt, cancellation_token)
                 started, request_id = time.time(), wrapper._input_request_id
                 try:
                     value = await async_func(prompt, cancellation_token)
@@ -563,8 +861,6 @@ class AER1AgentWrapper(BaseChatAgent):
         sync_func = cast(Callable[[str], str], func)
 
         def observed_input(prompt: str) -> str:
-            if not wrapper._turns_active:
-                return sync_func(prompt)
             started, request_id = time.time(), wrapper._input_request_id
             try:
                 value = sync_func(prompt)
@@ -597,8 +893,13 @@ class _TeamRun:
 
     def __init__(self, collector: AER1AutoGenCollector, team: Any) -> None:
         self.collector = collector
-        self.team = {"team": str(getattr(team, "name", type(team).__name__)), "team_type": type(team).__name__}
-        participants = getattr(team, "_participants", None)
+        name = str(getattr(team, "name", type(team).__name__))
+        team_id = read(team, "_team_id")
+        team_id = team_id if isinstance(team_id, str) and team_id else None
+        self.team: dict[str, Any] = {"team": name, "team_id": team_id, "team_type": type(team).__name__}
+        #: The actor of this team's team-level steps: no participant can be named so.
+        self.actor = team_actor(name, team_id)
+        participants = read(team, "_participants")
         self.wrapped = [p for p in participants or [] if isinstance(p, AER1AgentWrapper)]
         self.hook: _ManagerHook | None = None
 
@@ -612,9 +913,9 @@ class _TeamRun:
         started_at: float | None = None,
     ) -> None:
         content: dict[str, Any] = {**self.team, "selected": names, **details, "observed_by": observed_by}
-        target = names[0] if names and len(names) == 1 else None
+        target = names[0] if names and len(names) == 1 and names[0] else None
         self.collector._ac_record_team_step(
-            "speaker_selection", content, status=status, started_at=started_at, target=target
+            "speaker_selection", content, status=status, started_at=started_at, target=target, actor=self.actor
         )
 
     def turn_started(self, agent: str, now: float) -> None:
@@ -636,6 +937,7 @@ class _TeamRun:
             )
 
     def manager_message(self, message: BaseChatMessage) -> None:
+        note_recorded_messages(self.collector, [message.id])
         self.collector._ac_record_team_step(
             "message",
             {
@@ -645,6 +947,7 @@ class _TeamRun:
                 "message_id": message.id,
                 "content": _message_content(message),
             },
+            actor=self.actor,
         )
 
 
@@ -712,11 +1015,11 @@ class _ManagerHook:
         self.takes_notes = self.selector or self.magentic
         if self.selector:
             for attr, key in (("_selector_func", "selector_func"), ("_candidate_func", "candidate_func")):
-                func = getattr(manager, attr, None)
+                func = read(manager, attr)
                 if func is not None:
-                    setattr(manager, attr, self._observe_func(func, key))
-        if (self.selector or self.magentic) and getattr(manager, "_model_client", None) is not None:
-            manager._model_client = _ModelProbe(manager._model_client, self)
+                    write(manager, attr, self._observe_func(func, key))
+        if (self.selector or self.magentic) and read(manager, "_model_client") is not None:
+            write(manager, "_model_client", _ModelProbe(read(manager, "_model_client"), self))
         # Not ``manager.__dict__``: see AER1AgentWrapper._instrument (fast attribute reads).
         object.__setattr__(manager, _HOOK_ATTR, self)
 
@@ -786,7 +1089,7 @@ class _ManagerHook:
     def _before(self, thread: Sequence[Any]) -> dict[str, Any]:
         manager = self.manager
         if self.round_robin:
-            return {"mechanism": "round_robin", "position": manager._next_speaker_index}
+            return {"mechanism": "round_robin", "position": read(manager, "_next_speaker_index")}
         if self.swarm:
             for message in reversed(thread):
                 if isinstance(message, HandoffMessage):
@@ -794,15 +1097,15 @@ class _ManagerHook:
                         "mechanism": "handoff",
                         "handoff": {"from": message.source, "target": message.target, "message_id": message.id},
                     }
-            return {"mechanism": "current_speaker", "current_speaker": manager._current_speaker}
+            return {"mechanism": "current_speaker", "current_speaker": read(manager, "_current_speaker")}
         if self.selector:
             return {
-                "previous_speaker": manager._previous_speaker,
-                "allow_repeated_speaker": manager._allow_repeated_speaker,
+                "previous_speaker": read(manager, "_previous_speaker"),
+                "allow_repeated_speaker": read(manager, "_allow_repeated_speaker"),
             }
         if self.graph:
             after = next((m.source for m in reversed(thread) if isinstance(m, BaseChatMessage)), None)
-            return {"mechanism": "graph", "after": after, "ready": list(manager._ready)}
+            return {"mechanism": "graph", "after": after, "ready": list(read(manager, "_ready", ()))}
         return {"mechanism": f"{type(manager).__name__}.select_speaker"}
 
     def _after(self, names: list[str], before: dict[str, Any]) -> dict[str, Any]:
@@ -815,7 +1118,7 @@ class _ManagerHook:
             elif self.replies:
                 details["model_replies"] = list(self.replies)
                 last = self.replies[-1]
-                mentioned = self.manager._mentioned_agents(last, self.manager._participant_names)
+                mentioned = read(self.manager, "_mentioned_agents")(last, read(self.manager, "_participant_names"))
                 repeated = names == [before.get("previous_speaker")] and not before.get("allow_repeated_speaker")
                 valid = isinstance(last, str) and list(mentioned) == names and not repeated
                 details["mechanism"] = "model" if valid else "model_fallback"
@@ -832,21 +1135,21 @@ class _ManagerHook:
         if run is not None:
             try:
                 self._observe_publish(run, message, topic_id)
-            except Exception as e:  # the message is published regardless
-                log.warning("aer1: could not observe a manager publish: %s: %s", type(e).__name__, e)
+            except Exception as e:  # the message is published regardless; the receipt says incomplete
+                count_failure(run.collector, "a manager publish", e)
         await self._publish(message, topic_id, **kwargs)
 
     def _observe_publish(self, run: _TeamRun, message: Any, topic_id: Any) -> None:
         kind = type(message).__name__
         if kind == "GroupChatMessage":
             inner = getattr(message, "message", None)
-            if isinstance(inner, BaseChatMessage) and inner.source == getattr(self.manager, "_name", None):
+            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, "_name"):
                 run.manager_message(inner)
                 self.last_manager_message = inner.id
             return
         if kind != "GroupChatRequestPublish":
             return
-        topics = getattr(self.manager, "_participant_name_to_topic_type", {})
+        topics = read(self.manager, "_participant_name_to_topic_type", {})
         speaker = next((n for n, t in topics.items() if t == getattr(topic_id, "type", None)), None)
         if speaker is None:
             return
@@ -878,14 +1181,14 @@ class _ManagerHook:
 
 async def _find_manager(team: Any) -> Any:
     """The team's group chat manager instance, created now if needed; None if unreachable."""
-    runtime = getattr(team, "_runtime", None)
-    manager_type = getattr(team, "_group_chat_manager_topic_type", None)
-    key = getattr(team, "_team_id", None)
+    runtime = read(team, "_runtime")
+    manager_type = read(team, "_group_chat_manager_topic_type")
+    key = read(team, "_team_id")
     getter = getattr(runtime, "try_get_underlying_agent_instance", None)
     if runtime is None or not isinstance(manager_type, str) or not isinstance(key, str) or getter is None:
         return None
-    if getattr(team, "_initialized", True) is False:
-        await team._init(runtime)
+    if read(team, "_initialized", True) is False:
+        await read(team, "_init")(runtime)
     manager = await getter(AgentId(manager_type, key))
     if not (callable(getattr(manager, "select_speaker", None)) and callable(getattr(manager, "publish_message", None))):
         return None
@@ -919,6 +1222,14 @@ def _task_content(task: Any) -> Any:
     return task
 
 
+def _task_message_ids(task: Any) -> list[str]:
+    if isinstance(task, BaseChatMessage):
+        return [task.id]
+    if isinstance(task, Sequence) and not isinstance(task, str):
+        return [m.id for m in task if isinstance(m, BaseChatMessage)]
+    return []
+
+
 async def team_run_stream(
     collector: AER1AutoGenCollector,
     team: Any,
@@ -934,10 +1245,23 @@ async def team_run_stream(
     says the reason was not observed, with the error, and the exception propagates.
     """
     run = _TeamRun(collector, team)
-    collector._ac_record_team_step(
-        "task", {**run.team, "task": _task_content(task), "output_task_messages": output_task_messages}
-    )
     run.hook = await _attach(team, run)
+    manager = run.hook.manager if run.hook is not None else None
+    collector._ac_register_team(
+        run.actor,
+        type(manager).__name__ if manager is not None else MANAGER_TYPE,
+        f"the manager of {run.team['team_type']} {run.team['team']!r}: receives the task, selects speakers, "
+        "ends the run",
+    )
+    content: dict[str, Any] = {**run.team, "task": _task_content(task), "output_task_messages": output_task_messages}
+    if isinstance(task, str):
+        # What AutoGen itself makes of a text task, made here so its message id is known.
+        task = TextMessage(content=task, source="user")
+    message_ids = _task_message_ids(task)
+    if message_ids:
+        content["message_ids"] = message_ids
+        note_recorded_messages(collector, message_ids)
+    collector._ac_record_team_step("task", content, actor=run.actor)
     if run.hook is None:  # turn order is the fallback: route the wrapped participants' turns here
         collector._ac_attach_run(run.wrapped, run)
     result: TaskResult | None = None
@@ -950,16 +1274,16 @@ async def team_run_stream(
             async for item in stream:
                 if isinstance(item, TaskResult):
                     result = item
-                    collector._ac_record_termination(item, team=run.team)
+                    collector._ac_record_termination(item, team=run.team, actor=run.actor)
                 elif watch:
                     run.observe(item)
                 yield item
     except BaseException as exc:
         if result is None:
-            content: dict[str, Any] = {**run.team, "stop_reason": None, "observed": False, "error": error_info(exc)}
+            ended: dict[str, Any] = {**run.team, "stop_reason": None, "observed": False, "error": error_info(exc)}
             if isinstance(exc, GeneratorExit):
-                content["note"] = "the caller stopped reading the stream before the team ended"
-            collector._ac_record_team_step("termination", content, status=failure_status(exc))
+                ended["note"] = "the caller stopped reading the stream before the team ended"
+            collector._ac_record_team_step("termination", ended, status=failure_status(exc), actor=run.actor)
         raise
     finally:
         if run.hook is not None and run.hook.run is run:

@@ -19,7 +19,6 @@ The step contents are specified in ``spec/autogen-core.md``.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import logging
@@ -29,7 +28,6 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
-from weakref import WeakKeyDictionary
 
 from autogen_core import (
     AgentId,
@@ -54,6 +52,10 @@ from autogen_core.tools import (
     Workbench,
 )
 from pydantic import BaseModel
+
+from ._agentchat_internals import read
+from ._errors import error_info, failure_status
+from ._state import PerCollector
 
 if TYPE_CHECKING:
     from aer1 import Collector
@@ -104,69 +106,68 @@ def _ended(started_at: float) -> float:
     return max(time.time(), started_at)
 
 
-def _error_info(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__qualname__, "message": str(exc)}
-
-
 def _type_name(value: Any) -> str:
     t = type(value)
     return f"{t.__module__}.{t.__qualname__}"
 
 
 class _CallLedger:
-    """Call ids recorded by observed tools for one collector, with how often each was recorded."""
+    """Calls recorded by observed tools for one collector: (call id, tool name) -> how often.
+
+    Keyed by the id *and* the tool name: models send empty ids (OpenAI streaming) or one id
+    for every call of a response (Ollama), so the id alone cannot tell calls apart.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts: OrderedDict[str, int] = OrderedDict()
+        self.counts: OrderedDict[tuple[str, str], int] = OrderedDict()
 
-    def add(self, call_id: str) -> None:
+    def add(self, call_id: str, name: str) -> None:
+        key = (call_id, name)
         with self.lock:
-            self.counts[call_id] = self.counts.get(call_id, 0) + 1
-            self.counts.move_to_end(call_id)
+            self.counts[key] = self.counts.get(key, 0) + 1
+            self.counts.move_to_end(key)
             while len(self.counts) > MAX_TRACKED_CALL_IDS:
                 self.counts.popitem(last=False)
 
-    def take(self, call_id: str, consume: bool) -> bool:
+    def take(self, call_id: str, name: str | None, consume: bool) -> bool:
         with self.lock:
-            count = self.counts.get(call_id, 0)
-            if count == 0:
+            if name is not None:
+                key: tuple[str, str] | None = (call_id, name)
+            else:
+                key = next((k for k in self.counts if k[0] == call_id), None)
+            count = self.counts.get(key, 0) if key is not None else 0
+            if key is None or count == 0:
                 return False
             if consume:
                 if count == 1:
-                    del self.counts[call_id]
+                    del self.counts[key]
                 else:
-                    self.counts[call_id] = count - 1
+                    self.counts[key] = count - 1
             return True
 
 
-_LEDGERS: WeakKeyDictionary[Any, _CallLedger] = WeakKeyDictionary()
-_LEDGERS_LOCK = threading.Lock()
+_LEDGERS: PerCollector[_CallLedger] = PerCollector(_CallLedger)
+_ledger = _LEDGERS.of
 
 
-def _ledger(collector: Any) -> _CallLedger:
-    with _LEDGERS_LOCK:
-        ledger = _LEDGERS.get(collector)
-        if ledger is None:
-            ledger = _CallLedger()
-            _LEDGERS[collector] = ledger
-        return ledger
-
-
-def was_call_recorded(collector: Collector, call_id: str, *, consume: bool = True) -> bool:
+def was_call_recorded(
+    collector: Collector, call_id: str, *, consume: bool = True, name: str | None = None
+) -> bool:
     """True if a tool observed by :func:`observe_tools` recorded a call with ``call_id`` on ``collector``.
 
-    Each recording answers True once (``consume=True``, the default): a model that reuses a
-    call id in a later turn (scripted clients do) is then not mistaken for a recorded call.
-    Pass ``consume=False`` to ask without using the answer up. At most
-    :data:`MAX_TRACKED_CALL_IDS` ids are kept per collector (oldest dropped first); the
-    bookkeeping lives as long as the collector.
+    With ``name`` (the tool name the model called), the call must also have that name:
+    this is how an empty call id (OpenAI streaming) or an id shared by several calls of
+    one response (Ollama) is matched; without it an empty id never matches. Each recording
+    answers True once (``consume=True``, the default): a model that reuses a call id in a
+    later turn is then not mistaken for a recorded call. Pass ``consume=False`` to ask
+    without using the answer up. At most :data:`MAX_TRACKED_CALL_IDS` calls are kept per
+    collector (oldest dropped first); the bookkeeping lives as long as the collector.
     """
-    if not call_id:
+    if not isinstance(call_id, str) or (not call_id and name is None):
         return False
-    with _LEDGERS_LOCK:
-        ledger = _LEDGERS.get(collector)
-    return ledger is not None and ledger.take(call_id, consume)
+    ledger = _LEDGERS.peek(collector)
+    return ledger is not None and ledger.take(call_id, name, consume)
 
 
 class _ObservedCall:
@@ -200,9 +201,8 @@ class _ObservedCall:
         }
         status = "error" if content["is_error"] else "ok"
         if exc is not None:
-            content["error"] = _error_info(exc)
-            if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
-                status = "cancelled"
+            content["error"] = error_info(exc)
+            status = failure_status(exc)
         if streamed is not None:
             content["streamed"] = streamed
         step = self.collector.safe_record(
@@ -213,10 +213,10 @@ class _ObservedCall:
             status=status,
             started_at=self.started_at,
             ended_at=ended_at,
-            call_id=self.call_id,
+            call_id=self.call_id or None,  # an empty id is in the content; the member must not be empty
         )
-        if step is not None and self.call_id:
-            _ledger(self.collector).add(self.call_id)
+        if step is not None and isinstance(self.call_id, str):
+            _ledger(self.collector).add(self.call_id, self.label)
 
 
 # ------------------------------------------------------------------------------- tools
@@ -468,8 +468,8 @@ _STATIC_WORKBENCHES = (StaticWorkbench, StaticStreamWorkbench)
 def _observe_workbench(workbench: Workbench, collector: Collector, agent: str | None) -> Workbench:
     if isinstance(workbench, _ObservedWorkbench) and workbench._aer1_collector is collector:
         return workbench
-    tools = getattr(workbench, "_tools", None)
-    overrides = getattr(workbench, "_tool_overrides", None)
+    tools = read(workbench, "_tools")
+    overrides = read(workbench, "_tool_overrides")
     if type(workbench) in _STATIC_WORKBENCHES and isinstance(tools, list) and isinstance(overrides, dict):
         # Same class over the same (observed) tools: the agent keeps its exact code path
         # (AssistantAgent streams only through StaticStreamWorkbench) and each tool run is timed.
@@ -536,20 +536,49 @@ def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str |
 # ------------------------------------------------------------------------ code execution
 
 
-class _ObservedCodeExecutor(_Delegating, CodeExecutor):
-    """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
+class DelegatingExecutor(_Delegating, CodeExecutor):
+    """A ``CodeExecutor`` standing for ``_aer1_inner``: lifecycle, context manager and dump delegated."""
 
     _aer1_inner: CodeExecutor
+
+    @property
+    def wrapped_executor(self) -> CodeExecutor:
+        """The executor this one stands for."""
+        return self._aer1_inner
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def restart(self) -> None:
+        await self._aer1_inner.restart()
+
+    async def __aenter__(self) -> DelegatingExecutor:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped executor's component model."""
+        return self._aer1_inner.dump_component()
+
+
+class _ObservedCodeExecutor(DelegatingExecutor):
+    """A ``CodeExecutor`` recording each ``execute_code_blocks`` call and delegating the rest."""
 
     def __init__(self, inner: CodeExecutor, collector: Collector, agent: str) -> None:
         self._aer1_inner = inner
         self._aer1_collector = collector
         self._aer1_agent = agent
-
-    @property
-    def wrapped_executor(self) -> CodeExecutor:
-        """The executor this one records."""
-        return self._aer1_inner
 
     async def execute_code_blocks(
         self, code_blocks: list[CodeBlock], cancellation_token: CancellationToken
@@ -560,8 +589,8 @@ class _ObservedCodeExecutor(_Delegating, CodeExecutor):
         try:
             result = await self._aer1_inner.execute_code_blocks(code_blocks, cancellation_token)
         except BaseException as exc:
-            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
-            self._record(blocks, started_at, status, {"error": _error_info(exc)})
+            status = failure_status(exc)
+            self._record(blocks, started_at, status, {"error": error_info(exc)})
             raise
         # Read now: CodeExecutorAgent rewrites result.output in place after this returns.
         outcome: dict[str, Any] = {
@@ -590,32 +619,6 @@ class _ObservedCodeExecutor(_Delegating, CodeExecutor):
             started_at=started_at,
             ended_at=_ended(started_at),
         )
-
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
-    async def restart(self) -> None:
-        await self._aer1_inner.restart()
-
-    async def __aenter__(self) -> _ObservedCodeExecutor:
-        await self._aer1_inner.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped executor's component model."""
-        return self._aer1_inner.dump_component()
-
 
 def observe_code_executor(executor: CodeExecutor, collector: Collector, *, agent: str) -> CodeExecutor:
     """Wrap ``executor`` so each ``execute_code_blocks`` records a ``code_execution`` step.
@@ -652,8 +655,8 @@ def _record_approval(
     }
     status = "ok"
     if exc is not None:
-        content["error"] = _error_info(exc)
-        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        content["error"] = error_info(exc)
+        status = failure_status(exc)
     collector.safe_record(
         "approval",
         content,

@@ -1,4 +1,8 @@
-"""Shared fixtures: the real peer verifiers from PyPI, installed for tests only.
+"""Shared fixtures: the receipt invariant, and the real peer verifiers from PyPI (tests only).
+
+Every receipt finalized during a test is saved with its evidence and checked with the
+real ``aer1-verify`` command line after the test (``tests/receipt_invariant.py``); a test
+that builds broken receipts on purpose is marked ``unverified_receipts``.
 
 The peers (``aer1-verify`` 0.2.19 and ``aer1-autogen`` 0.1.15) are installed with
 ``pip install --no-deps --target tests/.peers``, never into the project's environment:
@@ -19,9 +23,31 @@ from typing import Any
 
 import pytest
 
+from .receipt_invariant import OPT_OUT_MARKER, noting_receipts, unverified
+
 PEER_DIR = Path(__file__).parent / ".peers"
 PEER_PACKAGES = ("aer1-verify==0.2.19", "aer1-autogen==0.1.15")
 _PEER_TIMEOUT_S = 300
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{OPT_OUT_MARKER}: the test makes receipts that must not verify (skips the receipt invariant)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def every_receipt_verifies(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """After each test, every receipt it finalized verifies with ``aer1-verify`` (evidence included)."""
+    if request.node.get_closest_marker(OPT_OUT_MARKER) is not None:
+        yield
+        return
+    with noting_receipts() as log:
+        yield
+    if log.finalized:
+        problems = unverified(log, tmp_path_factory.mktemp("receipts"))
+        if problems:
+            pytest.fail("receipts produced by this test do not verify:\n" + "\n".join(problems), pytrace=False)
 
 
 def _install_peers() -> str | None:

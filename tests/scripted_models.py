@@ -27,3 +27,19 @@ def scripted_client(replies: Sequence[str | CreateResult]) -> ReplayChatCompleti
 def function_calls(*calls: FunctionCall) -> CreateResult:
     """A model turn requesting ``calls``."""
     return CreateResult(finish_reason="function_calls", content=list(calls), usage=_USAGE, cached=False)
+
+
+def openai_streamed_calls(*calls: tuple[str, str], thought: str | None = None) -> CreateResult:
+    """What ``OpenAIChatCompletionClient.create_stream`` returns when the server streams calls
+    without ids: each ``FunctionCall`` starts as ``id=""`` and no chunk fills it in.
+    ``calls`` are (tool name, JSON arguments); text streamed before the calls is the thought."""
+    content = [FunctionCall(id="", name=name, arguments=args) for name, args in calls]
+    return CreateResult(finish_reason="function_calls", content=content, usage=_USAGE, cached=False, thought=thought)
+
+
+def ollama_calls(response_number: int, *calls: tuple[str, str], thought: str | None = None) -> CreateResult:
+    """What ``OllamaChatCompletionClient`` returns for tool calls: every call of one response
+    has the same id, the client's response counter (``str(n)``); its ``tool_calls`` finish
+    reason becomes ``function_calls``. ``calls`` are (tool name, JSON arguments)."""
+    content = [FunctionCall(id=str(response_number), name=name, arguments=args) for name, args in calls]
+    return CreateResult(finish_reason="function_calls", content=content, usage=_USAGE, cached=False, thought=thought)

@@ -30,9 +30,17 @@ def calls(*specs: tuple[str, str, str]) -> CreateResult:
     return function_calls(*(FunctionCall(id=call_id, name=name, arguments=args) for call_id, name, args in specs))
 
 
+TEAM_PREFIX = "team:"
+
+
+def actor(agent: str) -> str:
+    """A step's agent, with every team-level actor (``team:<name>/<id>``) read as ``team``."""
+    return "team" if agent.startswith(TEAM_PREFIX) else agent
+
+
 def pairs(receipt: dict[str, Any]) -> list[tuple[str, str]]:
-    """(kind, agent) of every step, close included."""
-    return [(s["kind"], s["agent"]) for s in receipt["steps"]]
+    """(kind, agent) of every step, close included; team-level actors read as ``team``."""
+    return [(s["kind"], actor(s["agent"])) for s in receipt["steps"]]
 
 
 @pytest.fixture

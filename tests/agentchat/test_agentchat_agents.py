@@ -13,6 +13,7 @@ from autogen_agentchat.agents import (
     ApprovalResponse,
     AssistantAgent,
     CodeExecutorAgent,
+    UserProxyAgent,
 )
 from autogen_agentchat.base import Response
 from autogen_agentchat.messages import TextMessage
@@ -30,7 +31,9 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:No approval function set:UserWarning",
 )
 
-TERM = ("termination", "manager")
+TERM = ("termination", "team")
+#: The task of agent.run(): it reaches the wrapped agent from outside, recorded once.
+TASK_IN = ("message", "user")
 SECRET = "sk-test-not-a-real-key-0123456789"
 
 
@@ -78,15 +81,15 @@ async def test_tools_parallel_malformed_unknown_raising(
     )
     result = await agent.run(task="use your tools")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("tool_call", "alice")] * 4 + [("message", "alice"), TERM, CLOSE]
+    assert pairs(receipt) == [TASK_IN] + [("tool_call", "alice")] * 4 + [("message", "alice"), TERM, CLOSE]
     assert tool_results(contents) == EXPECTED_CALLS
-    assert [s["tool"] for s in receipt["steps"][:4]] == ["add", "add", "subtract", "explode"]
-    assert [s["call_id"] for s in receipt["steps"][:4]] == ["c1", "c2", "c3", "c4"]
-    assert [s["status"] for s in receipt["steps"][:4]] == ["ok", "error", "error", "error"]
-    assert contents[1]["arguments_malformed"] is True
+    assert [s["tool"] for s in receipt["steps"][1:5]] == ["add", "add", "subtract", "explode"]
+    assert [s["call_id"] for s in receipt["steps"][1:5]] == ["c1", "c2", "c3", "c4"]
+    assert [s["status"] for s in receipt["steps"][1:5]] == ["ok", "error", "error", "error"]
+    assert contents[2]["arguments_malformed"] is True
     # Without reflection the final message is AutoGen's tool call summary.
-    assert contents[4]["message_type"] == "ToolCallSummaryMessage"
-    assert contents[4]["content"] == result.messages[-1].content
+    assert contents[5]["message_type"] == "ToolCallSummaryMessage"
+    assert contents[5]["content"] == result.messages[-1].content
 
 
 async def test_tools_with_reflection(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -96,8 +99,8 @@ async def test_tools_with_reflection(collector: AER1AutoGenCollector, scripted: 
     )
     result = await agent.run(task="add")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("tool_call", "alice"), ("message", "alice"), TERM, CLOSE]
-    assert contents[1] == {
+    assert pairs(receipt) == [TASK_IN, ("tool_call", "alice"), ("message", "alice"), TERM, CLOSE]
+    assert contents[2] == {
         "message_type": "TextMessage",
         "message_id": result.messages[-1].id,
         "content": "the sum is 4",
@@ -111,14 +114,14 @@ async def test_observed_tools_are_recorded_once(
     agent = AER1AgentWrapper(AssistantAgent("alice", model_client=scripted([PARALLEL]), tools=tools), collector)
     result = await agent.run(task="use your tools")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("tool_call", "alice")] * 4 + [("message", "alice"), TERM, CLOSE]
+    assert pairs(receipt) == [TASK_IN] + [("tool_call", "alice")] * 4 + [("message", "alice"), TERM, CLOSE]
     # The observed tools ran (c1, c4) and recorded themselves; the calls the agent
     # answered without running a tool (c2, c3) come from the event pairing.
-    observed = {c["call_id"]: c for c in contents[:4]}
+    observed = {c["call_id"]: c for c in contents[1:5]}
     assert sorted(observed) == ["c1", "c2", "c3", "c4"]
     assert sorted(tool_results(contents))[:3] == EXPECTED_CALLS[:3]
     # The raising tool is recorded where it raised: the exception, not the workbench's text.
-    assert observed["c4"]["error"] == {"type": "ValueError", "message": "exploded: test"}
+    assert observed["c4"]["error"] == {"type": "ValueError", "module": "builtins", "message": "exploded: test"}
     assert (observed["c4"]["result"], observed["c4"]["is_error"]) == (None, True)
 
 
@@ -135,12 +138,13 @@ async def test_agent_exception_propagates_unchanged(
             pass
     assert type(on_messages.value) is type(stream.value) is ValueError
     receipt, contents = check(collector)
-    assert pairs(receipt) == [("error", "alice"), ("error", "alice"), TERM, CLOSE]
-    assert contents[0] == {"type": "ValueError", "module": "builtins", "message": "No more mock responses available"}
+    assert pairs(receipt) == [TASK_IN, ("error", "alice"), ("error", "alice"), TERM, CLOSE]
+    assert contents[1] == {"type": "ValueError", "module": "builtins", "message": "No more mock responses available"}
     assert all("reply_to" not in s for s in receipt["steps"])
 
 
-async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
+@pytest.mark.parametrize("call_id", ["w1", ""], ids=["with-id", "empty-id"])
+async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripted, check: Check, call_id: str) -> None:
     started = asyncio.Event()
 
     async def wait_forever(seconds: int) -> str:
@@ -149,7 +153,7 @@ async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripte
         await asyncio.Event().wait()
         return "unreachable"
 
-    client = scripted([calls(("w1", "wait_forever", '{"seconds": 5}'))])
+    client = scripted([calls((call_id, "wait_forever", '{"seconds": 5}'))])
     agent = AER1AgentWrapper(AssistantAgent("alice", model_client=client, tools=[wait_forever]), collector)
     turn = asyncio.create_task(agent.on_messages([TextMessage(content="wait", source="user")], CancellationToken()))
     await started.wait()
@@ -157,10 +161,11 @@ async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripte
     with pytest.raises(asyncio.CancelledError):
         await turn
     receipt, contents = check(collector)
-    assert pairs(receipt) == [("tool_call", "alice"), ("error", "alice"), TERM, CLOSE]
-    assert [s["status"] for s in receipt["steps"][:2]] == ["cancelled", "cancelled"]
-    assert contents[0]["call_id"] == "w1" and contents[0]["result"] is None
-    assert contents[1]["type"] == "CancelledError"
+    assert pairs(receipt) == [TASK_IN, ("tool_call", "alice"), ("error", "alice"), TERM, CLOSE]
+    assert [s["status"] for s in receipt["steps"][1:3]] == ["cancelled", "cancelled"]
+    assert contents[1]["call_id"] == call_id and contents[1]["result"] is None
+    assert receipt["steps"][1].get("call_id") == (call_id or None)
+    assert contents[2]["type"] == "CancelledError"
 
 
 async def test_on_messages_and_stream_record_each_turn_once(
@@ -173,8 +178,9 @@ async def test_on_messages_and_stream_record_each_turn_once(
     assert isinstance(response, Response) and isinstance(items[-1], Response)
     assert [type(i).__name__ for i in items] == ["ToolCallRequestEvent", "ToolCallExecutionEvent", "Response"]
     receipt, _ = check(collector)
-    assert pairs(receipt) == [("tool_call", "alice"), ("message", "alice")] * 2 + [TERM, CLOSE]
-    assert [s.get("reply_to") for s in receipt["steps"][:4]] == [None, "user", None, "bob"]
+    assert pairs(receipt) == [TASK_IN, ("tool_call", "alice"), ("message", "alice"),
+                              ("message", "bob"), ("tool_call", "alice"), ("message", "alice"), TERM, CLOSE]
+    assert [s.get("reply_to") for s in receipt["steps"][:6]] == [None, None, "user", None, None, "bob"]
 
 
 def _executor(tmp_path: Path) -> LocalCommandLineCodeExecutor:
@@ -206,9 +212,9 @@ async def test_code_executor_approved_and_denied(
     team = RoundRobinGroupChat([writer, runner], max_turns=4)
     result = await collector.run(team, task="compute")
     receipt, contents = check(collector, result)
-    sel = ("speaker_selection", "manager")
+    sel = ("speaker_selection", "team")
     assert pairs(receipt) == [
-        ("task", "manager"),
+        ("task", "team"),
         sel, ("message", "writer"), sel, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"),
         sel, ("message", "writer"), sel, ("approval", "runner"), ("message", "runner"),
         TERM, CLOSE,
@@ -226,10 +232,10 @@ async def test_code_executor_raw_result_before_rewrite(
     runner = AER1AgentWrapper(CodeExecutorAgent("runner", code_executor=_executor(tmp_path)), collector)
     result = await runner.run(task="```python\nimport sys; print('bad'); sys.exit(3)\n```")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("code_execution", "runner"), ("message", "runner"), TERM, CLOSE]
+    assert pairs(receipt) == [TASK_IN, ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE]
     # The executor's own exit code and output; the agent rewrites the text it sends on.
-    assert (contents[0]["exit_code"], contents[0]["output"]) == (3, "bad\n")
-    assert contents[1]["content"].startswith("The script ran, then exited with an error (POSIX exit code: 3)")
+    assert (contents[1]["exit_code"], contents[1]["output"]) == (3, "bad\n")
+    assert contents[2]["content"].startswith("The script ran, then exited with an error (POSIX exit code: 3)")
 
 
 async def test_code_executor_with_model_client(
@@ -243,21 +249,59 @@ async def test_code_executor_with_model_client(
     )  # fmt: skip
     result = await runner.run(task="say hi in python")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE]
-    assert contents[1]["output"] == "hi\n"
-    assert contents[2]["content"] == "it printed hi"
+    assert pairs(receipt) == [
+        TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
+    ]  # fmt: skip
+    assert contents[2]["output"] == "hi\n"
+    assert contents[3]["content"] == "it printed hi"
 
 
-async def test_wrapping_again_moves_the_hooks(collector: AER1AutoGenCollector, check: Check, tmp_path: Path) -> None:
-    inner = CodeExecutorAgent("runner", code_executor=_executor(tmp_path), approval_func=_decisions(True))
+async def test_wrapping_twice_loses_nothing(collector: AER1AutoGenCollector, check: Check, tmp_path: Path) -> None:
+    approve = _decisions(True, True, True)
+    inner = CodeExecutorAgent("runner", code_executor=_executor(tmp_path), approval_func=approve)
     first = AER1AutoGenCollector(goal="the first wrapper's collector")
-    AER1AgentWrapper(inner, first)
+    earlier = AER1AgentWrapper(inner, first)
     runner = AER1AgentWrapper(inner, collector)
-    result = await runner.run(task="```python\nprint('moved')\n```")
+    result = await runner.run(task="```python\nprint('second')\n```")
+    # Each wrapper records the turns it runs, hooks included, whichever was made last.
+    await earlier.run(task="```python\nprint('first')\n```")
+    unwrapped = await inner.run(task="```python\nprint('nobody')\n```")  # no wrapper: nothing recorded
+    assert "nobody" in unwrapped.messages[-1].to_text()
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE]
-    assert contents[1]["output"] == "moved\n"
-    assert first.step_count == 0
+    assert pairs(receipt) == [
+        TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
+    ]  # fmt: skip
+    assert contents[2]["output"] == "second\n"
+    other, other_contents = check(first)
+    assert pairs(other) == [
+        TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
+    ]  # fmt: skip
+    assert other_contents[2]["output"] == "first\n"
+    # The identity is the agent's, not its hooks': equal in both collectors.
+    assert receipt["agents"][0] == other["agents"][0]
+
+
+async def test_wrapping_again_keeps_the_identity(collector: AER1AutoGenCollector) -> None:
+    def ask(prompt: str) -> str:
+        return "yes"
+
+    human = UserProxyAgent("human", input_func=ask)
+    runner = CodeExecutorAgent("runner", code_executor=LocalCommandLineCodeExecutor(), approval_func=_decisions(True))
+    before = [AER1AutoGenCollector(goal="g") for _ in range(3)]
+    for c in before:
+        AER1AgentWrapper(human, c)
+        AER1AgentWrapper(runner, c)
+    AER1AgentWrapper(human, collector)
+    AER1AgentWrapper(human, collector)  # the same agent again, same collector: same identity, no error
+    AER1AgentWrapper(runner, collector)
+    fresh = AER1AutoGenCollector(goal="g")
+    AER1AgentWrapper(UserProxyAgent("human", input_func=ask), fresh)
+    AER1AgentWrapper(
+        CodeExecutorAgent("runner", code_executor=LocalCommandLineCodeExecutor(), approval_func=_decisions(True)),
+        fresh,
+    )
+    digests = [{a["name"]: a["config_digest"] for a in c.finalize()["agents"]} for c in (*before, collector, fresh)]
+    assert all(d == digests[-1] for d in digests), digests
 
 
 async def test_wrapper_is_invisible(collector: AER1AutoGenCollector, scripted: Scripted) -> None:
@@ -292,11 +336,14 @@ async def test_dump_component(collector: AER1AutoGenCollector, scripted: Scripte
     # The observed executor dumps as the executor it wraps.
     runner = CodeExecutorAgent("runner", code_executor=_executor(tmp_path))
     assert AER1AgentWrapper(runner, collector).dump_component() == runner.dump_component()
+    # What AutoGen raises for an agent it cannot serialize is what the wrapper raises.
     guarded = CodeExecutorAgent("guarded", code_executor=_executor(tmp_path), approval_func=_decisions(True))
-    with pytest.raises(
-        TypeError, match=r"AER1AgentWrapper\('guarded'\) serializes as the agent it wraps.*approval_func"
-    ):
+    with pytest.raises(ValueError) as plain:
+        guarded.dump_component()
+    with pytest.raises(ValueError) as wrapped:
         AER1AgentWrapper(guarded, collector).dump_component()
+    assert (type(wrapped.value), str(wrapped.value)) == (type(plain.value), str(plain.value))
+    assert "approval_func" in str(wrapped.value)
 
 
 async def test_identity_without_secrets(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -312,11 +359,30 @@ async def test_identity_without_secrets(collector: AER1AutoGenCollector, scripte
     critic = AER1AgentWrapper(AssistantAgent("critic", model_client=scripted(["fine"])), collector)
     result = await critic.run(task="review")
     receipt, contents = check(collector, result)
-    assert pairs(receipt) == [("message", "critic"), TERM, CLOSE]
+    assert pairs(receipt) == [TASK_IN, ("message", "critic"), TERM, CLOSE]
     assert [(a["name"], a["type"]) for a in receipt["agents"]] == [
-        ("planner", "AssistantAgent"), ("critic", "AssistantAgent"), ("manager", "GroupChatManager"),
+        ("planner", "AssistantAgent"), ("critic", "AssistantAgent"), ("team:(unobserved)", "GroupChatManager"),
     ]  # fmt: skip
     assert same.name == planner.name
     assert len({a.get("config_digest") for a in receipt["agents"][:2]}) == 2
     saved = json.dumps(receipt) + json.dumps(contents)
     assert SECRET not in saved
+
+
+async def test_user_proxy_wrapped_for_two_collectors_records_in_each(
+    collector: AER1AutoGenCollector, check: Check
+) -> None:
+    answers = iter(["first answer", "second answer", "unrecorded answer"])
+    human = UserProxyAgent("human", input_func=lambda prompt: next(answers))
+    other = AER1AutoGenCollector(goal="the other collector")
+    for_other = AER1AgentWrapper(human, other)
+    for_this = AER1AgentWrapper(human, collector)
+    await for_other.run(task="question one")
+    await for_this.run(task="question two")
+    await human.run(task="question three")  # no wrapper: nothing recorded anywhere
+    receipt, contents = check(collector)
+    assert pairs(receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert contents[1]["input"] == "second answer"
+    other_receipt, other_contents = check(other)
+    assert pairs(other_receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert other_contents[1]["input"] == "first answer"

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import pairs
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agentchat_team.py"
 
 
@@ -28,16 +30,16 @@ def test_example_team_offline(
     out = capsys.readouterr().out
     assert "verdict: VALID" in out and "signature    PASS" in out
     receipt = json.loads((tmp_path / "receipt.json").read_text(encoding="utf-8"))
-    assert [(s["kind"], s["agent"]) for s in receipt["steps"]] == [
-        ("task", "manager"),
-        ("speaker_selection", "manager"),
+    assert pairs(receipt) == [
+        ("task", "team"),
+        ("speaker_selection", "team"),
         ("tool_call", "planner"),
         ("handoff", "planner"),
-        ("speaker_selection", "manager"),
+        ("speaker_selection", "team"),
         ("approval", "analyst"),
         ("code_execution", "analyst"),
         ("message", "analyst"),
-        ("termination", "manager"),
+        ("termination", "team"),
         ("close", "aer1"),
     ]
     code, text = peer_verify_cli(tmp_path / "receipt.json")

@@ -15,7 +15,7 @@ from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, agentchat
 
 from .conftest import CLOSE, Check, Scripted, pairs
 
-TASK, TERM, SEL = ("task", "manager"), ("termination", "manager"), ("speaker_selection", "manager")
+TASK, TERM, SEL = ("task", "team"), ("termination", "team"), ("speaker_selection", "team")
 
 
 async def test_team_on_a_runtime_of_its_own(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -78,11 +78,13 @@ async def test_manager_hook_only_forwards_outside_a_run(
     first = await collector.run(team, task="go")
     second = await team.run(task="again")  # not through the collector: no team-level steps
     assert second.stop_reason == first.stop_reason
-    receipt, _ = check(collector, final_answer="done")
+    receipt, contents = check(collector, final_answer="done")
     assert pairs(receipt) == [
         TASK, SEL, ("message", "a"), SEL, ("message", "b"), TERM,
-        ("message", "a"), ("message", "b"), TERM, CLOSE,
+        ("message", "user"), ("message", "a"), ("message", "b"), TERM, CLOSE,
     ]  # fmt: skip
+    # The second task reached "a" from outside the wrapped agents: recorded once, as received.
+    assert contents[6]["content"] == "again" and contents[6]["received_by"] == "a"
 
 
 def test_collector_needs_no_autogen() -> None:

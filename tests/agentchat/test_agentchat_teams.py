@@ -27,8 +27,8 @@ from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
 
 from .conftest import CLOSE, Check, Scripted, calls, pairs
 
-TASK = ("task", "manager")
-TERM = ("termination", "manager")
+TASK = ("task", "team")
+TERM = ("termination", "team")
 
 
 def wrap(collector: AER1AutoGenCollector, name: str, client: object, **kwargs: object) -> AER1AgentWrapper:
@@ -45,18 +45,25 @@ async def test_documented_peer_usage_works_unchanged(
     result = await team.run(task="Plan the product launch")
     # The peer's documented line, verbatim (hence the type ignore).
     receipt, contents = check(collector, final_answer=result.messages[-1].content)  # type: ignore[union-attr]
-    assert pairs(receipt) == [("message", "alice"), ("message", "bob"), TERM, CLOSE]
+    # The task reached alice from outside the wrapped agents: recorded once, under its source.
+    assert pairs(receipt) == [("message", "user"), ("message", "alice"), ("message", "bob"), TERM, CLOSE]
+    assert contents[0] == {
+        "message_type": "TextMessage", "message_id": result.messages[0].id, "content": "Plan the product launch",
+        "observed_by": "inbound", "received_by": "alice",
+    }  # fmt: skip
     assert receipt["output_hash"] == hashlib.sha256(b"review: looks good TERMINATE").hexdigest()
-    assert receipt["steps"][1]["reply_to"] == "alice"
-    assert receipt["steps"][0]["reply_to"] == "user"
-    assert contents[1] == {
+    assert receipt["steps"][2]["reply_to"] == "alice"
+    assert receipt["steps"][1]["reply_to"] == "user"
+    assert contents[2] == {
         "message_type": "TextMessage",
         "message_id": result.messages[-1].id,
         "content": "review: looks good TERMINATE",
     }
-    # Without collector.run() the team's stop reason is not seen: the step says so.
-    assert contents[2]["observed"] is False and contents[2]["stop_reason"] is None
-    assert [a["name"] for a in receipt["agents"]] == ["alice", "bob", "manager"]
+    # Without collector.run() the team's stop reason is not seen: the step says so, under an
+    # actor that names no team (none was observed) and that no participant can take.
+    assert contents[3]["observed"] is False and contents[3]["stop_reason"] is None
+    assert receipt["steps"][3]["agent"] == "team:(unobserved)"
+    assert [a["name"] for a in receipt["agents"]] == ["alice", "bob", "team:(unobserved)"]
 
 
 async def test_round_robin(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -66,9 +73,9 @@ async def test_round_robin(collector: AER1AutoGenCollector, scripted: Scripted, 
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
-        ("speaker_selection", "manager"), ("message", "alice"),
-        ("speaker_selection", "manager"), ("message", "bob"),
-        ("speaker_selection", "manager"), ("message", "alice"),
+        ("speaker_selection", "team"), ("message", "alice"),
+        ("speaker_selection", "team"), ("message", "bob"),
+        ("speaker_selection", "team"), ("message", "alice"),
         TERM, CLOSE,
     ]  # fmt: skip
     assert contents[0]["task"] == "count" and contents[0]["team_type"] == "RoundRobinGroupChat"
@@ -99,9 +106,9 @@ async def test_selector_function_model_and_single_candidate(
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
-        ("speaker_selection", "manager"), ("message", "alice"),
-        ("speaker_selection", "manager"), ("message", "bob"),
-        ("speaker_selection", "manager"), ("message", "alice"),
+        ("speaker_selection", "team"), ("message", "alice"),
+        ("speaker_selection", "team"), ("message", "bob"),
+        ("speaker_selection", "team"), ("message", "alice"),
         TERM, CLOSE,
     ]  # fmt: skip
     selections = [c for c in contents if "selected" in c]
@@ -131,8 +138,8 @@ async def test_selector_candidate_func_retries_and_fallback(
     result = await collector.run(team, task="go")
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
-        TASK, ("speaker_selection", "manager"), ("message", "carol"),
-        ("speaker_selection", "manager"), ("message", "carol"), TERM, CLOSE,
+        TASK, ("speaker_selection", "team"), ("message", "carol"),
+        ("speaker_selection", "team"), ("message", "carol"), TERM, CLOSE,
     ]  # fmt: skip
     first, second = [c for c in contents if "selected" in c]
     assert first["candidate_func"]["returned"] == ["bob", "carol"]
@@ -161,8 +168,8 @@ async def test_swarm_handoff_recorded_once(collector: AER1AutoGenCollector, scri
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
-        ("speaker_selection", "manager"), ("tool_call", "alice"), ("handoff", "alice"),
-        ("speaker_selection", "manager"), ("message", "bob"),
+        ("speaker_selection", "team"), ("tool_call", "alice"), ("handoff", "alice"),
+        ("speaker_selection", "team"), ("message", "bob"),
         TERM, CLOSE,
     ]  # fmt: skip
     handoff = receipt["steps"][3]
@@ -190,9 +197,9 @@ async def test_graph_flow_fan_out_and_join(collector: AER1AutoGenCollector, scri
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
-        ("speaker_selection", "manager"), ("message", "a"),
-        ("speaker_selection", "manager"), ("message", "b"), ("message", "c"),
-        ("speaker_selection", "manager"), ("message", "d"),
+        ("speaker_selection", "team"), ("message", "a"),
+        ("speaker_selection", "team"), ("message", "b"), ("message", "c"),
+        ("speaker_selection", "team"), ("message", "d"),
         TERM, CLOSE,
     ]  # fmt: skip
     selections = [c for c in contents if "selected" in c]
@@ -230,10 +237,10 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
-        ("message", "manager"),  # the task ledger
-        ("message", "manager"), ("speaker_selection", "manager"), ("message", "bob"),
-        ("message", "manager"), ("speaker_selection", "manager"), ("message", "alice"),
-        ("message", "manager"),  # the final answer
+        ("message", "team"),  # the task ledger
+        ("message", "team"), ("speaker_selection", "team"), ("message", "bob"),
+        ("message", "team"), ("speaker_selection", "team"), ("message", "alice"),
+        ("message", "team"),  # the final answer
         TERM, CLOSE,
     ]  # fmt: skip
     first, second = [c for c in contents if "selected" in c]
@@ -262,8 +269,8 @@ async def test_user_proxy_human_input(collector: AER1AutoGenCollector, scripted:
     result = await collector.run(team, task="decide")
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
-        TASK, ("speaker_selection", "manager"), ("message", "alice"),
-        ("speaker_selection", "manager"), ("human_input", "human"), ("message", "human"), TERM, CLOSE,
+        TASK, ("speaker_selection", "team"), ("message", "alice"),
+        ("speaker_selection", "team"), ("human_input", "human"), ("message", "human"), TERM, CLOSE,
     ]  # fmt: skip
     request_id = next(m.request_id for m in result.messages if type(m).__name__ == "UserInputRequestedEvent")
     assert contents[4] == {"prompt": "Enter your response: ", "request_id": request_id, "input": "ship it TERMINATE"}
@@ -279,10 +286,10 @@ async def test_user_proxy_async_input_and_failure(collector: AER1AutoGenCollecto
     with pytest.raises(RuntimeError, match="Failed to get user input: no terminal"):
         await human.run(task="hello")
     receipt, contents = check(collector)
-    assert pairs(receipt) == [("human_input", "human"), ("error", "human"), TERM, CLOSE]
-    assert receipt["steps"][0]["status"] == "error" and receipt["status"] == "error"
-    assert contents[0]["error"] == {"type": "OSError", "module": "builtins", "message": "no terminal"}
-    assert contents[1]["type"] == "RuntimeError"
+    assert pairs(receipt) == [("message", "user"), ("human_input", "human"), ("error", "human"), TERM, CLOSE]
+    assert receipt["steps"][1]["status"] == "error" and receipt["status"] == "error"
+    assert contents[1]["error"] == {"type": "OSError", "module": "builtins", "message": "no terminal"}
+    assert contents[2]["type"] == "RuntimeError"
 
 
 async def test_run_stream_forwards_every_item_including_chunks(
@@ -306,8 +313,8 @@ async def test_run_stream_forwards_every_item_including_chunks(
     assert isinstance(result, TaskResult)
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
-        TASK, ("speaker_selection", "manager"), ("message", "alice"),
-        ("speaker_selection", "manager"), ("message", "bob"), TERM, CLOSE,
+        TASK, ("speaker_selection", "team"), ("message", "alice"),
+        ("speaker_selection", "team"), ("message", "bob"), TERM, CLOSE,
     ]  # fmt: skip
     assert contents[2]["content"] == "alice streams several words"
 
@@ -326,8 +333,8 @@ async def test_two_teams_share_a_collector(collector: AER1AutoGenCollector, scri
     results = await asyncio.gather(collector.run(red2, task="a"), collector.run(blue2, task="b"))
     receipt, contents = check(collector, results[1])
     one_team = [
-        TASK, ("speaker_selection", "manager"), ("message", "{0}"),
-        ("speaker_selection", "manager"), ("message", "{1}"), TERM,
+        TASK, ("speaker_selection", "team"), ("message", "{0}"),
+        ("speaker_selection", "team"), ("message", "{1}"), TERM,
     ]  # fmt: skip
 
     def expected(first: str, second: str) -> list[tuple[str, str]]:
@@ -336,16 +343,24 @@ async def test_two_teams_share_a_collector(collector: AER1AutoGenCollector, scri
     steps = pairs(receipt)
     assert steps[:12] == expected("r1", "r2") + expected("b1", "b2")
     assert steps[-1] == CLOSE
+    teams = {t.name: t for t in (red, blue, red2, blue2)}
+    actors = {name: f"team:{name}/{t._team_id}" for name, t in teams.items()}
+    assert len(set(actors.values())) == 4
     for name, first, second in (("red2", "r3", "r4"), ("blue2", "b3", "b4")):
+        # Concurrent teams: the team-level steps are told apart by their actor (name and team id).
         mine = [
-            pair for pair, content in zip(steps[12:-1], contents[12:-1], strict=True)
-            if pair[1] in (first, second) or content.get("team") == name
+            pair for pair, step, content in zip(steps[12:-1], receipt["steps"][12:-1], contents[12:-1], strict=True)
+            if pair[1] in (first, second) or step["agent"] == actors[name]
         ]  # fmt: skip
         assert mine == expected(first, second)
+        assert all(c["team_id"] == teams[name]._team_id for c, st in zip(contents, receipt["steps"], strict=False)
+                   if st["agent"] == actors[name])  # fmt: skip
     assert len(steps) == 12 + 12 + 1
-    assert sorted(a["name"] for a in receipt["agents"]) == sorted(
-        ["manager", "r1", "r2", "b1", "b2", "r3", "r4", "b3", "b4"]
-    )
+    listed = {a["name"]: a["type"] for a in receipt["agents"]}
+    assert listed == {
+        **{n: "AssistantAgent" for n in ("r1", "r2", "b1", "b2", "r3", "r4", "b3", "b4")},
+        **{actor: "RoundRobinGroupChatManager" for actor in actors.values()},
+    }
 
 
 async def test_agent_that_raises(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -356,8 +371,8 @@ async def test_agent_that_raises(collector: AER1AutoGenCollector, scripted: Scri
         await collector.run(team, task="go")
     receipt, contents = check(collector)
     assert pairs(receipt) == [
-        TASK, ("speaker_selection", "manager"), ("message", "alice"),
-        ("speaker_selection", "manager"), ("error", "bob"), TERM, CLOSE,
+        TASK, ("speaker_selection", "team"), ("message", "alice"),
+        ("speaker_selection", "team"), ("error", "bob"), TERM, CLOSE,
     ]  # fmt: skip
     assert contents[4] == {"type": "ValueError", "module": "builtins", "message": "No more mock responses available"}
     assert [s["status"] for s in receipt["steps"][4:6]] == ["error", "error"]
@@ -374,7 +389,7 @@ async def test_termination_condition_stop_reason(
     )
     result = await collector.run(team, task="go")
     receipt, contents = check(collector, final_answer="custom answer", result=result)
-    assert pairs(receipt) == [TASK, ("speaker_selection", "manager"), ("message", "alice"), TERM, CLOSE]
+    assert pairs(receipt) == [TASK, ("speaker_selection", "team"), ("message", "alice"), TERM, CLOSE]
     assert contents[3]["stop_reason"] == "Maximum number of messages 2 reached, current message count: 2"
     assert receipt["output_hash"] == hashlib.sha256(b"custom answer").hexdigest()
     # finalize again: the same receipt, nothing recorded twice.
@@ -392,7 +407,7 @@ async def test_unobserved_termination_when_caller_stops_reading(
     await stream.aclose()
     receipt, contents = check(collector)
     # The runtime may run ahead of the reader: up to the two remaining turns are recorded too.
-    turn = [("speaker_selection", "manager"), ("message", "alice")]
+    turn = [("speaker_selection", "team"), ("message", "alice")]
     turns = (len(receipt["steps"]) - 3) // 2
     assert 1 <= turns <= 3
     assert pairs(receipt) == [TASK, *turn * turns, TERM, CLOSE]

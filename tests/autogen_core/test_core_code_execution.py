@@ -200,7 +200,7 @@ async def test_approval_that_raises_is_recorded_and_reraised(collector: Collecto
         "reason": None,
         "code": HELLO,
         "context_messages": 0,
-        "error": {"type": "ApprovalServiceDown", "message": "approver unreachable"},
+        "error": {"type": "ApprovalServiceDown", "module": __name__, "message": "approver unreachable"},
     }
 
 

@@ -190,7 +190,7 @@ async def test_documented_tool_use_agent_with_handler(collector: Collector, fini
     }
     assert evidence[1]["message_type"] == f"{__name__}.Ask"
     assert evidence[1]["sender"] is None
-    assert evidence[3]["error"] == {"type": "ToolFailure", "message": "feed down for NVDA"}
+    assert evidence[3]["error"] == {"type": "ToolFailure", "module": __name__, "message": "feed down for NVDA"}
     assert evidence[4]["message"] == {"content": "NVDA was about 140.05."}
 
 

@@ -150,7 +150,7 @@ async def test_raising_tool_records_and_reraises_unchanged(collector: Collector,
         "arguments": {"reason": "boom"},
         "result": None,
         "is_error": True,
-        "error": {"type": "ToolFailure", "message": "boom"},
+        "error": {"type": "ToolFailure", "module": __name__, "message": "boom"},
     }
 
 
