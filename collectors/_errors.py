@@ -19,7 +19,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aer1.collector import Collector
 
 __all__ = ["CANCELLATIONS", "MAX_ERROR_MESSAGE_CHARS", "count_failure", "error_info", "failure_status"]
 
@@ -58,19 +61,13 @@ def error_info(exc: BaseException) -> dict[str, str]:
     return {"type": cls.__qualname__, "module": cls.__module__, "message": _message(exc)}
 
 
-def count_failure(collector: Any, what: str, exc: BaseException) -> None:
+def count_failure(collector: Collector, what: str, exc: BaseException) -> None:
     """Log that observing ``what`` failed and count it in ``collector.recording_failures``.
 
-    The count is taken under the collector's lock, as ``Collector.safe_record`` takes it,
-    so concurrent hooks never lose a count. Never raises.
+    Goes through :meth:`Collector.count_recording_failure`, which counts under the
+    collector's lock, so concurrent hooks never lose a count. Never raises.
     """
-    log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, _message(exc))
-    lock = getattr(collector, "_lock", None)
     try:
-        if lock is None:
-            collector.recording_failures += 1
-        else:
-            with lock:
-                collector.recording_failures += 1
+        collector.count_recording_failure(what, exc)
     except Exception as e:  # not a Collector: nothing to count into
-        log.debug("aer1: recording failure not counted: %s", e)
+        log.warning("aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _message(exc), e)

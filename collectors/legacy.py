@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from aer1.redact import is_secret_key
 
 from . import _legacy_internals as internals
-from ._collector import error_info, failure_status
+from ._errors import count_failure, error_info, failure_status
 
 if TYPE_CHECKING:
     from aer1 import Collector
@@ -137,7 +137,7 @@ def _observing(collector: Collector, what: str) -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        collector.count_recording_failure(f"legacy AutoGen: {what}", e)
+        count_failure(collector, f"legacy AutoGen: {what}", e)
 
 
 def _name(agent: Any) -> str:
@@ -380,7 +380,7 @@ class _AgentHooks:
                 status="ok" if success else "error" if error is None else failure_status(error),
                 started_at=started,
                 ended_at=time.time(),
-                call_id=None if call_id is None else str(call_id),
+                call_id=None if call_id is None else (str(call_id) or None),
             )
 
     def _find_call_id(self, func_call: Any) -> str | None:
