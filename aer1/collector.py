@@ -20,6 +20,14 @@ from .canonical import _is_plain, canonical_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
+from .limits import (
+    CLOSE_RESERVE_BYTES,
+    MAX_CONTENT_BYTES,
+    MAX_EVIDENCE_BYTES,
+    MAX_INPUT_BYTES,
+    MAX_MEMBER_CHARS,
+    STEP_OVERHEAD_BYTES,
+)
 from .merkle import merkle_root_hex
 from .receipt import (
     CLOSE_AGENT,
@@ -47,6 +55,9 @@ log = logging.getLogger("aer1")
 DEFAULT_AGENT = "unattributed"
 _SORT = orjson.OPT_SORT_KEYS
 _KIND_SET = frozenset(KINDS)
+#: Room for steps in the receipt and the evidence: the close step and the workflow members go in the reserve.
+_RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
+_EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
 
 
@@ -73,6 +84,8 @@ class CollectorClosedError(RuntimeError):
 def _check_label(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_MEMBER_CHARS:
+        raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
     return value
 
 
@@ -122,6 +135,7 @@ class Collector:
         self._seq = 0
         self._head = genesis_digest(self.workflow_id)
         self._headers: list[tuple[bytes, str]] = []
+        self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
@@ -194,8 +208,7 @@ class Collector:
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Record one step; returns a copy of its header (as it appears in the receipt)."""
-        if type(tool) is not str or not tool:
-            raise ValueError(f"tool must be a non-empty string, got {tool!r}")
+        _check_label("tool", tool)
         if kind is None:
             kind = tool if tool in _KIND_SET else "tool_call"
         elif kind not in _KIND_SET:
@@ -206,13 +219,15 @@ class Collector:
             raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
         if agent is None:
             agent = DEFAULT_AGENT
-        elif type(agent) is not str or not agent:
-            raise ValueError(f"agent must be a non-empty string, got {agent!r}")
+        else:
+            _check_label("agent", agent)
         if reply_to is not None or target is not None or recipient is not None or call_id is not None:
             for name, value in (("reply_to", reply_to), ("target", target), ("recipient", recipient),
                                 ("call_id", call_id)):
                 if value is not None and type(value) is not str:
                     raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+                if value is not None and len(value) > MAX_MEMBER_CHARS:
+                    raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
         if started_at is None or ended_at is None:
             now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
@@ -223,6 +238,8 @@ class Collector:
             if end_ns < start_ns:
                 raise ValueError("ended_at is before started_at")
         cbytes = self._content_bytes(content)
+        if len(cbytes) > MAX_CONTENT_BYTES:
+            raise ValueError(f"content is {len(cbytes)} canonical bytes, over the {MAX_CONTENT_BYTES}-byte limit")
         return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
 
     def _append(
@@ -270,6 +287,12 @@ class Collector:
                 hbytes = orjson.dumps(header, option=_SORT)
             except orjson.JSONEncodeError as e:
                 raise ValueError(f"step member is not valid text: {e}") from e
+            receipt_bytes = self._receipt_bytes + len(hbytes) + STEP_OVERHEAD_BYTES
+            evidence_bytes = self._evidence_bytes + len(cbytes) + STEP_OVERHEAD_BYTES
+            if kind != CLOSE_KIND and (receipt_bytes > _RECEIPT_ROOM or evidence_bytes > _EVIDENCE_ROOM):
+                raise ValueError("the receipt or its evidence would grow past the size the verifier reads "
+                                 f"({MAX_INPUT_BYTES} and {MAX_EVIDENCE_BYTES} bytes)")
+            self._receipt_bytes, self._evidence_bytes = receipt_bytes, evidence_bytes
             h = sha256(STEP_TAG + hbytes).hexdigest()
             # uuid8_from_hex, inlined: version nibble 8, variant bits 10
             rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"

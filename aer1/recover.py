@@ -39,6 +39,7 @@ from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .collector import _display_order
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
+from .limits import MAX_JOURNAL_LINE_BYTES
 from .merkle import merkle_root_hex
 from .receipt import (
     CLOSE_AGENT,
@@ -67,6 +68,7 @@ __all__ = [
     "RecoveryResult",
     "cli_recover",
     "recover_journal",
+    "same_file",
 ]
 
 #: Every line of the journal is in the recovered receipt.
@@ -75,8 +77,6 @@ EXIT_OK = 0
 EXIT_LEFT_OUT = 1
 #: No receipt was written.
 EXIT_BAD_INPUT = 2
-#: Longest journal line read (bytes); a longer line is a problem, not a crash.
-MAX_JOURNAL_LINE_BYTES = 256 * 1024 * 1024
 _EMPTY_OUTPUT_HASH = hashlib.sha256(b"").hexdigest()
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -305,7 +305,8 @@ class _Recovery:
         if step["tool"] != CLOSE_KIND or step["agent"] != CLOSE_AGENT:
             raise _BadLine("close step tool/agent are not close/aer1", seq)
         allowed = {*CLOSE_BOUND_MEMBERS, "step_count"}
-        if not isinstance(content, dict) or not set(content) <= allowed or content.get("step_count") != seq:
+        if not isinstance(content, dict) or not set(content) <= allowed or content.get("step_count") != seq \
+                or not isinstance(content.get("agents", []), list):
             raise _BadLine("close step content is not the workflow members and the step count", seq)
         for name in ("workflow_id", "receipt_id", "session_id", "goal", "verify_url"):
             if content.get(name) != self.header[name]:
@@ -367,6 +368,14 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 
 
+def same_file(a: str, b: str) -> bool:
+    """True when paths ``a`` and ``b`` name the same file (through links too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare the resolved names
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
@@ -390,8 +399,8 @@ def recover_journal(
     signed. Raises :class:`RecoveryError` when nothing can be recovered.
     """
     path, out = os.fspath(journal), os.fspath(output)
-    if os.path.abspath(path) == os.path.abspath(out):
-        raise RecoveryError("the output must not be the journal itself")
+    if same_file(path, out) or same_file(path, evidence_path_for(out)):
+        raise RecoveryError("the output (or the evidence beside it) must not be the journal itself")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:

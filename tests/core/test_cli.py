@@ -155,7 +155,7 @@ def test_folder_of_receipts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     for i in range(3):
         make_collector().save(store / "2026" / "11" / f"run{i}.json")
     assert verify_main([str(store)]) == 0
-    assert "3 of 3 valid" in capsys.readouterr().out
+    assert "3 valid, 0 invalid, 0 unreadable (of 3)" in capsys.readouterr().out
     bad = json.loads((store / "2026" / "11" / "run1.json").read_text())
     bad["goal"] = "edited"
     (store / "2026" / "11" / "run1.json").write_text(json.dumps(bad))
