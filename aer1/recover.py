@@ -57,6 +57,7 @@ from .receipt import (
     evidence_path_for,
 )
 from .signing import ENV_SIGNING_KEY, KeyError_, SignatureInvalid, load_private_key, sign_receipt, verify_signature
+from .verifier._parse import MalformedInput, open_regular
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -405,12 +406,10 @@ def recover_journal(
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:
         raise RecoveryError(str(e)) from e
-    if os.path.isdir(path):
-        raise RecoveryError(f"{path} is a directory, not a journal")
     try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise RecoveryError(f"cannot read {path}: {e.strerror or e}") from e
+        f = open_regular(path, what="a journal")
+    except MalformedInput as e:
+        raise RecoveryError(str(e)) from e
     with f:
         first = f.readline(MAX_JOURNAL_LINE_BYTES + 1)
         if not first.endswith(b"\n"):

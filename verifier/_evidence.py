@@ -18,7 +18,7 @@ __all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence", "evidence_lines", "parse
 
 def evidence_lines(path: str) -> Any:
     """(number, line) for each line; no line is held beyond MAX_EVIDENCE_LINE_BYTES + 1 bytes."""
-    with open_regular(path, what="evidence file") as f:
+    with open_regular(path, what="an evidence file") as f:
         size = os.fstat(f.fileno()).st_size
         if size > MAX_EVIDENCE_BYTES:
             raise MalformedInput(f"{path} is {size} bytes, over the {MAX_EVIDENCE_BYTES}-byte evidence limit")

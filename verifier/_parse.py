@@ -66,20 +66,23 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
-    return "not a regular file"
+    return "a special file"
 
 
-def open_regular(path: str | os.PathLike[str], *, what: str = "file") -> IO[bytes]:
-    """Open ``path`` for reading only if it is a regular file (symlinks followed); never blocks."""
+def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") -> IO[bytes]:
+    """Open ``path`` for reading only if it is a regular file (symlinks followed); never blocks.
+
+    ``what`` names the file expected, for the message (``a journal``, ``an evidence file``).
+    """
     p = os.fspath(path)
     try:
         fd = os.open(p, _OPEN_FLAGS)
     except OSError as e:
-        raise MalformedInput(f"cannot read {what} {p}: {e.strerror or e}") from e
+        raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise MalformedInput(f"{what} {p} is {_kind(mode)}: only regular files are read")
+            raise MalformedInput(f"{p} is {_kind(mode)}, not {what}: only regular files are read")
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

@@ -35,7 +35,16 @@ from ..receipt import CLOSE_KIND, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
-from ._parse import MAX_INPUT_BYTES, MAX_STRING_CHARS, MalformedInput, _no_constants, _pairs, check_json_value
+from ._parse import (
+    MAX_INPUT_BYTES,
+    MAX_STRING_CHARS,
+    MalformedInput,
+    _int,
+    _no_constants,
+    _pairs,
+    check_json_value,
+    open_regular,
+)
 from ._report import CHECKS, FAIL, CheckResult, Report
 
 __all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
@@ -149,7 +158,8 @@ class _Walker:
 
     def __init__(self, text: _Text, spill: IO[bytes]) -> None:
         self.text = text
-        self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants).raw_decode
+        self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants,
+                                       parse_int=_int).raw_decode
         self.rest: dict[str, Any] = {}
         self.n = 0
         self.profile: bool | None = None
@@ -432,7 +442,7 @@ def verify_streaming(
     try:
         if os.path.isdir(source) or os.path.getsize(source) > MAX_INPUT_BYTES:
             return None
-        with open(source, "rb") as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
+        with open_regular(source) as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
             walker = _Walker(_Text(f), spill)
             try:
                 walker.run()
@@ -440,9 +450,7 @@ def verify_streaming(
                 return None
             walker.text.buf = ""
             return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head)
-    except _Fallback:
-        return None
-    except OSError:
+    except (_Fallback, MalformedInput, OSError):
         return None
 
 
