@@ -6,6 +6,7 @@ import gc
 import hashlib
 import logging
 import os
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -440,12 +441,22 @@ class Collector:
                 gc.enable()
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
-        """Offline checks of a receipt (this collector's when none is given): [] when valid."""
+        """Every offline check of a receipt (this collector's when none is given): [] when valid.
+
+        The evidence is checked too when the receipt is this collector's and it keeps
+        evidence: the evidence written so far goes to a temporary file, which the verifier
+        reads exactly as ``aer1-verify`` reads the file saved beside the receipt.
+        """
         from .verifier import verify_receipt  # local import: the verifier stands alone
 
         if receipt is None:
             receipt = self.finalize()
-        report = verify_receipt(receipt)
+        if self._sink is None or receipt.get("workflow_id") != self.workflow_id:
+            return [f.reason for f in verify_receipt(receipt).failures]
+        with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
+            evidence = os.path.join(folder, "evidence.jsonl")
+            self._sink.save_to(evidence)
+            report = verify_receipt(receipt, evidence=evidence)
         return [f.reason for f in report.failures]
 
     def save(self, path: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> str:

@@ -57,6 +57,7 @@ from .receipt import (
     evidence_path_for,
 )
 from .signing import ENV_SIGNING_KEY, KeyError_, SignatureInvalid, load_private_key, sign_receipt, verify_signature
+from .verifier._output import dump_json, one_line
 from .verifier._parse import MalformedInput, open_regular
 
 __all__ = [
@@ -536,11 +537,12 @@ def cli_recover(args: argparse.Namespace) -> int:
     key: Any = args.key if args.key else os.environ.get(ENV_SIGNING_KEY) or None
     try:
         result = recover_journal(args.journal, args.output, signing_key=key)
-    except RecoveryError as e:
-        print(f"aer1 recover: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as e:
-        print(f"aer1 recover: error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
+    except (RecoveryError, OSError) as e:
+        message = f"{e.strerror or e}: {e.filename or ''}" if isinstance(e, OSError) else str(e)
+        if args.json:  # --json output stays JSON, errors included
+            sys.stdout.write(dump_json({"error": message, "exit_code": EXIT_BAD_INPUT}))
+        else:
+            print(one_line(f"aer1 recover: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
         sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")

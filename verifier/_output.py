@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from ._report import CHECKS, CheckResult, Report
 
-__all__ = ["CliError", "OneLineParser", "dump_json", "run_cli", "safe_streams", "unreadable_report"]
+__all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
 
 
 def dump_json(doc: Any) -> str:
@@ -25,6 +25,17 @@ def dump_json(doc: Any) -> str:
     every JSON reader accepts.
     """
     return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every unprintable character (line breaks included) written as its escape.
+
+    File names and member names come from untrusted input: a newline in one must not turn
+    a one-line message into two.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def safe_streams() -> None:
@@ -63,6 +74,8 @@ def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_d
     """
     safe_streams()
     try:
+        if any("\x00" in a for a in argv):
+            raise CliError("an argument holds a NUL character: no file name or value can")
         return run(argv)
     except SystemExit as e:  # --help (0)
         return e.code if isinstance(e.code, int) else 2
@@ -79,5 +92,5 @@ def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_d
     if "--json" in argv:
         sys.stdout.write(dump_json({**error_doc, "error": message, "exit_code": 2}))
     else:
-        print(f"{prog}: error: {message}", file=sys.stderr)
+        print(one_line(f"{prog}: error: {message}"), file=sys.stderr)
     return 2

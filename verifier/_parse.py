@@ -79,6 +79,8 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
         fd = os.open(p, _OPEN_FLAGS)
     except OSError as e:
         raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
+    except ValueError as e:  # a NUL character in the name
+        raise MalformedInput(f"cannot read {p!r}: {e}") from e
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

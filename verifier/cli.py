@@ -17,7 +17,7 @@ from typing import Any
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
-from ._output import CliError, OneLineParser, dump_json, run_cli, unreadable_report
+from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
 from ._report import Report
 
 __all__ = ["main"]
@@ -198,14 +198,14 @@ def _run(argv: Sequence[str] | None) -> int:
     else:
         for r in reports:
             if r.malformed:
-                print(f"{r.source}: MALFORMED: {r.checks[0].detail}")
+                print(one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}"))
             else:
                 print(r.to_text())
         if not single:
             print(f"{counts['VALID']} valid, {counts['INVALID']} invalid, {counts['MALFORMED']} unreadable "
                   f"(of {len(reports)})")
     if code == 2 and not args.json and single:
-        print(f"{_PROG}: {reports[0].checks[0].detail}", file=sys.stderr)
+        print(one_line(f"{_PROG}: {reports[0].checks[0].detail}"), file=sys.stderr)
     return code
 
 
