@@ -170,6 +170,15 @@ def _mutated_lines(draw: st.DrawFn, data: bytes) -> bytes:
 # ------------------------------------------------------------------ properties
 
 
+@contextlib.contextmanager
+def _files(**named: bytes) -> Iterator[Path]:
+    """A fresh folder holding the given files (keyword = file name, dots as underscores)."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name, data in named.items():
+            Path(folder, name.replace("_", ".")).write_bytes(data)
+        yield Path(folder)
+
+
 @_FUZZ
 @given(data=st.data())
 def test_fuzzed_receipts_and_evidence(honest: dict[str, bytes], data: st.DataObject) -> None:
@@ -178,11 +187,9 @@ def test_fuzzed_receipts_and_evidence(honest: dict[str, bytes], data: st.DataObj
         receipt = data.draw(_mutated_json(receipt))
     else:
         evidence = data.draw(_mutated_lines(evidence))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder, "r.json")
-        path.write_bytes(receipt)
-        Path(folder, "r.evidence.jsonl").write_bytes(evidence)
-        for argv in ([str(path)], [str(path), "--json"], [folder, "--json"],
+    with _files(r_json=receipt, r_evidence_jsonl=evidence) as folder:
+        path = folder / "r.json"
+        for argv in ([str(path)], [str(path), "--json"], [str(folder), "--json"],
                      [str(path), "--key", str(KEYS / "trusted.pub")]):
             _check(verify_main, argv)
         _check(aer1_main, ["show", str(path)])
@@ -193,9 +200,8 @@ def test_fuzzed_receipts_and_evidence(honest: dict[str, bytes], data: st.DataObj
 @given(data=st.data())
 def test_fuzzed_proofs(honest: dict[str, bytes], data: st.DataObject) -> None:
     proof = data.draw(_mutated_json(honest["proof"]))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder, "r2.proof.json")
-        path.write_bytes(proof)
+    with _files(r2_proof_json=proof) as folder:
+        path = folder / "r2.proof.json"
         _check(verify_main, [str(path)])
         _check(verify_main, [str(path), "--json"])
         _check(verify_main, [str(path), "--proof", "--expected-root", "0" * 64, "--json"])
@@ -205,11 +211,10 @@ def test_fuzzed_proofs(honest: dict[str, bytes], data: st.DataObject) -> None:
 @given(data=st.data())
 def test_fuzzed_journals(honest: dict[str, bytes], data: st.DataObject) -> None:
     journal = data.draw(_mutated_lines(honest["journal"]))
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder, "run.journal")
-        path.write_bytes(journal)
-        for argv in (["recover", str(path), "-o", str(Path(folder, "out.json"))],
-                     ["recover", str(path), "-o", str(Path(folder, "out2.json")), "--json"]):
+    with _files(run_journal=journal) as folder:
+        path = folder / "run.journal"
+        for argv in (["recover", str(path), "-o", str(folder / "out.json")],
+                     ["recover", str(path), "-o", str(folder / "out2.json"), "--json"]):
             code, _, _ = _check(aer1_main, argv)
             if code in (0, 1):  # a receipt was written: it verifies with its evidence
                 written = argv[3]
@@ -257,7 +262,7 @@ def test_known_crashers_each_give_one_line(honest: dict[str, bytes], tmp_path: P
     for name, data in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_bytes(data)
-        code, _, err = _check(verify_main, [str(path)])
+        code = _check(verify_main, [str(path)])[0]
         assert code in (1, 2), f"{name}: got {code}, want 1 or 2"
         assert _check(verify_main, [str(path), "--json"])[0] == code
         assert _check(aer1_main, ["show", str(path)])[0] == 2
@@ -268,7 +273,8 @@ def test_evidence_seq_of_another_json_type_fails_the_evidence_check(honest: dict
                                                                     tmp_path: Path) -> None:
     for seq in (b"1.0", b"true", b'"1"', b"[1]", _BIG_TEXT.encode()):
         (tmp_path / "r.json").write_bytes(honest["receipt"])
-        (tmp_path / "r.evidence.jsonl").write_bytes(honest["evidence"].replace(b'{"seq":1,', b'{"seq":' + seq + b",", 1))
+        evidence = honest["evidence"].replace(b'{"seq":1,', b'{"seq":' + seq + b",", 1)
+        (tmp_path / "r.evidence.jsonl").write_bytes(evidence)
         code, out, _ = _check(verify_main, [str(tmp_path / "r.json"), "--json"])
         doc = json.loads(out)
         assert (code, doc["verdict"]) == (1, "INVALID"), f"seq {seq[:10]!r}: got {doc['verdict']}, want INVALID"
