@@ -7,6 +7,7 @@ once instead of blocking or feeding bytes forever.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -69,6 +70,11 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+def _refuse_special(path: str, mode: int, what: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise MalformedInput(f"{path} is {_kind(mode)}, not {what}: only regular files are read")
+
+
 def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") -> IO[bytes]:
     """Open ``path`` for reading only if it is a regular file (symlinks followed); never blocks.
 
@@ -78,13 +84,13 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
     try:
         fd = os.open(p, _OPEN_FLAGS)
     except OSError as e:
+        with contextlib.suppress(OSError):  # a socket cannot be opened at all: name what it is
+            _refuse_special(p, os.stat(p).st_mode, what)
         raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
     except ValueError as e:  # a NUL character in the name
         raise MalformedInput(f"cannot read {p!r}: {e}") from e
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise MalformedInput(f"{p} is {_kind(mode)}, not {what}: only regular files are read")
+        _refuse_special(p, os.fstat(fd).st_mode, what)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
