@@ -23,11 +23,14 @@ from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .limits import (
     CLOSE_RESERVE_BYTES,
+    LINE_COST_SLACK_BYTES,
     MAX_CONTENT_BYTES,
     MAX_EVIDENCE_BYTES,
     MAX_INPUT_BYTES,
     MAX_MEMBER_CHARS,
+    MAX_PARSE_COST_BYTES,
     STEP_OVERHEAD_BYTES,
+    parse_cost,
 )
 from .merkle import merkle_root_hex
 from .receipt import (
@@ -56,6 +59,8 @@ log = logging.getLogger("aer1")
 DEFAULT_AGENT = "unattributed"
 _SORT = orjson.OPT_SORT_KEYS
 _KIND_SET = frozenset(KINDS)
+#: Parse cost a content may have: its evidence line adds its own few members.
+_CONTENT_COST_ROOM = MAX_PARSE_COST_BYTES - LINE_COST_SLACK_BYTES
 #: Room for steps in the receipt and the evidence: the close step and the workflow members go in the reserve.
 _RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
 _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
@@ -241,6 +246,9 @@ class Collector:
         cbytes = self._content_bytes(content)
         if len(cbytes) > MAX_CONTENT_BYTES:
             raise ValueError(f"content is {len(cbytes)} canonical bytes, over the {MAX_CONTENT_BYTES}-byte limit")
+        if parse_cost(cbytes) > _CONTENT_COST_ROOM:  # the verifier could not parse its evidence line
+            raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
+                             f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
         return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
 
     def _append(

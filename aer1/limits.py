@@ -4,12 +4,14 @@ The producer (collector, evidence, journal, recovery) and the verifier import th
 here, so that whatever ``Collector.record()`` accepts the verifier accepts too: a limit
 the verifier applies to a file is never tighter than what the producer may write into it.
 Every limit bounds memory or time; none is a property of the format itself.
+(:func:`parse_cost` is here too: the producer and the verifier must estimate alike.)
 """
 
 from __future__ import annotations
 
 __all__ = [
     "CLOSE_RESERVE_BYTES",
+    "LINE_COST_SLACK_BYTES",
     "LINE_OVERHEAD_BYTES",
     "MAX_CONTENT_BYTES",
     "MAX_CONTENT_DEPTH",
@@ -21,9 +23,12 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JOURNAL_LINE_BYTES",
     "MAX_MEMBER_CHARS",
+    "MAX_PARSE_COST_BYTES",
     "MAX_RECEIPT_DEPTH",
     "MAX_STRING_CHARS",
+    "MAX_VALUE_BYTES",
     "STEP_OVERHEAD_BYTES",
+    "parse_cost",
 ]
 
 _MiB = 1024 * 1024
@@ -50,6 +55,10 @@ MAX_MEMBER_CHARS = MAX_STRING_CHARS
 #: Bytes a saved receipt spends on one step beyond its header's compact JSON (indentation,
 #: ``receipt_id``); the collector counts it to keep the receipt under MAX_INPUT_BYTES.
 STEP_OVERHEAD_BYTES = 256
+#: Longest JSON text of one step, or of one receipt member other than ``steps``, that the
+#: streaming verifier holds (bytes): six step members of MAX_MEMBER_CHARS, each character
+#: escaped to 6 bytes, stay under it.
+MAX_VALUE_BYTES = 64 * _MiB
 #: Room the collector keeps in the receipt and the evidence for the workflow members and
 #: the close step, so that finalize() always fits under the limits the verifier reads.
 CLOSE_RESERVE_BYTES = 64 * _MiB
@@ -69,6 +78,34 @@ MAX_EVIDENCE_DEPTH = MAX_CONTENT_DEPTH + 2
 MAX_EVIDENCE_BYTES = 16 * _GiB
 #: Longest journal line read (bytes): a step header and its content.
 MAX_JOURNAL_LINE_BYTES = MAX_CONTENT_BYTES + LINE_OVERHEAD_BYTES
+
+# ------------------------------------------------------------------ memory of one parse
+
+#: Most memory one in-memory parse may take, as :func:`parse_cost` estimates it (bytes).
+#: A receipt that would take more is verified by streaming; an evidence line or proof that
+#: would take more is refused, and ``record()`` refuses a content whose line would.
+MAX_PARSE_COST_BYTES = 256 * _MiB
+#: Room in MAX_PARSE_COST_BYTES for an evidence line's own members around its content.
+LINE_COST_SLACK_BYTES = 64 * 1024
+#: Python memory per container and per item of parsed JSON, rounded up (64-bit CPython:
+#: an empty dict with its slot in the parent is about 75 bytes, an integer about 36).
+_CONTAINER_COST = 80
+_ITEM_COST = 40
+
+
+def parse_cost(text: bytes | str) -> int:
+    """An upper estimate of the memory (bytes) that parsing the JSON ``text`` takes.
+
+    Linear in the text, counted at C speed: the text itself, plus a fixed cost for every
+    ``{`` or ``[`` (a container) and every ``,`` (an item). Brackets and commas inside
+    strings are counted too, so the estimate only errs high.
+    """
+    if isinstance(text, str):
+        containers, items = text.count("{") + text.count("["), text.count(",")
+    else:
+        containers, items = text.count(b"{") + text.count(b"["), text.count(b",")
+    return len(text) + _CONTAINER_COST * containers + _ITEM_COST * items
+
 
 # ------------------------------------------------------------------ runs of the verifier
 

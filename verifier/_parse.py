@@ -15,7 +15,14 @@ import os
 import stat
 from typing import IO, Any
 
-from ..limits import MAX_INPUT_BYTES, MAX_INT_DIGITS, MAX_RECEIPT_DEPTH, MAX_STRING_CHARS
+from ..limits import (
+    MAX_INPUT_BYTES,
+    MAX_INT_DIGITS,
+    MAX_PARSE_COST_BYTES,
+    MAX_RECEIPT_DEPTH,
+    MAX_STRING_CHARS,
+    parse_cost,
+)
 
 __all__ = [
     "MAX_DEPTH",
@@ -23,6 +30,7 @@ __all__ = [
     "MAX_STRING_CHARS",
     "MalformedInput",
     "check_json_value",
+    "check_parse_cost",
     "open_regular",
     "parse_strict",
     "read_limited",
@@ -146,11 +154,20 @@ def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int 
             raise MalformedInput(f"{t.__name__} is not a JSON value")
 
 
+def check_parse_cost(data: bytes | str, what: str) -> None:
+    """Refuse ``data`` whose parse would take more than MAX_PARSE_COST_BYTES (see :func:`parse_cost`)."""
+    cost = parse_cost(data)
+    if cost > MAX_PARSE_COST_BYTES:
+        raise MalformedInput(f"{what} would take about {cost >> 20} MiB to parse (limit {MAX_PARSE_COST_BYTES >> 20} "
+                             "MiB): too many objects, arrays or items for its size")
+
+
 def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH,
                  max_string: int = MAX_STRING_CHARS) -> Any:
     """Parse UTF-8 JSON strictly; raise :class:`MalformedInput` naming the problem."""
     if len(data) > MAX_INPUT_BYTES:
         raise MalformedInput(f"{what} is {len(data)} bytes, over the {MAX_INPUT_BYTES}-byte limit")
+    check_parse_cost(data, what)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -11,6 +11,7 @@ import argparse
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
-from ._report import Report
+from ._report import NOT_CHECKED, Report
 
 __all__ = ["main"]
 
@@ -27,6 +28,7 @@ _KEY_SUFFIXES = (".pub", ".pem")
 _PROOF_SUFFIX = ".proof.json"
 _STDIN = "-"
 _RECEIPT_SUFFIX = ".json"
+_STDIN_CHUNK = 4 * 1024 * 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -153,6 +155,30 @@ def _hex_arg(name: str, value: str | None) -> str | None:
     return v
 
 
+def _verify_stdin(evidence: str | None, trusted: set[str] | None, expected_root: str | None,
+                  expected_head: str | None) -> Report:
+    """Standard input, spooled to a private file first: a large receipt is then streamed like a file."""
+    with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
+        spooled = os.path.join(folder, "stdin.json")
+        with open(spooled, "wb") as f:
+            left = MAX_INPUT_BYTES + 1  # one byte more than the limit: the verifier then names the limit
+            while left > 0:
+                chunk = sys.stdin.buffer.read(min(_STDIN_CHUNK, left))
+                if not chunk:
+                    break
+                f.write(chunk)
+                left -= len(chunk)
+        report = verify_receipt(spooled, evidence=evidence,
+                                trusted_key_ids=trusted, expected_root=expected_root, expected_head=expected_head)
+    report.source = "(standard input)"
+    evidence_check = report.check("evidence")
+    if evidence is None and evidence_check.status == NOT_CHECKED:
+        evidence_check.detail = "no evidence file (give --evidence with standard input)"
+    for c in report.checks:  # messages name the spooled file: name standard input instead
+        c.detail = c.detail.replace(spooled, "(standard input)")
+    return report
+
+
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.evidence and len(args.paths) != 1:
@@ -168,11 +194,7 @@ def _run(argv: Sequence[str] | None) -> int:
         if why is not None:
             reports.append(unreadable_report(path, why))
         elif path == _STDIN:
-            report = verify_receipt(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), evidence=args.evidence,
-                                    trusted_key_ids=trusted, expected_root=expected_root,
-                                    expected_head=expected_head)
-            report.source = "(standard input)"
-            reports.append(report)
+            reports.append(_verify_stdin(args.evidence, trusted, expected_root, expected_head))
         elif is_proof or args.proof:
             reports.append(verify_proof(path, expected_root=expected_root))
         else:
