@@ -254,8 +254,8 @@ class _Walker:
                 continue
             i = self._expect(i, "}")
             break
-        if t.char(i) != "" or not self.steps_seen or self.n == 0:
-            raise _Fallback("extra data, or no steps")
+        if t.char(i) != "":
+            raise _Fallback("extra data after the receipt object")
         check_json_value(self.rest)
 
     def _steps(self, i: int) -> int:
@@ -389,6 +389,8 @@ class _Walker:
             for f in read.failures:
                 if f.message.split(" ", 1)[0] in self.rest:
                     result.fail(f.message, seq=f.seq, expected=f.expected, actual=f.actual)
+        if self.n == 0:
+            result.fail("steps is not a non-empty array")
         failures = self.step_members.failures
         for start, end in self.member_groups:
             for f in failures[start:end]:
