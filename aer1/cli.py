@@ -14,7 +14,7 @@ from typing import Any
 
 from .proof import build_step_proof
 from .receipt import evidence_path_for
-from .recover import add_recover_arguments, cli_recover, same_file
+from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
 from .signing import generate_key_pair, key_id, load_public_key
 from .timeline import format_timeline
 from .verifier._checks import check_members, claims_profile
@@ -27,6 +27,7 @@ __all__ = ["main"]
 
 _PROG = "aer1"
 _PRIVATE_MODE = 0o600
+_PUBLIC_MODE = 0o644
 #: Most rows ``aer1 show`` prints.
 MAX_ROWS = 100_000
 
@@ -44,20 +45,25 @@ def _read_receipt(path: str) -> dict[str, Any]:
     return receipt
 
 
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """Write ``data`` to a new file of exactly ``mode``: an existing file, link or FIFO there is replaced,
+    never written through (so an old key's mode is not kept and nothing blocks)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)  # whatever the umask
+        f.write(data)
+
+
 def _keygen(args: argparse.Namespace) -> int:
     private_path, public_path = f"{args.out}.key", f"{args.out}.pub"
     for p in (private_path, public_path):
         if os.path.lexists(p) and not args.force:
             raise CliError(f"{p} exists (use --force to replace it)")
     pem_private, pem_public = generate_key_pair()
-    if os.path.lexists(private_path):  # --force: a new file, so an old file's mode (or a symlink) is not kept
-        os.unlink(private_path)
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_MODE)
-    with os.fdopen(fd, "wb") as f:
-        os.fchmod(f.fileno(), _PRIVATE_MODE)  # whatever the umask
-        f.write(pem_private)
-    with open(public_path, "wb") as f:
-        f.write(pem_public)
+    _write_new(private_path, pem_private, _PRIVATE_MODE)
+    _write_new(public_path, pem_public, _PUBLIC_MODE)
     print(f"private key: {private_path}\npublic key:  {public_path}\nkey id:      "
           f"{key_id(load_public_key(pem_public))}")
     return 0
@@ -96,8 +102,7 @@ def _prove(args: argparse.Namespace) -> int:
     text = dump_json(proof)
     if args.output:
         _refuse_overwrite(args.output, [args.receipt, evidence])
-        with open(args.output, "w", encoding="ascii") as f:
-            f.write(text)
+        _write_atomic(args.output, text.encode("ascii"))
         print(f"proof for step {args.step} written to {args.output}")
     else:
         sys.stdout.write(text)

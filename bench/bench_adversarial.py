@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -61,21 +60,29 @@ FILES: dict[str, Body] = {
 }
 
 
+#: Runs aer1-verify and writes the process's own peak RSS (VmHWM: this process image only,
+#: unlike ru_maxrss, which also counts the parent's memory copied before exec) to stderr.
+_CHILD = """
+import sys
+from aer1.verifier.cli import main
+code = main(sys.argv[1:])
+with open("/proc/self/status") as f:
+    sys.stderr.write(next(line for line in f if line.startswith("VmHWM:")))
+sys.exit(code)
+"""
+
+
 def _run(args: list[str]) -> tuple[float, float, int, str]:
     """(seconds, peak RSS in MiB, exit code, verdict) of one ``aer1-verify`` process."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "aer1.verifier.cli", *args, "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    done = subprocess.run([sys.executable, "-c", _CHILD, *args, "--json"], capture_output=True, check=False)
     seconds = time.perf_counter() - start
     try:
-        verdict = str(json.loads(out).get("verdict"))
+        verdict = str(json.loads(done.stdout).get("verdict"))
     except ValueError:
         verdict = "(no JSON)"
-    return seconds, usage.ru_maxrss / 1024, proc.returncode, verdict
+    kib = int(done.stderr.decode().rsplit("VmHWM:", 1)[-1].split()[0])
+    return seconds, kib / 1024, done.returncode, verdict
 
 
 def _row(name: str, size: int, seconds: float, rss: float, code: int, verdict: str) -> str:

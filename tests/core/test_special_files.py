@@ -191,3 +191,13 @@ def test_unreadable_trusted_keys_folder_is_one_line(saved: Path, tmp_path: Path)
     finally:
         os.chmod(keys, 0o755)
     assert done.returncode == 2 and done.stderr == f"aer1-verify: error: --trusted-keys {keys}: Permission denied\n"
+
+
+def test_outputs_replace_a_fifo_instead_of_blocking_on_it(saved: Path, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "k.pub")
+    os.mkfifo(tmp_path / "step.proof.json")
+    for args in (["keygen", "-o", str(tmp_path / "k"), "--force"],
+                 ["prove", str(saved), "--step", "1", "-o", str(tmp_path / "step.proof.json")]):
+        done = subprocess.run([str(BIN / "aer1"), *args], capture_output=True, text=True, timeout=_HANG_GUARD_S)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "k.pub").is_file() and (tmp_path / "step.proof.json").is_file()
