@@ -24,6 +24,7 @@ from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_
 from .limits import (
     CLOSE_RESERVE_BYTES,
     LINE_COST_SLACK_BYTES,
+    MAX_AGENTS_BYTES,
     MAX_CONTENT_BYTES,
     MAX_EVIDENCE_BYTES,
     MAX_INPUT_BYTES,
@@ -144,6 +145,7 @@ class Collector:
         self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
+        self._agents_bytes = 0
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
         # After finalize(): the receipt's members other than steps, as JSON (head, tail); the
         # steps are rebuilt from the headers, so a finalized collector holds no second copy.
@@ -352,6 +354,8 @@ class Collector:
         identity: dict[str, Any] = {"name": name, "type": type}
         if description is not None:
             identity["description"] = str(description)
+            if len(identity["description"]) > MAX_MEMBER_CHARS:
+                raise ValueError(f"agent description is over the {MAX_MEMBER_CHARS}-character limit")
         if config is not None:
             identity["config_digest"] = hashlib.sha256(self._content_bytes(config)).hexdigest()
         with self._lock:
@@ -362,6 +366,10 @@ class Collector:
                 return dict(known)
             if self._closed_parts is not None or self._closing:
                 raise CollectorClosedError("collector is finalized; agents can no longer be registered")
+            size = self._agents_bytes + len(orjson.dumps(identity)) + STEP_OVERHEAD_BYTES
+            if size > MAX_AGENTS_BYTES:
+                raise ValueError(f"the agents member would grow past {MAX_AGENTS_BYTES} bytes")
+            self._agents_bytes = size
             if self.journal is not None:
                 self.journal.write_agent(identity)
             self._agents[name] = identity

@@ -13,6 +13,7 @@ __all__ = [
     "CLOSE_RESERVE_BYTES",
     "LINE_COST_SLACK_BYTES",
     "LINE_OVERHEAD_BYTES",
+    "MAX_AGENTS_BYTES",
     "MAX_CONTENT_BYTES",
     "MAX_CONTENT_DEPTH",
     "MAX_EVIDENCE_BYTES",
@@ -59,6 +60,9 @@ STEP_OVERHEAD_BYTES = 256
 #: streaming verifier holds (bytes): six step members of MAX_MEMBER_CHARS, each character
 #: escaped to 6 bytes, stay under it.
 MAX_VALUE_BYTES = 64 * _MiB
+#: Largest ``agents`` member the collector builds (its JSON, bytes): well inside
+#: MAX_VALUE_BYTES and the close step's content, which binds it.
+MAX_AGENTS_BYTES = 16 * _MiB
 #: Room the collector keeps in the receipt and the evidence for the workflow members and
 #: the close step, so that finalize() always fits under the limits the verifier reads.
 CLOSE_RESERVE_BYTES = 64 * _MiB

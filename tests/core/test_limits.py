@@ -140,3 +140,14 @@ def test_whatever_record_accepts_verifies_valid_from_the_cli(contents: list[Any]
         code, doc = _verify_cli(path)
     assert (code, doc["verdict"]) == (0, "VALID"), doc["failures"]
     assert math.isfinite(code)
+
+
+def test_agents_are_bounded_to_what_the_streaming_verifier_holds() -> None:
+    c = Collector(goal="many agents")
+    with pytest.raises(ValueError, match="agent description is over"):
+        c.register_agent("a", type="T", description="d" * (limits.MAX_MEMBER_CHARS + 1))
+    with pytest.raises(ValueError, match=f"agents member would grow past {limits.MAX_AGENTS_BYTES}"):
+        for i in range(limits.MAX_AGENTS_BYTES // limits.MAX_MEMBER_CHARS + 1):
+            c.register_agent(f"agent{i}", type="T", description="d" * limits.MAX_MEMBER_CHARS)
+    assert limits.MAX_AGENTS_BYTES < limits.MAX_VALUE_BYTES and limits.MAX_AGENTS_BYTES < limits.CLOSE_RESERVE_BYTES
+    assert c.verify() == []
