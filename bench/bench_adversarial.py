@@ -54,6 +54,7 @@ def _framed(head: bytes, unit: bytes, tail: bytes) -> Body:
 FILES: dict[str, Body] = {
     "one_long_string": _framed(b'{"type":"verifiable-workflow-receipt","goal":"', b"a", b'"}'),
     "whitespace": _framed(b"{", b" ", b'"steps":[]}'),
+    "one_long_number": _framed(b'{"goal":1.', b"1", b"}"),
     "many_empty_objects_array": _framed(b"[", b"{},", b"{}]"),
     "many_empty_objects_member": _framed(b'{"agents":[', b"{},", b"{}]}"),
     "many_empty_steps": _framed(b'{"steps":[', b"{},", b"{}]}"),

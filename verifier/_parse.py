@@ -66,6 +66,12 @@ def _int(text: str) -> int:
     return int(text)
 
 
+def _float(text: str) -> float:
+    if len(text) > MAX_INT_DIGITS:
+        raise MalformedInput(f"a number of {len(text)} characters exceeds the {MAX_INT_DIGITS}-character limit")
+    return float(text)
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
@@ -179,7 +185,8 @@ def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH
     was_enabled = gc.isenabled()
     gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int,
+                           parse_float=_float)
     except MalformedInput:
         raise
     except RecursionError as e:

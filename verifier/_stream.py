@@ -41,6 +41,7 @@ from ._parse import (
     MAX_INPUT_BYTES,
     MAX_STRING_CHARS,
     MalformedInput,
+    _float,
     _int,
     _no_constants,
     _pairs,
@@ -181,8 +182,9 @@ class _Text:
                 check_parse_cost(self.buf[i:], "one value")  # each retry parses all that is held again
                 self.read_more(held)
                 continue
-            if end < len(self.buf) or not self.read_more():  # a number could go on in the next chunk
+            if end < len(self.buf) or self.eof:
                 return value, end
+            self.read_more()  # a number could go on in the next chunk (a long one is refused by the parser)
 
 
 class _Walker:
@@ -191,7 +193,7 @@ class _Walker:
     def __init__(self, text: _Text, spill: IO[bytes]) -> None:
         self.text = text
         self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants,
-                                       parse_int=_int).raw_decode
+                                       parse_int=_int, parse_float=_float).raw_decode
         self.rest: dict[str, Any] = {}
         self.n = 0
         self.profile: bool | None = None
