@@ -151,3 +151,33 @@ def test_agents_are_bounded_to_what_the_streaming_verifier_holds() -> None:
             c.register_agent(f"agent{i}", type="T", description="d" * limits.MAX_MEMBER_CHARS)
     assert limits.MAX_AGENTS_BYTES < limits.MAX_VALUE_BYTES and limits.MAX_AGENTS_BYTES < limits.CLOSE_RESERVE_BYTES
     assert c.verify() == []
+
+
+def test_costly_small_receipt_is_streamed_and_reading_stops_once_settled(tmp_path: Path) -> None:
+    path = tmp_path / "empty_steps.json"
+    path.write_bytes(b'{"steps":[' + b"{}," * 2_500_000 + b"{}]}")  # 7.5 MB of text, ~190 MB once parsed
+    assert limits.parse_cost(path.read_bytes()) > limits.MAX_PARSE_COST_BYTES
+    code, doc = _verify_cli(path)
+    assert (code, doc["verdict"]) == (1, "INVALID")
+    parse = doc["checks"][0]
+    assert parse["status"] == "NOT CHECKED" and parse["detail"].startswith("stopped reading after step 21"), parse
+
+
+def test_costly_proof_and_evidence_line_are_refused_not_parsed(tmp_path: Path) -> None:
+    costly = b"[" + b"[]," * 2_500_000 + b"[]]"
+    proof = tmp_path / "x.proof.json"
+    proof.write_bytes(b'{"type":"aer1-inclusion-proof","content":' + costly + b"}")
+    code, doc = _verify_cli(proof)
+    assert code == 2 and "MiB to parse" in doc["failures"][0]["message"], doc["failures"]
+    with pytest.raises(_parse.MalformedInput, match="MiB to parse"):
+        _evidence.parse_evidence_line(b'{"seq":1,"receipt_hash":"","content":' + costly + b"}\n", 2)
+    with pytest.raises(ValueError, match="MiB to verify"):  # and record() never writes such a line
+        Collector(goal="costly").record("tool", [[]] * 2_500_000)
+
+
+@pytest.mark.parametrize("literal", [b"1" * 4301, b"-" + b"1" * 4301, b"1." + b"1" * 4300, b"1e" + b"1" * 4300])
+def test_number_literals_over_4300_characters_are_malformed(tmp_path: Path, literal: bytes) -> None:
+    path = tmp_path / "n.json"
+    path.write_bytes(b'{"goal":' + literal + b"}")
+    code, doc = _verify_cli(path)
+    assert code == 2 and "4300" in doc["failures"][0]["message"], doc["failures"]
