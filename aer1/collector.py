@@ -26,6 +26,7 @@ from .limits import (
     LINE_COST_SLACK_BYTES,
     MAX_AGENTS_BYTES,
     MAX_CONTENT_BYTES,
+    MAX_COST_PER_BYTE,
     MAX_EVIDENCE_BYTES,
     MAX_INPUT_BYTES,
     MAX_MEMBER_CHARS,
@@ -248,7 +249,8 @@ class Collector:
         cbytes = self._content_bytes(content)
         if len(cbytes) > MAX_CONTENT_BYTES:
             raise ValueError(f"content is {len(cbytes)} canonical bytes, over the {MAX_CONTENT_BYTES}-byte limit")
-        if parse_cost(cbytes) > _CONTENT_COST_ROOM:  # the verifier could not parse its evidence line
+        if len(cbytes) * MAX_COST_PER_BYTE > _CONTENT_COST_ROOM and parse_cost(cbytes) > _CONTENT_COST_ROOM:
+            # the verifier would refuse to parse its evidence line
             raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
                              f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
         return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)

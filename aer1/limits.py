@@ -16,6 +16,7 @@ __all__ = [
     "MAX_AGENTS_BYTES",
     "MAX_CONTENT_BYTES",
     "MAX_CONTENT_DEPTH",
+    "MAX_COST_PER_BYTE",
     "MAX_EVIDENCE_BYTES",
     "MAX_EVIDENCE_DEPTH",
     "MAX_EVIDENCE_LINE_BYTES",
@@ -95,6 +96,9 @@ LINE_COST_SLACK_BYTES = 64 * 1024
 #: an empty dict with its slot in the parent is about 75 bytes, an integer about 36).
 _CONTAINER_COST = 80
 _ITEM_COST = 40
+#: The most :func:`parse_cost` can give per byte of text: a text shorter than
+#: MAX_PARSE_COST_BYTES // MAX_COST_PER_BYTE never needs counting.
+MAX_COST_PER_BYTE = 1 + _CONTAINER_COST
 
 
 def parse_cost(text: bytes | str) -> int:

@@ -16,6 +16,7 @@ import stat
 from typing import IO, Any
 
 from ..limits import (
+    MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
     MAX_INT_DIGITS,
     MAX_PARSE_COST_BYTES,
@@ -162,6 +163,8 @@ def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int 
 
 def check_parse_cost(data: bytes | str, what: str) -> None:
     """Refuse ``data`` whose parse would take more than MAX_PARSE_COST_BYTES (see :func:`parse_cost`)."""
+    if len(data) * MAX_COST_PER_BYTE <= MAX_PARSE_COST_BYTES:
+        return  # too short to be costly, whatever it holds
     cost = parse_cost(data)
     if cost > MAX_PARSE_COST_BYTES:
         raise MalformedInput(f"{what} would take about {cost >> 20} MiB to parse (limit {MAX_PARSE_COST_BYTES >> 20} "

@@ -181,3 +181,8 @@ def test_number_literals_over_4300_characters_are_malformed(tmp_path: Path, lite
     path.write_bytes(b'{"goal":' + literal + b"}")
     code, doc = _verify_cli(path)
     assert code == 2 and "4300" in doc["failures"][0]["message"], doc["failures"]
+
+
+@given(text=st.binary(max_size=200) | st.text(alphabet="{}[],\"a 1", max_size=200))
+def test_parse_cost_never_exceeds_its_per_byte_bound(text: bytes | str) -> None:
+    assert limits.parse_cost(text) <= len(text) * limits.MAX_COST_PER_BYTE
