@@ -28,8 +28,8 @@ __all__ = ["main"]
 _PROG = "aer1"
 _PRIVATE_MODE = 0o600
 _PUBLIC_MODE = 0o644
-#: Most rows ``aer1 show`` prints.
-MAX_ROWS = 100_000
+#: Fewest and most rows ``aer1 show`` prints (a long timeline keeps its first and last steps).
+MIN_ROWS, MAX_ROWS = 10, 100_000
 
 
 def _read_receipt(path: str) -> dict[str, Any]:
@@ -110,8 +110,8 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    if not 1 <= args.rows <= MAX_ROWS:
-        raise CliError(f"--rows must be 1 to {MAX_ROWS}, got {args.rows}")
+    if not MIN_ROWS <= args.rows <= MAX_ROWS:
+        raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
     print(format_timeline(_read_receipt(args.receipt), max_rows=args.rows))
     return 0
 
