@@ -545,7 +545,7 @@ def cli_recover(args: argparse.Namespace) -> int:
             print(one_line(f"aer1 recover: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
-        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump_json(result.to_dict()))
     else:
         print(_text(result))
     return result.exit_code

@@ -331,3 +331,16 @@ def test_console_scripts_never_print_a_traceback(honest: dict[str, bytes], tmp_p
     assert b"Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 1
     if "--json" in args:
         assert isinstance(json.loads(done.stdout), dict)
+
+
+def test_recover_with_a_surrogate_file_name_prints_text_and_json(honest: dict[str, bytes], tmp_path: Path) -> None:
+    journal = tmp_path / os.fsdecode(b"run\xff.journal")
+    journal.write_bytes(honest["journal"])
+    for extra in ([], ["--json"]):
+        out = tmp_path / os.fsdecode(b"out\xfe.json")
+        done = subprocess.run([str(BIN / "aer1"), "recover", str(journal), "-o", str(out), *extra],
+                              capture_output=True, timeout=60)
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+        if extra:
+            assert json.loads(done.stdout)["journal"] == str(journal)
+        out.unlink()
