@@ -112,8 +112,12 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
         raise
 
 
-def read_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
-    """Read a regular file of at most ``limit`` bytes; never reads more than ``limit + 1``."""
+def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES) -> bytes:
+    """Read a regular file of at most ``limit`` bytes; never reads more than ``limit + 1``.
+
+    The default is the in-memory parse budget: a longer file could not pass
+    :func:`check_parse_cost` anyway (its cost is at least its length), so it is not held.
+    """
     p = os.fspath(path)
     with open_regular(p) as f:
         try:

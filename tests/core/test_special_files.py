@@ -121,6 +121,18 @@ def test_sparse_evidence_without_a_newline_is_refused_after_one_capped_line(save
     assert f"line 1 is over {limits.MAX_EVIDENCE_LINE_BYTES} bytes" in str(doc["failures"]), doc["failures"]
 
 
+def test_files_read_whole_are_capped_at_the_parse_budget(saved: Path, tmp_path: Path) -> None:
+    proof = tmp_path / "big.proof.json"
+    with open(proof, "wb") as f:
+        f.truncate(limits.MAX_PARSE_COST_BYTES + 1)  # sparse: a proof is read whole, so this is refused unread
+    code, doc = _in_process(str(proof))
+    assert code == 2 and f"over the {limits.MAX_PARSE_COST_BYTES}-byte limit" in str(doc["failures"])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert aer1_main(["show", str(proof)]) == 2
+    assert f"over the {limits.MAX_PARSE_COST_BYTES}-byte limit" in err.getvalue()
+
+
 def test_evidence_and_receipt_over_their_size_limits_are_refused_before_reading(saved: Path) -> None:
     evidence = saved.with_name("r.evidence.jsonl")
     with open(evidence, "wb") as f:
