@@ -124,7 +124,7 @@ class Collector:
         url = verify_url if verify_url is not None else DEFAULT_VERIFY_URL
         if not isinstance(url, str) or not url.startswith(("https://", "http://")):
             raise ValueError(f"verify_url must be an http(s) URL, got {url!r}")
-        self.verify_url = url
+        self.verify_url = _check_label("verify_url", url)
         if signing_key is None and os.environ.get(ENV_SIGNING_KEY):
             signing_key = os.environ[ENV_SIGNING_KEY]
         self._signing_key = load_private_key(signing_key) if signing_key is not None else None

@@ -142,6 +142,14 @@ def test_whatever_record_accepts_verifies_valid_from_the_cli(contents: list[Any]
     assert math.isfinite(code)
 
 
+@pytest.mark.parametrize("member", ["goal", "session_id", "verify_url"])
+def test_workflow_members_longer_than_the_receipt_string_limit_are_refused(member: str) -> None:
+    args = {"goal": "g", "session_id": "s", "verify_url": "https://example.org/"}
+    args[member] += "x" * limits.MAX_MEMBER_CHARS
+    with pytest.raises(ValueError, match=f"{member} is .* characters long"):
+        Collector(**args)
+
+
 def test_agents_are_bounded_to_what_the_streaming_verifier_holds() -> None:
     c = Collector(goal="many agents")
     with pytest.raises(ValueError, match="agent description is over"):
