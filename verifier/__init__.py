@@ -103,7 +103,7 @@ def verify_receipt(
         c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
         if evidence is None:
             beside = evidence_path_for(source)
-            if os.path.exists(beside):
+            if os.path.lexists(beside):
                 evidence = beside
     elif isinstance(receipt, bytes):
         try:

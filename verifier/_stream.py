@@ -526,7 +526,7 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     else:
         c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
     beside = evidence_path_for(source)
-    if evidence is None and os.path.exists(beside):
+    if evidence is None and os.path.lexists(beside):
         evidence = beside
     if not walker.members(c_members):
         for c in checks[2:]:

@@ -213,3 +213,12 @@ def test_outputs_replace_a_fifo_instead_of_blocking_on_it(saved: Path, tmp_path:
         done = subprocess.run([str(BIN / "aer1"), *args], capture_output=True, text=True, timeout=_HANG_GUARD_S)
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "k.pub").is_file() and (tmp_path / "step.proof.json").is_file()
+
+
+def test_dangling_evidence_symlink_beside_the_receipt_fails_instead_of_being_skipped(saved: Path,
+                                                                                     tmp_path: Path) -> None:
+    evidence = saved.with_name("r.evidence.jsonl")
+    evidence.unlink()
+    evidence.symlink_to(tmp_path / "gone.jsonl")
+    code, doc = _in_process(str(saved))
+    assert code == 1 and "cannot read" in str(doc["failures"]), doc["failures"]
