@@ -30,6 +30,8 @@ from typing import Any
 
 import orjson
 
+from .limits import MAX_CONTENT_DEPTH
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
@@ -46,7 +48,7 @@ __all__ = [
 #: Largest integer that an IEEE 754 double (and so every JCS verifier) holds exactly.
 MAX_SAFE_INTEGER = 2**53 - 1
 #: Deepest nesting accepted in observed content (orjson's own limit is 255).
-MAX_DEPTH = 200
+MAX_DEPTH = MAX_CONTENT_DEPTH
 
 _ORJSON_OPTS = orjson.OPT_SORT_KEYS
 

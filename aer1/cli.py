@@ -1,4 +1,8 @@
-"""``aer1``: key generation, one-step proofs, timelines, and verification."""
+"""``aer1``: key generation, one-step proofs, timelines, and verification.
+
+No input, option or file name ends in a traceback: every problem is one line on standard
+error (with ``recover --json``, one JSON object on standard output) and exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -6,95 +10,121 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-
-import orjson
+from typing import Any
 
 from .proof import build_step_proof
 from .receipt import evidence_path_for
-from .recover import add_recover_arguments, cli_recover
+from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
 from .signing import generate_key_pair, key_id, load_public_key
 from .timeline import format_timeline
+from .verifier._checks import check_members, claims_profile
+from .verifier._evidence import evidence_lines, parse_evidence_line
+from .verifier._output import CliError, OneLineParser, dump_json, run_cli
+from .verifier._parse import MalformedInput, parse_strict, read_limited
+from .verifier._report import CheckResult
 
 __all__ = ["main"]
 
 _PROG = "aer1"
+_PRIVATE_MODE = 0o600
+_PUBLIC_MODE = 0o644
+#: Fewest and most rows ``aer1 show`` prints (a long timeline keeps its first and last steps).
+MIN_ROWS, MAX_ROWS = 10, 100_000
 
 
-class _CliError(Exception):
-    """A usage or input problem (exit 2)."""
-
-
-def _read_json(path: str) -> object:
-    from .verifier._parse import MalformedInput, parse_strict, read_limited
-
+def _read_receipt(path: str) -> dict[str, Any]:
+    """A receipt whose members are well-formed: odd shapes are refused here, not deep in a command."""
     try:
-        return parse_strict(read_limited(path), what=path)
+        receipt = parse_strict(read_limited(path), what=path)
     except MalformedInput as e:
-        raise _CliError(str(e)) from e
+        raise CliError(str(e)) from e
+    result = CheckResult(2, "members")
+    if not check_members(receipt, isinstance(receipt, dict) and claims_profile(receipt), result):
+        raise CliError(f"{path} is not a well-formed receipt: {result.failures[0].reason}")
+    assert isinstance(receipt, dict)
+    return receipt
+
+
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """Write ``data`` to a new file of exactly ``mode``: an existing file, link or FIFO there is replaced,
+    never written through (so an old key's mode is not kept and nothing blocks)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as f:
+        os.fchmod(f.fileno(), mode)  # whatever the umask
+        f.write(data)
 
 
 def _keygen(args: argparse.Namespace) -> int:
     private_path, public_path = f"{args.out}.key", f"{args.out}.pub"
     for p in (private_path, public_path):
-        if os.path.exists(p) and not args.force:
-            raise _CliError(f"{p} exists (use --force to replace it)")
+        if os.path.lexists(p) and not args.force:
+            raise CliError(f"{p} exists (use --force to replace it)")
     pem_private, pem_public = generate_key_pair()
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem_private)
-    with open(public_path, "wb") as f:
-        f.write(pem_public)
+    _write_new(private_path, pem_private, _PRIVATE_MODE)
+    _write_new(public_path, pem_public, _PUBLIC_MODE)
     print(f"private key: {private_path}\npublic key:  {public_path}\nkey id:      "
           f"{key_id(load_public_key(pem_public))}")
     return 0
 
 
 def _evidence_content(path: str, seq: int) -> object:
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if number == 1:
-                continue
-            record = orjson.loads(line)
-            if record.get("seq") == seq:
-                return record.get("content")
+    """Step ``seq``'s content from an evidence file, read under the verifier's rules and limits."""
+    for number, line in evidence_lines(path):
+        if number == 1:
+            continue
+        record = parse_evidence_line(line, number)
+        if isinstance(record, dict) and type(record.get("seq")) is int and record["seq"] == seq:
+            return record.get("content")
     return None
 
 
+def _refuse_overwrite(output: str, inputs: Sequence[str]) -> None:
+    for path in inputs:
+        if same_file(output, path):
+            raise CliError(f"the output {output} is an input ({path}); choose another name")
+
+
 def _prove(args: argparse.Namespace) -> int:
-    receipt = _read_json(args.receipt)
-    if not isinstance(receipt, dict):
-        raise _CliError(f"{args.receipt} is not a receipt object")
+    receipt = _read_receipt(args.receipt)
     evidence = args.evidence or evidence_path_for(args.receipt)
     content = None
-    if os.path.isfile(evidence):
+    if args.evidence or os.path.lexists(evidence):
         try:
             content = _evidence_content(evidence, args.step)
-        except (OSError, orjson.JSONDecodeError) as e:
-            raise _CliError(f"evidence {evidence} unreadable: {e}") from e
+        except MalformedInput as e:
+            raise CliError(f"evidence {evidence} unreadable: {e}") from e
     try:
         proof = build_step_proof(receipt, args.step, content)
     except (ValueError, KeyError, TypeError) as e:
-        raise _CliError(f"cannot build a proof: {e}") from e
-    data = orjson.dumps(proof, option=orjson.OPT_INDENT_2) + b"\n"
+        raise CliError(f"cannot build a proof: {e}") from e
+    text = dump_json(proof)
     if args.output:
-        with open(args.output, "wb") as f:
-            f.write(data)
+        _refuse_overwrite(args.output, [args.receipt, evidence])
+        _write_atomic(args.output, text.encode("ascii"))
         print(f"proof for step {args.step} written to {args.output}")
     else:
-        sys.stdout.write(data.decode())
+        sys.stdout.write(text)
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    receipt = _read_json(args.receipt)
-    if not isinstance(receipt, dict):
-        raise _CliError(f"{args.receipt} is not a receipt object")
-    print(format_timeline(receipt, max_rows=args.rows))
+    if not MIN_ROWS <= args.rows <= MAX_ROWS:
+        raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
+    print(format_timeline(_read_receipt(args.receipt), max_rows=args.rows))
     return 0
 
 
+def _recover(args: argparse.Namespace) -> int:
+    inputs = [args.journal, *([args.key] if args.key else [])]
+    _refuse_overwrite(args.output, inputs)
+    _refuse_overwrite(evidence_path_for(args.output), inputs)
+    return int(cli_recover(args))
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=_PROG, description="aer1: verifiable AER-1 receipts for agent runs")
+    p: argparse.ArgumentParser = OneLineParser(prog=_PROG, description="aer1: verifiable AER-1 receipts for agent runs")
     sub = p.add_subparsers(dest="command", required=True)
     k = sub.add_parser("keygen", help="write an Ed25519 key pair (NAME.key, NAME.pub)")
     k.add_argument("-o", "--out", default="aer1-signing", help="file name prefix (default: aer1-signing)")
@@ -112,31 +142,26 @@ def _parser() -> argparse.ArgumentParser:
     sh.set_defaults(func=_show)
     rc = sub.add_parser("recover", help="build a receipt from a crash-safe journal (see spec/journal.md)")
     add_recover_arguments(rc)
-    rc.set_defaults(func=cli_recover)
+    rc.set_defaults(func=_recover)
     v = sub.add_parser("verify", help="same as aer1-verify", add_help=False)
     v.add_argument("rest", nargs=argparse.REMAINDER)
     v.set_defaults(func=None)
     return p
 
 
+def _run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return int(args.func(args))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``aer1``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["verify"]:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["verify"]:
         from .verifier.cli import main as verify_main
 
-        return int(verify_main(argv[1:]))
-    try:
-        args = _parser().parse_args(argv)
-        return int(args.func(args))
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else 2
-    except _CliError as e:
-        print(f"{_PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"{_PROG}: error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
-        return 2
+        return int(verify_main(args[1:]))
+    return int(run_cli(_PROG, args, _run, {}))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import gc
 import hashlib
 import logging
 import os
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -20,6 +21,19 @@ from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
+from .limits import (
+    CLOSE_RESERVE_BYTES,
+    LINE_COST_SLACK_BYTES,
+    MAX_AGENTS_BYTES,
+    MAX_CONTENT_BYTES,
+    MAX_COST_PER_BYTE,
+    MAX_EVIDENCE_BYTES,
+    MAX_INPUT_BYTES,
+    MAX_MEMBER_CHARS,
+    MAX_PARSE_COST_BYTES,
+    STEP_OVERHEAD_BYTES,
+    parse_cost,
+)
 from .merkle import merkle_root_hex
 from .receipt import (
     CLOSE_AGENT,
@@ -47,6 +61,11 @@ log = logging.getLogger("aer1")
 DEFAULT_AGENT = "unattributed"
 _SORT = orjson.OPT_SORT_KEYS
 _KIND_SET = frozenset(KINDS)
+#: Parse cost a content may have: its evidence line adds its own few members.
+_CONTENT_COST_ROOM = MAX_PARSE_COST_BYTES - LINE_COST_SLACK_BYTES
+#: Room for steps in the receipt and the evidence: the close step and the workflow members go in the reserve.
+_RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
+_EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
 
 
@@ -77,7 +96,9 @@ def _check_label(name: str, value: Any) -> str:
 
 
 def _check_text(name: str, value: str) -> str:
-    """Receipt members are hashed exactly: a string with a lone surrogate has no JSON form."""
+    """Receipt members are hashed exactly and bounded: no lone surrogate, at most MAX_MEMBER_CHARS."""
+    if len(value) > MAX_MEMBER_CHARS:
+        raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
     try:
         check_exact(value)
     except CanonicalizationError as e:
@@ -131,8 +152,10 @@ class Collector:
         self._seq = 0
         self._head = genesis_digest(self.workflow_id)
         self._headers: list[tuple[bytes, str]] = []
+        self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
+        self._agents_bytes = 0
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
         # After finalize(): the receipt's members other than steps, as JSON (head, tail); the
         # steps are rebuilt from the headers, so a finalized collector holds no second copy.
@@ -206,8 +229,7 @@ class Collector:
         call_id: str | None = None,
     ) -> dict[str, Any]:
         """Record one step; returns a copy of its header (as it appears in the receipt)."""
-        if type(tool) is not str or not tool:
-            raise ValueError(f"tool must be a non-empty string, got {tool!r}")
+        _check_label("tool", tool)
         if kind is None:
             kind = tool if tool in _KIND_SET else "tool_call"
         elif kind not in _KIND_SET:
@@ -218,8 +240,8 @@ class Collector:
             raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
         if agent is None:
             agent = DEFAULT_AGENT
-        elif type(agent) is not str or not agent:
-            raise ValueError(f"agent must be a non-empty string, got {agent!r}")
+        else:
+            _check_label("agent", agent)
         if reply_to is not None or target is not None or recipient is not None or call_id is not None:
             for name, value in (("reply_to", reply_to), ("target", target), ("recipient", recipient),
                                 ("call_id", call_id)):
@@ -227,6 +249,8 @@ class Collector:
                     raise TypeError(f"{name} must be a string, got {type(value).__name__}")
                 if value == "":  # the verifier rejects an empty member: leave it out (None) instead
                     raise ValueError(f"{name} must be a non-empty string or None, got ''")
+                if value is not None and len(value) > MAX_MEMBER_CHARS:
+                    raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
         if started_at is None or ended_at is None:
             now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
@@ -237,6 +261,12 @@ class Collector:
             if end_ns < start_ns:
                 raise ValueError("ended_at is before started_at")
         cbytes = self._content_bytes(content)
+        if len(cbytes) > MAX_CONTENT_BYTES:
+            raise ValueError(f"content is {len(cbytes)} canonical bytes, over the {MAX_CONTENT_BYTES}-byte limit")
+        if len(cbytes) * MAX_COST_PER_BYTE > _CONTENT_COST_ROOM and parse_cost(cbytes) > _CONTENT_COST_ROOM:
+            # the verifier would refuse to parse its evidence line
+            raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
+                             f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
         return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
 
     def _append(
@@ -284,6 +314,12 @@ class Collector:
                 hbytes = orjson.dumps(header, option=_SORT)
             except orjson.JSONEncodeError as e:
                 raise ValueError(f"step member is not valid text: {e}") from e
+            receipt_bytes = self._receipt_bytes + len(hbytes) + STEP_OVERHEAD_BYTES
+            evidence_bytes = self._evidence_bytes + len(cbytes) + STEP_OVERHEAD_BYTES
+            if kind != CLOSE_KIND and (receipt_bytes > _RECEIPT_ROOM or evidence_bytes > _EVIDENCE_ROOM):
+                raise ValueError("the receipt or its evidence would grow past the size the verifier reads "
+                                 f"({MAX_INPUT_BYTES} and {MAX_EVIDENCE_BYTES} bytes)")
+            self._receipt_bytes, self._evidence_bytes = receipt_bytes, evidence_bytes
             h = sha256(STEP_TAG + hbytes).hexdigest()
             # uuid8_from_hex, inlined: version nibble 8, variant bits 10
             rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
@@ -354,6 +390,10 @@ class Collector:
                 return dict(known)
             if self._closed_parts is not None or self._closing:
                 raise CollectorClosedError("collector is finalized; agents can no longer be registered")
+            size = self._agents_bytes + len(orjson.dumps(identity)) + STEP_OVERHEAD_BYTES
+            if size > MAX_AGENTS_BYTES:
+                raise ValueError(f"the agents member would grow past {MAX_AGENTS_BYTES} bytes")
+            self._agents_bytes = size
             if self.journal is not None:
                 self.journal.write_agent(identity)
             self._agents[name] = identity
@@ -441,12 +481,22 @@ class Collector:
                 gc.enable()
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
-        """Offline checks of a receipt (this collector's when none is given): [] when valid."""
+        """Every offline check of a receipt (this collector's when none is given): [] when valid.
+
+        The evidence is checked too when the receipt is this collector's and it keeps
+        evidence: the evidence written so far goes to a temporary file, which the verifier
+        reads exactly as ``aer1-verify`` reads the file saved beside the receipt.
+        """
         from .verifier import verify_receipt  # local import: the verifier stands alone
 
         if receipt is None:
             receipt = self.finalize()
-        report = verify_receipt(receipt)
+        if self._sink is None or receipt.get("workflow_id") != self.workflow_id:
+            return [f.reason for f in verify_receipt(receipt).failures]
+        with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
+            evidence = os.path.join(folder, "evidence.jsonl")
+            self._sink.save_to(evidence)
+            report = verify_receipt(receipt, evidence=evidence)
         return [f.reason for f in report.failures]
 
     def save(self, path: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> str:

@@ -39,6 +39,7 @@ from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .collector import _display_order
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
+from .limits import MAX_JOURNAL_LINE_BYTES
 from .merkle import merkle_root_hex
 from .receipt import (
     CLOSE_AGENT,
@@ -56,6 +57,8 @@ from .receipt import (
     evidence_path_for,
 )
 from .signing import ENV_SIGNING_KEY, KeyError_, load_private_key, sign_receipt
+from .verifier._output import dump_json, one_line
+from .verifier._parse import MalformedInput, open_regular
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -67,6 +70,7 @@ __all__ = [
     "RecoveryResult",
     "cli_recover",
     "recover_journal",
+    "same_file",
 ]
 
 #: Every line of the journal is in the recovered receipt.
@@ -75,8 +79,6 @@ EXIT_OK = 0
 EXIT_LEFT_OUT = 1
 #: No receipt was written.
 EXIT_BAD_INPUT = 2
-#: Longest journal line read (bytes); a longer line is a problem, not a crash.
-MAX_JOURNAL_LINE_BYTES = 256 * 1024 * 1024
 _EMPTY_OUTPUT_HASH = hashlib.sha256(b"").hexdigest()
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -310,7 +312,8 @@ class _Recovery:
         if step["tool"] != CLOSE_KIND or step["agent"] != CLOSE_AGENT:
             raise _BadLine("close step tool/agent are not close/aer1", seq)
         allowed = {*CLOSE_BOUND_MEMBERS, "step_count"}
-        if not isinstance(content, dict) or not set(content) <= allowed or content.get("step_count") != seq:
+        if not isinstance(content, dict) or not set(content) <= allowed or content.get("step_count") != seq \
+                or not isinstance(content.get("agents", []), list):
             raise _BadLine("close step content is not the workflow members and the step count", seq)
         for name in ("workflow_id", "receipt_id", "session_id", "goal", "verify_url"):
             if content.get(name) != self.header[name]:
@@ -382,14 +385,14 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 
 
-def _same_file(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` name the same file (also through links)."""
+def same_file(a: str, b: str) -> bool:
+    """True when paths ``a`` and ``b`` name the same file (through links too)."""
     if os.path.abspath(a) == os.path.abspath(b):
         return True
     try:
         return os.path.samefile(a, b)
-    except OSError:  # one does not exist yet
-        return False
+    except OSError:  # one does not exist (yet): compare the resolved names
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -416,18 +419,16 @@ def recover_journal(
     """
     path, out = os.fspath(journal), os.fspath(output)
     for written in (out, evidence_path_for(out)):
-        if _same_file(path, written):
+        if same_file(path, written):
             raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:
         raise RecoveryError(str(e)) from e
-    if os.path.isdir(path):
-        raise RecoveryError(f"{path} is a directory, not a journal")
     try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise RecoveryError(f"cannot read {path}: {e.strerror or e}") from e
+        f = open_regular(path, what="a journal")
+    except MalformedInput as e:
+        raise RecoveryError(str(e)) from e
     with f:
         first = f.readline(MAX_JOURNAL_LINE_BYTES + 1)
         if not first.endswith(b"\n"):
@@ -540,14 +541,15 @@ def cli_recover(args: argparse.Namespace) -> int:
     key: Any = args.key if args.key else os.environ.get(ENV_SIGNING_KEY) or None
     try:
         result = recover_journal(args.journal, args.output, signing_key=key)
-    except RecoveryError as e:
-        print(f"aer1 recover: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as e:
-        print(f"aer1 recover: error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
+    except (RecoveryError, OSError) as e:
+        message = f"{e.strerror or e}: {e.filename or ''}" if isinstance(e, OSError) else str(e)
+        if args.json:  # --json output stays JSON, errors included
+            sys.stdout.write(dump_json({"error": message, "exit_code": EXIT_BAD_INPUT}))
+        else:
+            print(one_line(f"aer1 recover: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
-        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump_json(result.to_dict()))
     else:
         print(_text(result))
     return result.exit_code

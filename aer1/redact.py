@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .canonical import TAG_PREFIX
+from .limits import MAX_CONTENT_DEPTH
 
 __all__ = ["REDACTED", "Redactor", "credential_redactor", "default_redactor", "is_secret_key", "redact_plain"]
 
@@ -28,7 +29,7 @@ _SECRET_WORDS = frozenset(
 _SECRET_PAIRS = (("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key"))
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _KEY_CACHE_LIMIT = 4096
-_PLAIN_DEPTH = 200
+_PLAIN_DEPTH = MAX_CONTENT_DEPTH
 _key_cache: dict[str, bool] = {}
 _SECRET_VALUE = re.compile(
     r"(?:\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"
@@ -100,7 +101,7 @@ _NOT_PLAIN = object()
 def _plain_redacted(value: Any, depth: int) -> Any:
     t = type(value)
     if t is dict:
-        if depth > _PLAIN_DEPTH:
+        if depth >= _PLAIN_DEPTH:  # a container this deep: the exact path decides (as canonical_bytes)
             return _NOT_PLAIN
         out = None
         for k, v in value.items():
@@ -130,7 +131,7 @@ def _plain_redacted(value: Any, depth: int) -> Any:
     if t is int:
         return value if -_MAX_SAFE <= value <= _MAX_SAFE else _NOT_PLAIN
     if t is list:
-        if depth > _PLAIN_DEPTH:
+        if depth >= _PLAIN_DEPTH:  # a container this deep: the exact path decides (as canonical_bytes)
             return _NOT_PLAIN
         items = None
         for i, v in enumerate(value):

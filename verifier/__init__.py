@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..chain import PROFILE
+from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..receipt import evidence_path_for
 from ._checks import (
     check_chain,
@@ -77,14 +78,24 @@ def verify_receipt(
     if isinstance(receipt, (str, os.PathLike)):
         source = os.fspath(receipt)
         report.source = source
+        trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
+
+        def stream(in_memory_ok: bool) -> Report | None:
+            return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
+                                    expected_root=expected_root, expected_head=expected_head,
+                                    in_memory_ok=in_memory_ok)
+
         if os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES:  # large: stream it
-            trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
-            streamed = verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
-                                        expected_root=expected_root, expected_head=expected_head)
-            if streamed is not None:
-                return streamed
+            streamed = stream(in_memory_ok=False)
+            assert streamed is not None
+            return streamed
         try:
-            wf: Any = parse_strict(read_limited(source), what=source)
+            data = read_limited(source)
+            if parse_cost(data) > MAX_PARSE_COST_BYTES:  # small but costly to hold parsed: stream it
+                streamed = stream(in_memory_ok=False)
+                assert streamed is not None
+                return streamed
+            wf: Any = parse_strict(data, what=source)
         except MalformedInput as e:
             c_parse.fail(str(e))
             _skip_rest(checks[1:], "the input could not be parsed")
@@ -92,7 +103,7 @@ def verify_receipt(
         c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
         if evidence is None:
             beside = evidence_path_for(source)
-            if os.path.exists(beside):
+            if os.path.lexists(beside):
                 evidence = beside
     elif isinstance(receipt, bytes):
         try:

@@ -68,6 +68,11 @@ _MAX_SEQ = 2**53 - 1
 _valid_dates: dict[str, bool] = {}
 
 
+def _known(v: Any, names: frozenset[str]) -> bool:
+    """True when ``v`` is one of ``names`` (a list or an object is not, and is never hashed)."""
+    return type(v) is str and v in names
+
+
 def _is_uuid(v: Any) -> bool:
     return type(v) is str and _UUID.fullmatch(v) is not None
 
@@ -211,10 +216,9 @@ def _profile_step_ok(step: Any) -> bool:
     s, tool, agent = step["seq"], step["tool"], step["agent"]
     if type(s) is not int or not 0 < s <= _MAX_SEQ or type(tool) is not str or not tool:
         return False
-    kind, status = step["kind"], step["status"]
-    if type(agent) is not str or not agent or type(kind) is not str or kind not in _KIND_SET:
+    if type(agent) is not str or not agent or not _known(step["kind"], _KIND_SET):
         return False
-    if type(status) is not str or status not in _STEP_STATUS_SET:
+    if not _known(step["status"], _STEP_STATUS_SET):
         return False
     started, ended, rh, prev, rid = (step["started_at"], step["ended_at"], step["receipt_hash"],
                                      step["prev_digest"], step["receipt_id"])
@@ -279,13 +283,13 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
         return ok
     if not ok:
         return ok
-    if type(step.get("kind")) is not str or step["kind"] not in _KIND_SET:
+    if not _known(step.get("kind"), _KIND_SET):
         result.fail("kind is not a known kind", seq=seq, actual=repr(step.get("kind")))
         ok = False
     if not _is_label(step.get("agent")):
         result.fail("agent is not a non-empty string", seq=seq)
         ok = False
-    if step["status"] not in _STEP_STATUS_SET:
+    if not _known(step["status"], _STEP_STATUS_SET):
         result.fail("status is not ok, error or cancelled", seq=seq, actual=repr(step["status"]))
         ok = False
     if not _is_hex64(step.get("prev_digest")):

@@ -9,28 +9,36 @@ from typing import Any
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..evidence import EVIDENCE_TYPE
-from ._parse import MAX_INPUT_BYTES, MalformedInput, parse_strict
+from ..limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
+from ._parse import MalformedInput, open_regular, parse_strict
 from ._report import CheckResult
 
-__all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence"]
-
-#: Longest evidence line read (bytes).
-MAX_EVIDENCE_LINE_BYTES = 256 * 1024 * 1024
+__all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence", "evidence_lines", "parse_evidence_line"]
 
 
-def _lines(path: str) -> Any:
-    if os.path.isdir(path):
-        raise MalformedInput(f"{path} is a directory, not an evidence file")
-    size = os.path.getsize(path)
-    if size > MAX_INPUT_BYTES * 4:
-        raise MalformedInput(f"{path} is {size} bytes, over the evidence size limit")
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
+def evidence_lines(path: str) -> Any:
+    """(number, line) for each line; no line is held beyond MAX_EVIDENCE_LINE_BYTES + 1 bytes."""
+    with open_regular(path, what="an evidence file") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_EVIDENCE_BYTES:
+            raise MalformedInput(f"{path} is {size} bytes, over the {MAX_EVIDENCE_BYTES}-byte evidence limit")
+        number = 0
+        while True:
+            line = f.readline(MAX_EVIDENCE_LINE_BYTES + 1)
+            if not line:
+                return
+            number += 1
             if len(line) > MAX_EVIDENCE_LINE_BYTES:
                 raise MalformedInput(f"line {number} is over {MAX_EVIDENCE_LINE_BYTES} bytes")
             if not line.endswith(b"\n"):
                 raise MalformedInput(f"line {number} is cut short (no newline at the end)")
             yield number, line
+
+
+def parse_evidence_line(line: bytes, number: int) -> Any:
+    """Parse one evidence line under the content limits (what ``record()`` accepts, this reads)."""
+    return parse_strict(line, what=f"evidence line {number}", max_depth=MAX_EVIDENCE_DEPTH,
+                        max_string=MAX_EVIDENCE_LINE_BYTES)
 
 
 def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> None:
@@ -39,8 +47,8 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
     n = len(steps)
     seen = 0
     try:
-        for number, line in _lines(path):
-            record = parse_strict(line, what=f"evidence line {number}")
+        for number, line in evidence_lines(path):
+            record = parse_evidence_line(line, number)
             if number == 1:
                 if not isinstance(record, dict) or record.get("type") != EVIDENCE_TYPE:
                     result.fail(f"{path} is not an aer1 evidence file (line 1 is not its header)")
@@ -54,7 +62,7 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
                 result.fail(f"evidence line {number} is not {{seq, receipt_hash, content}}")
                 return
             seq = record["seq"]
-            if seq != seen + 1:
+            if type(seq) is not int or seq != seen + 1:
                 result.fail(f"evidence line {number} is out of order", seq=seq if type(seq) is int else None,
                             expected=seen + 1, actual=seq)
                 return

@@ -1,12 +1,29 @@
-"""Strict JSON reading: UTF-8, no duplicate keys, no NaN or Infinity, bounded size and depth."""
+"""Strict JSON reading: UTF-8, no duplicate keys, no NaN or Infinity, bounded size and depth.
+
+Files are opened with :func:`open_regular`: only regular files are read, so a FIFO, a
+socket or a device (given directly, through a symlink or inside a folder) is refused at
+once instead of blocking or feeding bytes forever.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
 import os
-from typing import Any
+import stat
+from typing import IO, Any
+
+from ..limits import (
+    MAX_COST_PER_BYTE,
+    MAX_INPUT_BYTES,
+    MAX_INT_DIGITS,
+    MAX_PARSE_COST_BYTES,
+    MAX_RECEIPT_DEPTH,
+    MAX_STRING_CHARS,
+    parse_cost,
+)
 
 __all__ = [
     "MAX_DEPTH",
@@ -14,16 +31,15 @@ __all__ = [
     "MAX_STRING_CHARS",
     "MalformedInput",
     "check_json_value",
+    "check_parse_cost",
+    "open_regular",
     "parse_strict",
     "read_limited",
 ]
 
-#: Largest receipt, proof or evidence line read (bytes).
-MAX_INPUT_BYTES = 2 * 1024**3
-#: Deepest nesting accepted in a receipt or proof.
-MAX_DEPTH = 64
-#: Longest string accepted in a receipt or proof (characters).
-MAX_STRING_CHARS = 1024 * 1024
+#: Deepest nesting accepted in a receipt or proof (see :mod:`aer1.limits`).
+MAX_DEPTH = MAX_RECEIPT_DEPTH
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 class MalformedInput(ValueError):
@@ -45,19 +61,75 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def read_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
-    """Read a file, refusing directories and files over ``limit`` bytes."""
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise MalformedInput(f"an integer of {len(text)} digits exceeds the {MAX_INT_DIGITS}-digit limit")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_INT_DIGITS:
+        raise MalformedInput(f"a number of {len(text)} characters exceeds the {MAX_INT_DIGITS}-character limit")
+    return float(text)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def _refuse_special(path: str, mode: int, what: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise MalformedInput(f"{path} is {_kind(mode)}, not {what}: only regular files are read")
+
+
+def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") -> IO[bytes]:
+    """Open ``path`` for reading only if it is a regular file (symlinks followed); never blocks.
+
+    ``what`` names the file expected, for the message (``a journal``, ``an evidence file``).
+    """
     p = os.fspath(path)
     try:
-        if os.path.isdir(p):
-            raise MalformedInput(f"{p} is a directory, not a receipt file")
-        size = os.path.getsize(p)
-        if size > limit:
-            raise MalformedInput(f"{p} is {size} bytes, over the {limit}-byte limit")
-        with open(p, "rb") as f:
-            return f.read()
+        fd = os.open(p, _OPEN_FLAGS)
     except OSError as e:
+        with contextlib.suppress(OSError):  # a socket cannot be opened at all: name what it is
+            _refuse_special(p, os.stat(p).st_mode, what)
         raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
+    except ValueError as e:  # a NUL character in the name
+        raise MalformedInput(f"cannot read {p!r}: {e}") from e
+    try:
+        _refuse_special(p, os.fstat(fd).st_mode, what)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES) -> bytes:
+    """Read a regular file of at most ``limit`` bytes; never reads more than ``limit + 1``.
+
+    The default is the in-memory parse budget: a longer file could not pass
+    :func:`check_parse_cost` anyway (its cost is at least its length), so it is not held.
+    """
+    p = os.fspath(path)
+    with open_regular(p) as f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise MalformedInput(f"{p} is {size} bytes, over the {limit}-byte limit")
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
+    if len(data) > limit:
+        raise MalformedInput(f"{p} is over the {limit}-byte limit")
+    return data
 
 
 def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING_CHARS) -> None:
@@ -93,10 +165,22 @@ def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int 
             raise MalformedInput(f"{t.__name__} is not a JSON value")
 
 
-def parse_strict(data: bytes, *, what: str = "input") -> Any:
+def check_parse_cost(data: bytes | str, what: str) -> None:
+    """Refuse ``data`` whose parse would take more than MAX_PARSE_COST_BYTES (see :func:`parse_cost`)."""
+    if len(data) * MAX_COST_PER_BYTE <= MAX_PARSE_COST_BYTES:
+        return  # too short to be costly, whatever it holds
+    cost = parse_cost(data)
+    if cost > MAX_PARSE_COST_BYTES:
+        raise MalformedInput(f"{what} would take about {cost >> 20} MiB to parse (limit {MAX_PARSE_COST_BYTES >> 20} "
+                             "MiB): too many objects, arrays or items for its size")
+
+
+def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH,
+                 max_string: int = MAX_STRING_CHARS) -> Any:
     """Parse UTF-8 JSON strictly; raise :class:`MalformedInput` naming the problem."""
     if len(data) > MAX_INPUT_BYTES:
         raise MalformedInput(f"{what} is {len(data)} bytes, over the {MAX_INPUT_BYTES}-byte limit")
+    check_parse_cost(data, what)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -108,7 +192,8 @@ def parse_strict(data: bytes, *, what: str = "input") -> Any:
     was_enabled = gc.isenabled()
     gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int,
+                           parse_float=_float)
     except MalformedInput:
         raise
     except RecursionError as e:
@@ -118,5 +203,5 @@ def parse_strict(data: bytes, *, what: str = "input") -> Any:
     finally:
         if was_enabled:
             gc.enable()
-    check_json_value(value)
+    check_json_value(value, max_depth=max_depth, max_string=max_string)
     return value

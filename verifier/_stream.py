@@ -30,12 +30,25 @@ import orjson
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
+from ..limits import MAX_VALUE_BYTES
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
-from ._parse import MAX_INPUT_BYTES, MAX_STRING_CHARS, MalformedInput, _no_constants, _pairs, check_json_value
+from ._output import unreadable_report
+from ._parse import (
+    MAX_INPUT_BYTES,
+    MAX_STRING_CHARS,
+    MalformedInput,
+    _float,
+    _int,
+    _no_constants,
+    _pairs,
+    check_json_value,
+    check_parse_cost,
+    open_regular,
+)
 from ._report import CHECKS, FAIL, CheckResult, Report
 
 __all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
@@ -44,8 +57,10 @@ __all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
 STREAM_MIN_BYTES = 32 * 1024 * 1024
 #: Bytes read from the file at a time.
 CHUNK_BYTES = 4 * 1024 * 1024
-#: The in-memory members check stops after this many failures.
+#: The in-memory members check stops after this many failures; streaming stops reading there.
 _MAX_MEMBER_FAILURES = 20
+#: A decode error this close to the end of the buffer may be a value cut by the chunk's end.
+_CUT_MARGIN = 8
 _LEAF = 32
 _KEY_BYTES = 8
 _LEN_FIELD = 8
@@ -59,6 +74,14 @@ _NOT_PROFILE_NOTE = (
 
 class _Fallback(Exception):
     """The document is not in the shape this path handles: verify it in memory instead."""
+
+
+class _TooLong(MalformedInput):
+    """One value (a step, a member) is longer than MAX_VALUE_BYTES: the file is refused."""
+
+
+class _Settled(Exception):
+    """The verdict cannot change any more (the members check failed past its cut-off): stop reading."""
 
 
 class _Hashes(Sequence[Mapping[str, str]]):
@@ -97,11 +120,11 @@ class _Text:
         if self.buf.startswith("\ufeff"):
             raise _Fallback("byte order mark")
 
-    def read_more(self) -> bool:
-        """Append the next chunk; False at the end of the file."""
+    def read_more(self, size: int = 0) -> bool:
+        """Append the next ``size`` bytes (a chunk by default); False at the end of the file."""
         if self.eof:
             return False
-        data = self._f.read(CHUNK_BYTES)
+        data = self._f.read(max(size, CHUNK_BYTES))
         self.eof = not data
         try:
             self.buf += self._decoder.decode(data, final=self.eof)
@@ -117,12 +140,19 @@ class _Text:
         return i
 
     def ws(self, i: int) -> int:
-        """Index of the first non-whitespace character from ``i`` (reading on as needed)."""
+        """Index of the first non-whitespace character from ``i`` (reading on as needed).
+
+        Whitespace that fills the buffer is dropped before more is read, so a file of
+        whitespace is read in constant memory and linear time.
+        """
         while True:
             m = _WS.match(self.buf, i)
             assert m is not None
             i = m.end()
-            if i < len(self.buf) or not self.read_more():
+            if i < len(self.buf):
+                return i
+            self.buf, i = "", 0
+            if not self.read_more():
                 return i
 
     def char(self, i: int) -> str:
@@ -132,16 +162,29 @@ class _Text:
         return self.buf[i:i + 1]
 
     def value(self, decode: Any, i: int) -> tuple[Any, int]:
-        """Parse one JSON value at ``i``, reading on until it is complete."""
+        """Parse one JSON value at ``i``, reading on until it is complete.
+
+        Each retry first reads as much again as is held, so a value that spans many chunks
+        is rescanned a bounded number of times in all (linear, not quadratic); a value longer
+        than MAX_VALUE_BYTES is refused before it is held.
+        """
         while True:
             try:
                 value, end = decode(self.buf, i)
-            except json.JSONDecodeError:
-                if not self.read_more():
+            except json.JSONDecodeError as e:
+                cut_short = e.pos >= len(self.buf) - _CUT_MARGIN or e.msg.startswith("Unterminated string")
+                if not cut_short or self.eof:
                     raise
+                held = len(self.buf) - i
+                if held > MAX_VALUE_BYTES:
+                    raise _TooLong(f"a single value longer than {MAX_VALUE_BYTES} bytes (limit of one step or "
+                                   "one member)") from e
+                check_parse_cost(self.buf[i:], "one value")  # each retry parses all that is held again
+                self.read_more(held)
                 continue
-            if end < len(self.buf) or not self.read_more():  # a number could go on in the next chunk
+            if end < len(self.buf) or self.eof:
                 return value, end
+            self.read_more()  # a number could go on in the next chunk (a long one is refused by the parser)
 
 
 class _Walker:
@@ -149,7 +192,8 @@ class _Walker:
 
     def __init__(self, text: _Text, spill: IO[bytes]) -> None:
         self.text = text
-        self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants).raw_decode
+        self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants,
+                                       parse_int=_int, parse_float=_float).raw_decode
         self.rest: dict[str, Any] = {}
         self.n = 0
         self.profile: bool | None = None
@@ -159,6 +203,7 @@ class _Walker:
         self.member_groups: list[tuple[int, int]] = []
         self.member_failures = 0
         self.broken = False  # a step failed its members check: the later checks will not run
+        self.stopped = False  # reading stopped once the members check failed past its cut-off
         # sequence
         self.order_fail: tuple[str, int, int, Any] | None = None
         self.dup_fail: tuple[str, int, str] | None = None
@@ -211,8 +256,8 @@ class _Walker:
                 continue
             i = self._expect(i, "}")
             break
-        if t.char(i) != "" or not self.steps_seen or self.n == 0:
-            raise _Fallback("extra data, or no steps")
+        if t.char(i) != "":
+            raise _Fallback("extra data after the receipt object")
         check_json_value(self.rest)
 
     def _steps(self, i: int) -> int:
@@ -258,15 +303,16 @@ class _Walker:
             raise _Fallback("a later step claims the profile")
         self.last = step
         flat = False
-        if self.member_failures <= _MAX_MEMBER_FAILURES:
-            before = self.member_failures
-            if _check_step(step, i, self.profile, self.step_members):
-                # a well-formed profile step holds only strings and integers; no string is longer than its text
-                flat = self.profile and span <= MAX_STRING_CHARS
-            else:
-                self.member_failures = len(self.step_members.failures)
-                self.member_groups.append((before, self.member_failures))
-                self.broken = True
+        before = self.member_failures
+        if _check_step(step, i, self.profile, self.step_members):
+            # a well-formed profile step holds only strings and integers; no string is longer than its text
+            flat = self.profile and span <= MAX_STRING_CHARS
+        else:
+            self.member_failures = len(self.step_members.failures)
+            self.member_groups.append((before, self.member_failures))
+            self.broken = True
+            if self.member_failures > _MAX_MEMBER_FAILURES:
+                raise _Settled
         if not flat:
             check_json_value([[step]])  # the step sits two levels down, as in the whole document
         if self.broken:
@@ -337,7 +383,16 @@ class _Walker:
     # ------------------------------------------------------------- results
 
     def members(self, result: CheckResult) -> bool:
-        _check_workflow_members(self.rest, bool(self.profile), result)
+        if not self.stopped:
+            _check_workflow_members(self.rest, bool(self.profile), result)
+        else:  # the members after the steps were never read: report only on those that were
+            read = CheckResult(result.number, result.name)
+            _check_workflow_members(self.rest, bool(self.profile), read)
+            for f in read.failures:
+                if f.message.split(" ", 1)[0] in self.rest:
+                    result.fail(f.message, seq=f.seq, expected=f.expected, actual=f.actual)
+        if self.n == 0:
+            result.fail("steps is not a non-empty array")
         failures = self.step_members.failures
         for start, end in self.member_groups:
             for f in failures[start:end]:
@@ -427,23 +482,35 @@ def verify_streaming(
     trusted_key_ids: Any,
     expected_root: str | None,
     expected_head: str | None,
+    in_memory_ok: bool = True,
 ) -> Report | None:
-    """Verify the receipt file ``source`` by streaming; None when it must be verified in memory."""
+    """Verify the receipt file ``source`` by streaming.
+
+    A file outside the shape this path reads gives None (verify it in memory) when
+    ``in_memory_ok``, else a MALFORMED report naming the problem: a file too large or too
+    costly to parse in memory is never handed back.
+    """
     try:
-        if os.path.isdir(source) or os.path.getsize(source) > MAX_INPUT_BYTES:
-            return None
-        with open(source, "rb") as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
+        with open_regular(source) as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_INPUT_BYTES:
+                raise MalformedInput(f"{source} is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit")
             walker = _Walker(_Text(f), spill)
             try:
                 walker.run()
-            except (_Fallback, MalformedInput, json.JSONDecodeError, RecursionError, CanonicalizationError):
-                return None
+            except _Settled:
+                walker.stopped = True
             walker.text.buf = ""
             return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head)
-    except _Fallback:
-        return None
-    except OSError:
-        return None
+    except (_Fallback, json.JSONDecodeError, RecursionError, CanonicalizationError) as e:
+        if in_memory_ok:
+            return None
+        why = f"not valid JSON: {e.msg}" if isinstance(e, json.JSONDecodeError) else str(e) or "nested too deeply"
+        return unreadable_report(source, f"{source}: {why} (a file this large or costly is verified only by streaming)")
+    except MalformedInput as e:
+        return None if in_memory_ok and not isinstance(e, _TooLong) else unreadable_report(source, str(e))
+    except OSError as e:
+        return None if in_memory_ok else unreadable_report(source, f"cannot read {source}: {e.strerror or e}")
 
 
 def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | None, trusted_key_ids: Any,
@@ -451,9 +518,15 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     checks = [CheckResult(number, name) for number, name in CHECKS]
     c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected = checks
     report = Report(source, checks)
-    c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
+    if walker.stopped:
+        c_parse.skip(f"stopped reading after step {walker.n}: more than {_MAX_MEMBER_FAILURES} member failures "
+                     "settle the verdict, so the rest of the file was not read")
+        report.notes.append("reading stopped early: the members after the steps and the rest of the file "
+                            "were not checked")
+    else:
+        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
     beside = evidence_path_for(source)
-    if evidence is None and os.path.exists(beside):
+    if evidence is None and os.path.lexists(beside):
         evidence = beside
     if not walker.members(c_members):
         for c in checks[2:]:

@@ -1,21 +1,25 @@
 """``aer1-verify``: re-check receipts (or one-step proofs) offline, one line per check.
 
-Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input.
+Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input. No input,
+option or file name ends in a traceback: every problem is one line on standard error
+(with ``--json``, one JSON object on standard output) and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
+from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
-from ._parse import MAX_INPUT_BYTES
+from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
+from ._report import NOT_CHECKED, Report
 
 __all__ = ["main"]
 
@@ -24,16 +28,11 @@ _KEY_SUFFIXES = (".pub", ".pem")
 _PROOF_SUFFIX = ".proof.json"
 _STDIN = "-"
 _RECEIPT_SUFFIX = ".json"
-#: Most files verified from directories in one run.
-MAX_FILES = 100_000
-
-
-class _UsageError(Exception):
-    """Bad arguments or unreadable auxiliary input (exit 2)."""
+_STDIN_CHUNK = 4 * 1024 * 1024
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=_PROG,
         description="Verify AER-1 workflow receipts offline: members, sequence, Merkle root, hash chain, "
         "signature, evidence.",
@@ -55,51 +54,97 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _regular(option: str, path: str, noun: str = "a key file") -> None:
+    """Refuse ``path`` unless it is a regular file (symlinks followed), before anything reads it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise CliError(f"{option} {path}: {e.strerror or e}") from e
+    if stat.S_ISDIR(mode):
+        raise CliError(f"{option} {path}: a directory, not {noun}")
+    if not stat.S_ISREG(mode):
+        raise CliError(f"{option} {path}: not a regular file")
+
+
 def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
-    sources: list[str] = list(args.key)
+    sources: list[tuple[str, str]] = [("--key", k) for k in args.key]
     if args.trusted_keys:
         d = args.trusted_keys
         if not os.path.isdir(d):
-            raise _UsageError(f"--trusted-keys {d}: not a directory")
-        found = sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(_KEY_SUFFIXES))
+            raise CliError(f"--trusted-keys {d}: not a directory")
+        try:
+            names = os.listdir(d)
+        except OSError as e:
+            raise CliError(f"--trusted-keys {d}: {e.strerror or e}") from e
+        found = sorted(os.path.join(d, n) for n in names if n.endswith(_KEY_SUFFIXES))
         if not found:
-            raise _UsageError(f"--trusted-keys {d}: no *.pub or *.pem files")
-        sources.extend(found)
+            raise CliError(f"--trusted-keys {d}: no *.pub or *.pem files")
+        sources.extend(("--trusted-keys", f) for f in found)
     if not sources:
         return None
     ids = set()
-    for src in sources:
-        if os.path.isdir(src):
-            raise _UsageError(f"key file {src} is a directory (use --trusted-keys for a directory of keys)")
-        if not os.path.isfile(src):
-            raise _UsageError(f"key file {src} does not exist")
+    for option, src in sources:
+        if option == "--key" and os.path.isdir(src):
+            raise CliError(f"key file {src} is a directory (use --trusted-keys for a directory of keys)")
+        if option == "--key" and not os.path.lexists(src):
+            raise CliError(f"key file {src} does not exist")
+        _regular(option, src)
         try:
             ids.add(key_id(load_public_key(src)))
         except KeyError_ as e:
-            raise _UsageError(f"key file {src}: {e}") from e
+            raise CliError(f"key file {src}: {e}") from e
     return ids
 
 
-def _expand(paths: Sequence[str]) -> list[tuple[str, bool]]:
-    """(path, is_proof) for each file to verify."""
-    out: list[tuple[str, bool]] = []
+def _scan(folder: str) -> list[tuple[str, str | None]]:
+    """(path, None) for each *.json under ``folder``, (path, why) for what cannot be verified.
+
+    Nothing is skipped silently: an unreadable subfolder, a symlinked folder (not followed,
+    so no loop and no escape from the folder) and a *.json that is not a regular file each
+    come back with the reason it could not be verified.
+    """
+    out: list[tuple[str, str | None]] = []
+
+    def walk_error(e: OSError) -> None:
+        out.append((e.filename or folder, f"folder unreadable: {e.strerror or e}"))
+
+    for root, dirs, files in os.walk(folder, onerror=walk_error):
+        dirs.sort()
+        for d in dirs:
+            if os.path.islink(os.path.join(root, d)):
+                out.append((os.path.join(root, d), "a symlinked folder: not followed"))
+        for name in sorted(files):
+            if not name.endswith(_RECEIPT_SUFFIX):
+                continue
+            path = os.path.join(root, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as e:
+                out.append((path, f"cannot read: {e.strerror or e}"))
+                continue
+            out.append((path, None if stat.S_ISREG(mode) else "not a regular file"))
+        if len(out) > MAX_FILES:
+            raise CliError(f"{folder}: more than {MAX_FILES} files to verify")
+    return out
+
+
+def _expand(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
+    """(path, is_proof, why it cannot be verified or None) for each file to verify."""
+    out: list[tuple[str, bool, str | None]] = []
     for path in paths:
         if os.path.isdir(path):
-            found: list[str] = []
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(_RECEIPT_SUFFIX))
+            found = _scan(path)
             if not found:
-                raise _UsageError(f"{path}: no *.json files in this directory")
-            out.extend((f, f.endswith(_PROOF_SUFFIX)) for f in found)
+                raise CliError(f"{path}: no *.json files in this directory")
+            out.extend((f, f.endswith(_PROOF_SUFFIX), why) for f, why in found)
         elif path == _STDIN:
             if out or len(paths) > 1:
-                raise _UsageError("- (standard input) goes alone")
-            out.append((path, False))
+                raise CliError("- (standard input) goes alone")
+            out.append((path, False, None))
         else:
-            out.append((path, path.endswith(_PROOF_SUFFIX)))
+            out.append((path, path.endswith(_PROOF_SUFFIX), None))
         if len(out) > MAX_FILES:
-            raise _UsageError(f"more than {MAX_FILES} files to verify")
+            raise CliError(f"more than {MAX_FILES} files to verify")
     return out
 
 
@@ -108,57 +153,80 @@ def _hex_arg(name: str, value: str | None) -> str | None:
         return None
     v = value.strip().lower()
     if len(v) != 64 or any(c not in "0123456789abcdef" for c in v):
-        raise _UsageError(f"{name} must be 64 hex characters, got {value!r}")
+        raise CliError(f"{name} must be 64 hex characters, got {value!r}")
     return v
 
 
-def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool]]) -> None:
+def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, str | None]]) -> None:
     """Options that cannot apply to what is verified are refused, never ignored."""
-    proofs = [path for path, is_proof in files if is_proof or args.proof]
+    proofs = [path for path, is_proof, _ in files if is_proof or args.proof]
     if args.receipt is not None and (len(files) != 1 or not proofs):
-        raise _UsageError("--receipt goes with exactly one proof (it pins the proof's root)")
+        raise CliError("--receipt goes with exactly one proof (it pins the proof's root)")
     if not proofs:
         return
     what = f"{proofs[0]} is a proof" if len(files) > 1 else "a proof is verified"
     if args.expected_head is not None:
-        raise _UsageError(f"--expected-head cannot apply to a proof ({what}; a proof has no chain_head)")
+        raise CliError(f"--expected-head cannot apply to a proof ({what}; a proof has no chain_head)")
     if args.evidence is not None:
-        raise _UsageError(f"--evidence cannot apply to a proof ({what}; its content is inside it)")
+        raise CliError(f"--evidence cannot apply to a proof ({what}; its content is inside it)")
     if (args.key or args.trusted_keys) and args.receipt is None:
-        raise _UsageError(f"--key/--trusted-keys apply to a proof only with --receipt ({what}; "
-                          "a proof carries no signature)")
+        raise CliError(f"--key/--trusted-keys apply to a proof only with --receipt ({what}; "
+                       "a proof carries no signature)")
     if args.receipt is not None and not (args.key or args.trusted_keys):
-        raise _UsageError("--receipt pins a proof's root only with --key or --trusted-keys")
-    if args.receipt is not None and not os.path.isfile(args.receipt):
-        raise _UsageError(f"--receipt {args.receipt}: no such file")
+        raise CliError("--receipt pins a proof's root only with --key or --trusted-keys")
+    if args.receipt is not None:
+        _regular("--receipt", args.receipt, "a receipt file")
+
+
+def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
+                  expected_head: str | None) -> Report:
+    """Standard input, spooled to a private file first: a large receipt is then streamed like a file.
+
+    With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
+    proof file.
+    """
+    with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
+        spooled = os.path.join(folder, "stdin.json")
+        with open(spooled, "wb") as f:
+            left = MAX_INPUT_BYTES + 1  # one byte more than the limit: the verifier then names the limit
+            while left > 0:
+                chunk = sys.stdin.buffer.read(min(_STDIN_CHUNK, left))
+                if not chunk:
+                    break
+                f.write(chunk)
+                left -= len(chunk)
+        if args.proof:
+            report = verify_proof(spooled, expected_root=expected_root, receipt=args.receipt,
+                                  trusted_key_ids=trusted)
+        else:
+            report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
+                                    expected_root=expected_root, expected_head=expected_head)
+    report.source = "(standard input)"
+    evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
+    if args.evidence is None and evidence_check is not None and evidence_check.status == NOT_CHECKED:
+        evidence_check.detail = "no evidence file (give --evidence with standard input)"
+    for c in report.checks:  # messages name the spooled file: name standard input instead
+        c.detail = c.detail.replace(spooled, "(standard input)")
+    return report
 
 
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.evidence and len(args.paths) != 1:
-        raise _UsageError("--evidence goes with exactly one receipt")
-    if args.evidence and os.path.isdir(args.evidence):
-        raise _UsageError(f"--evidence {args.evidence}: a directory, not an evidence file")
-    if args.evidence and not os.path.isfile(args.evidence):
-        raise _UsageError(f"--evidence {args.evidence}: no such file")
+        raise CliError("--evidence goes with exactly one receipt")
+    if args.evidence:
+        _regular("--evidence", args.evidence, "an evidence file")
     trusted = _trusted_ids(args)
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
     files = _expand(args.paths)
     _refuse_for_proofs(args, files)
-    reports = []
-    for path, is_proof in files:
-        if path == _STDIN and args.proof:
-            report = verify_proof(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), expected_root=expected_root,
-                                  receipt=args.receipt, trusted_key_ids=trusted)
-            report.source = "(standard input)"
-            reports.append(report)
+    reports: list[Report] = []
+    for path, is_proof, why in files:
+        if why is not None:
+            reports.append(unreadable_report(path, why))
         elif path == _STDIN:
-            report = verify_receipt(sys.stdin.buffer.read(MAX_INPUT_BYTES + 1), evidence=args.evidence,
-                                    trusted_key_ids=trusted, expected_root=expected_root,
-                                    expected_head=expected_head)
-            report.source = "(standard input)"
-            reports.append(report)
+            reports.append(_verify_stdin(args, trusted, expected_root, expected_head))
         elif is_proof or args.proof:
             reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
                                         trusted_key_ids=trusted))
@@ -169,45 +237,37 @@ def _run(argv: Sequence[str] | None) -> int:
             )
     code = max(r.exit_code for r in reports)
     single = len(reports) == 1 and not os.path.isdir(args.paths[0])
+    counts = {v: sum(r.verdict == v for r in reports) for v in ("VALID", "INVALID", "MALFORMED")}
     if args.json:
         doc: Any
         if single:
             doc = reports[0].to_dict()
         else:
-            counts = {v: sum(r.verdict == v for r in reports) for v in ("VALID", "INVALID", "MALFORMED")}
             doc = {
                 "verdict": "VALID" if code == 0 else ("INVALID" if code == 1 else "MALFORMED"),
                 "exit_code": code,
                 "summary": counts,
                 "results": [r.to_dict() for r in reports],
             }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dump_json(doc))
     else:
         for r in reports:
             if r.malformed:
-                print(f"{r.source}: MALFORMED: {r.checks[0].detail}")
+                print(one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}"))
             else:
                 print(r.to_text())
         if not single:
-            valid = sum(r.verdict == "VALID" for r in reports)
-            print(f"{valid} of {len(reports)} valid")
+            print(f"{counts['VALID']} valid, {counts['INVALID']} invalid, {counts['MALFORMED']} unreadable "
+                  f"(of {len(reports)})")
     if code == 2 and not args.json and single:
-        print(f"{_PROG}: {reports[0].checks[0].detail}", file=sys.stderr)
+        print(one_line(f"{_PROG}: {reports[0].checks[0].detail}"), file=sys.stderr)
     return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``aer1-verify``."""
-    try:
-        return _run(argv)
-    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
-        return e.code if isinstance(e.code, int) else 2
-    except _UsageError as e:
-        print(f"{_PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted", file=sys.stderr)
-        return 2
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_cli(_PROG, args, _run, {"verdict": "MALFORMED"})
 
 
 if __name__ == "__main__":

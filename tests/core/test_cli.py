@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from aer1.cli import main as aer1_main
+from aer1.recover import RecoveryError, recover_journal
 from aer1.verifier.cli import main as verify_main
 
 from .helpers import KEYS, make_collector
@@ -155,7 +156,7 @@ def test_folder_of_receipts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     for i in range(3):
         make_collector().save(store / "2026" / "11" / f"run{i}.json")
     assert verify_main([str(store)]) == 0
-    assert "3 of 3 valid" in capsys.readouterr().out
+    assert "3 valid, 0 invalid, 0 unreadable (of 3)" in capsys.readouterr().out
     bad = json.loads((store / "2026" / "11" / "run1.json").read_text())
     bad["goal"] = "edited"
     (store / "2026" / "11" / "run1.json").write_text(json.dumps(bad))
@@ -228,3 +229,39 @@ def test_values_cannot_borrow_characters_from_their_neighbours(saved: Path,
     assert verify_main([str(saved), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["failures"][0]["check"] == "members" and doc["failures"][0]["seq"] == 2
+
+
+def test_keygen_force_writes_a_new_private_key_file_with_mode_0600(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "k"
+    (tmp_path / "k.key").write_text("old")
+    os.chmod(tmp_path / "k.key", 0o644)
+    (tmp_path / "k.pub").write_text("old")
+    assert aer1_main(["keygen", "-o", str(out), "--force"]) == 0
+    mode = (tmp_path / "k.key").stat().st_mode & 0o777
+    assert mode == 0o600, f"got mode {mode:o}, want 600"
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    (tmp_path / "k.key").unlink()
+    (tmp_path / "k.key").symlink_to(target)  # --force replaces the link itself, never writes through it
+    assert aer1_main(["keygen", "-o", str(out), "--force"]) == 0
+    assert target.read_text() == "keep me" and not (tmp_path / "k.key").is_symlink()
+
+
+def test_outputs_never_overwrite_an_input(saved: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    journal = tmp_path / "r.evidence.jsonl"  # recover -o r.json would write its evidence here
+    c = make_collector(journal=journal)
+    c.finalize()
+    before = journal.read_bytes()
+    assert aer1_main(["recover", str(journal), "-o", str(tmp_path / "r.json")]) == 2
+    assert aer1_main(["recover", str(journal), "-o", str(journal)]) == 2
+    with pytest.raises(RecoveryError, match="must not be the journal itself"):  # the library refuses it too
+        recover_journal(journal, tmp_path / "r.json")
+    assert journal.read_bytes() == before
+    assert not (tmp_path / "r.json").exists()
+    receipt = saved.read_bytes()
+    assert aer1_main(["prove", str(saved), "--step", "1", "-o", str(saved)]) == 2
+    assert aer1_main(["prove", str(saved), "--step", "1", "-o", str(saved.with_name("receipt.evidence.jsonl"))]) == 2
+    assert saved.read_bytes() == receipt
+    err = capsys.readouterr().err
+    assert err.count("is an input") == 4 and err.count("must not be the journal itself") == 0

@@ -325,15 +325,17 @@ def test_recovered_receipts_pass_the_peer_verifier(tmp_path: Path,
 def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, run_recover: Recover, make: Callable[[Path], Path],
                                               error: str) -> None:
     source = make(tmp_path)
-    code, out, err = run_recover(source, "-o", tmp_path / "r.json")
+    code, out, err = run_recover(source, "-o", tmp_path / "r.json", json=False)
     assert (code, out) == (2, "")
     assert err.startswith("aer1 recover: error: ") and error in err and len(err.splitlines()) == 1
+    code, out, err = run_recover(source, "-o", tmp_path / "r.json")  # --json: the error is a JSON object
+    assert (code, err) == (2, "") and isinstance(out, dict) and error in out["error"] and out["exit_code"] == 2
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "r.evidence.jsonl").exists()
 
 
 def test_an_unusable_key_exits_2_and_writes_nothing(tmp_path: Path, run_recover: Recover) -> None:
     path, c, _ = _journal(tmp_path)
-    code, out, err = run_recover(path, "-o", tmp_path / "r.json", "--key", tmp_path / "missing.key")
+    code, out, err = run_recover(path, "-o", tmp_path / "r.json", "--key", tmp_path / "missing.key", json=False)
     assert (code, out) == (2, "")
     assert err.startswith("aer1 recover: error: cannot read key file ") and len(err.splitlines()) == 1
     assert not (tmp_path / "r.json").exists()

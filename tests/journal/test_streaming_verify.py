@@ -187,6 +187,12 @@ def test_edited_receipts(tmp_path: Path, chunk: int, name: str) -> None:
     for kw in ({}, {"trusted_key_ids": TRUSTED}, {"trusted_key_ids": {"0" * 64}},
                {"expected_root": base["merkle_root"], "expected_head": "1" * 64}):
         in_memory, streamed = _both(path, **kw)
+        if name == "many-bad-steps":  # streaming stops reading once the failures settle the verdict
+            assert streamed is not None and streamed["checks"][0]["status"] == "NOT CHECKED"
+            assert streamed["notes"] == ["reading stopped early: the members after the steps and the rest of the "
+                                         "file were not checked"]
+            streamed = {**streamed, "notes": in_memory["notes"],
+                        "checks": [in_memory["checks"][0], *streamed["checks"][1:]]}
         assert streamed == in_memory, (name, kw)
 
 

@@ -1,0 +1,121 @@
+"""The size, depth and count limits of the AER-1 files, defined once.
+
+The producer (collector, evidence, journal, recovery) and the verifier import them from
+here, so that whatever ``Collector.record()`` accepts the verifier accepts too: a limit
+the verifier applies to a file is never tighter than what the producer may write into it.
+Every limit bounds memory or time; none is a property of the format itself.
+(:func:`parse_cost` is here too: the producer and the verifier must estimate alike.)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CLOSE_RESERVE_BYTES",
+    "LINE_COST_SLACK_BYTES",
+    "LINE_OVERHEAD_BYTES",
+    "MAX_AGENTS_BYTES",
+    "MAX_CONTENT_BYTES",
+    "MAX_CONTENT_DEPTH",
+    "MAX_COST_PER_BYTE",
+    "MAX_EVIDENCE_BYTES",
+    "MAX_EVIDENCE_DEPTH",
+    "MAX_EVIDENCE_LINE_BYTES",
+    "MAX_FILES",
+    "MAX_INPUT_BYTES",
+    "MAX_INT_DIGITS",
+    "MAX_JOURNAL_LINE_BYTES",
+    "MAX_MEMBER_CHARS",
+    "MAX_PARSE_COST_BYTES",
+    "MAX_RECEIPT_DEPTH",
+    "MAX_STRING_CHARS",
+    "MAX_VALUE_BYTES",
+    "STEP_OVERHEAD_BYTES",
+    "parse_cost",
+]
+
+_MiB = 1024 * 1024
+_GiB = 1024 * _MiB
+
+# ------------------------------------------------------------------ one step's content
+
+#: Deepest nesting of one recorded content: a container may sit at depth 0 to this
+#: (the top-level value is depth 0). Below orjson's own limit of 255.
+MAX_CONTENT_DEPTH = 200
+#: Largest canonical content of one step (bytes); ``record()`` refuses a larger one.
+MAX_CONTENT_BYTES = 64 * _MiB
+
+# ------------------------------------------------------------------ receipts and proofs
+
+#: Largest receipt or proof file read (bytes); ``finalize()`` never builds a larger one.
+MAX_INPUT_BYTES = 2 * _GiB
+#: Deepest nesting accepted in a receipt or proof (ours are 4 deep).
+MAX_RECEIPT_DEPTH = 64
+#: Longest string accepted in a receipt or proof (characters).
+MAX_STRING_CHARS = _MiB
+#: Longest string member of a step that ``record()`` accepts (tool, agent, ids; characters).
+MAX_MEMBER_CHARS = MAX_STRING_CHARS
+#: Bytes a saved receipt spends on one step beyond its header's compact JSON (indentation,
+#: ``receipt_id``); the collector counts it to keep the receipt under MAX_INPUT_BYTES.
+STEP_OVERHEAD_BYTES = 256
+#: Longest JSON text of one step, or of one receipt member other than ``steps``, that the
+#: streaming verifier holds (bytes): six step members of MAX_MEMBER_CHARS, each character
+#: escaped to 6 bytes, stay under it.
+MAX_VALUE_BYTES = 64 * _MiB
+#: Largest ``agents`` member the collector builds (its JSON, bytes): well inside
+#: MAX_VALUE_BYTES and the close step's content, which binds it.
+MAX_AGENTS_BYTES = 16 * _MiB
+#: Room the collector keeps in the receipt and the evidence for the workflow members and
+#: the close step, so that finalize() always fits under the limits the verifier reads.
+CLOSE_RESERVE_BYTES = 64 * _MiB
+#: Longest integer literal read, in digits (Python's own default conversion limit).
+MAX_INT_DIGITS = 4300
+
+# ------------------------------------------------------------------ evidence and journal
+
+#: Room on one evidence or journal line beyond the content: seq, hashes, a step header
+#: whose members are each at most MAX_MEMBER_CHARS long (6 bytes a character when escaped).
+LINE_OVERHEAD_BYTES = 64 * _MiB
+#: Longest evidence line read (bytes).
+MAX_EVIDENCE_LINE_BYTES = MAX_CONTENT_BYTES + LINE_OVERHEAD_BYTES
+#: Deepest nesting in an evidence line: its content sits one level down, inside the line's object.
+MAX_EVIDENCE_DEPTH = MAX_CONTENT_DEPTH + 2
+#: Largest evidence file read (bytes); the collector refuses a step that would go beyond it.
+MAX_EVIDENCE_BYTES = 16 * _GiB
+#: Longest journal line read (bytes): a step header and its content.
+MAX_JOURNAL_LINE_BYTES = MAX_CONTENT_BYTES + LINE_OVERHEAD_BYTES
+
+# ------------------------------------------------------------------ memory of one parse
+
+#: Most memory one in-memory parse may take, as :func:`parse_cost` estimates it (bytes).
+#: A receipt that would take more is verified by streaming; an evidence line or proof that
+#: would take more is refused, and ``record()`` refuses a content whose line would.
+MAX_PARSE_COST_BYTES = 256 * _MiB
+#: Room in MAX_PARSE_COST_BYTES for an evidence line's own members around its content.
+LINE_COST_SLACK_BYTES = 64 * 1024
+#: Python memory per container and per item of parsed JSON, rounded up (64-bit CPython:
+#: an empty dict with its slot in the parent is about 75 bytes, an integer about 36).
+_CONTAINER_COST = 80
+_ITEM_COST = 40
+#: The most :func:`parse_cost` can give per byte of text: a text shorter than
+#: MAX_PARSE_COST_BYTES // MAX_COST_PER_BYTE never needs counting.
+MAX_COST_PER_BYTE = 1 + _CONTAINER_COST
+
+
+def parse_cost(text: bytes | str) -> int:
+    """An upper estimate of the memory (bytes) that parsing the JSON ``text`` takes.
+
+    Linear in the text, counted at C speed: the text itself, plus a fixed cost for every
+    ``{`` or ``[`` (a container) and every ``,`` (an item). Brackets and commas inside
+    strings are counted too, so the estimate only errs high.
+    """
+    if isinstance(text, str):
+        containers, items = text.count("{") + text.count("["), text.count(",")
+    else:
+        containers, items = text.count(b"{") + text.count(b"["), text.count(b",")
+    return len(text) + _CONTAINER_COST * containers + _ITEM_COST * items
+
+
+# ------------------------------------------------------------------ runs of the verifier
+
+#: Most files verified from folders in one run.
+MAX_FILES = 100_000

@@ -1,0 +1,96 @@
+"""Command-line plumbing that cannot fail: one-line errors, printable output whatever it holds.
+
+Lone surrogates in member names or file names stay printable; every error of a command
+is one line (or one JSON object) and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from ._report import CHECKS, CheckResult, Report
+
+__all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
+
+
+def dump_json(doc: Any) -> str:
+    """``doc`` as indented JSON text and a newline; a lone surrogate is written as its escape.
+
+    orjson refuses lone surrogates (they have no UTF-8 form), and member names or file names
+    read from untrusted input may hold them; the standard library writes ``\\udXXX``, which
+    every JSON reader accepts.
+    """
+    return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every unprintable character (line breaks included) written as its escape.
+
+    File names and member names come from untrusted input: a newline in one must not turn
+    a one-line message into two.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def safe_streams() -> None:
+    """Let standard output and error print any text: characters they cannot encode are escaped."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+def unreadable_report(source: str, why: str) -> Report:
+    """The report of a file that could not be verified at all (verdict MALFORMED, exit code 2)."""
+    checks = [CheckResult(number, name) for number, name in CHECKS]
+    checks[0].fail(why)
+    for c in checks[1:]:
+        c.skip("the input could not be read")
+    return Report(source, checks)
+
+
+class CliError(Exception):
+    """A usage or input problem of a command: one line, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors raised as :class:`CliError` (one line, no usage block, no exit)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (usage: {self.prog} --help)")
+
+
+def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_doc: dict[str, Any]) -> int:
+    """Run a command so that nothing ends in a traceback: any error is one line and exit code 2.
+
+    With ``--json`` in ``argv`` the error is one JSON object (``error_doc`` and the message)
+    on standard output instead, so a caller that parses the output always gets JSON.
+    """
+    safe_streams()
+    try:
+        if any("\x00" in a for a in argv):
+            raise CliError("an argument holds a NUL character: no file name or value can")
+        return run(argv)
+    except SystemExit as e:  # --help (0)
+        return e.code if isinstance(e.code, int) else 2
+    except CliError as e:
+        message = str(e)
+    except OSError as e:
+        message = f"{e.strerror or e}: {e.filename or ''}"
+    except KeyboardInterrupt:
+        message = "interrupted"
+    except MemoryError:
+        message = "out of memory"
+    except Exception as e:  # a last guard: the invariant is exit 2 and one line, never a traceback
+        message = f"internal error: {type(e).__name__}: {e}"
+    if "--json" in argv:
+        sys.stdout.write(dump_json({**error_doc, "error": message, "exit_code": 2}))
+    else:
+        print(one_line(f"{prog}: error: {message}"), file=sys.stderr)
+    return 2
