@@ -153,7 +153,7 @@ def test_workflow_members_longer_than_the_receipt_string_limit_are_refused(membe
 
 def test_agents_are_bounded_to_what_the_streaming_verifier_holds() -> None:
     c = Collector(goal="many agents")
-    with pytest.raises(ValueError, match="agent description is .* over the"):
+    with pytest.raises(ValueError, match=r"agent description is .* over the"):
         c.register_agent("a", type="T", description="d" * (limits.MAX_MEMBER_CHARS + 1))
     with pytest.raises(ValueError, match=f"agents member would grow past {limits.MAX_AGENTS_BYTES}"):
         for i in range(limits.MAX_AGENTS_BYTES // limits.MAX_MEMBER_CHARS + 1):
