@@ -11,10 +11,10 @@ AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
 
 .PHONY: demo test test-main test-ag2 test-autogen lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[agentchat,legacy,dev]"
+	$(PY) -m pip install -q -e ".[agentchat,legacy,dev]" -c tests/constraints.txt
 	touch $(STAMP)
 
 $(AG2_STAMP): pyproject.toml

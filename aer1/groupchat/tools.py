@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aer1.canonical import normalize
+from aer1.canonical import normalize, restore
 
 from .approval import (
     APPROVED,
@@ -121,10 +121,16 @@ def error_content(kind: str, message: str) -> str:
 
 
 def result_content(value: Any) -> str:
-    """A tool's return value as response content: strings as they are, else JSON."""
+    """A tool's return value as response content: strings as they are, else JSON.
+
+    This is text for the model, not hashed bytes: values JSON cannot hold are shown as
+    Python's JSON writer shows them (a big integer by its digits, ``NaN``), never in the
+    receipt's tagged form, and a lone surrogate becomes ``?``.
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(normalize(value), ensure_ascii=False)
+    text = json.dumps(restore(normalize(value)), ensure_ascii=False)
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 class ToolExecutor:

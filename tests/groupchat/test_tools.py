@@ -214,3 +214,12 @@ def test_model_agent_drives_tool_calls(tmp_path: Path, check_receipt: Callable[[
     assert [(r.call_id, r.name, r.content) for r in results] == [("call_a", "add", "42"), (generated_id, "upper", "OK")]
     assert [t["name"] for t in second["tools"]] == ["add", "upper"]
     check_receipt(result)
+
+
+def test_the_model_sees_values_json_cannot_hold_as_text_not_as_receipt_tags() -> None:
+    from aer1.groupchat.tools import result_content
+
+    assert result_content({"id": 2**64 + 1}) == '{"id": 18446744073709551617}'
+    assert result_content([float("nan")]) == "[NaN]"
+    assert result_content({"$aer1:int": "1"}) == '{"$aer1:int": "1"}'
+    assert result_content(["caf\udead"]) == '["caf?"]'
