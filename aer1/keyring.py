@@ -77,13 +77,15 @@ class KeyEntry:
     revoked_at: _dt.datetime | None = None
     revocation_reason: str | None = None
 
-    def invalid_at(self, earliest: _dt.datetime, latest: _dt.datetime | None = None) -> str | None:
-        """Why this key could not sign at a time in [earliest, latest], or None when it could at all of them.
+    def invalid_at(self, latest: _dt.datetime) -> str | None:
+        """Why this key may not have signed by ``latest`` (the TSA time plus its accuracy), or None.
 
-        A TSA time is known only within its accuracy: every time it may stand for must be inside.
+        Revocation and the window's end are checked against the latest time the token may
+        stand for: a signature that may be after them fails. The window's start is checked
+        against it too: signing before a key existed is no threat a token must rule out,
+        while a key made and used at once must pass.
         """
-        latest = earliest if latest is None else latest
-        if earliest < self.valid_from:
+        if latest < self.valid_from:
             return f"before the key's window (valid from {format_time(self.valid_from)})"
         if self.valid_until is not None and latest > self.valid_until:
             return f"after the key's window (valid until {format_time(self.valid_until)})"

@@ -50,7 +50,7 @@ def check_key(keyring: Mapping[str, KeyEntry] | None, c_sig: CheckResult, c_time
     if isinstance(when, str):
         t = parse_time(when, "TSA time")
         slack = _dt.timedelta(seconds=float(c_time.facts.get("accuracy_s") or 0))
-        why = entry.invalid_at(t - slack, t + slack)
+        why = entry.invalid_at(t + slack)
         if why is not None:
             result.fail(f"key {kid} signed at TSA time {when}, {why}")
             return

@@ -1,0 +1,187 @@
+"""Keyrings and the ``key`` check: a key's validity at the TSA's time, never at the receipt's own clock."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aer1.keyring import KEYRING_TYPE, format_time, parse_keyring
+
+from .conftest import Cli, checks_of, save_run
+from .tsa import LocalTSA
+
+
+def _keygen(aer1: Cli, folder: Path, name: str = "signer", *extra: str | Path) -> Path:
+    """``aer1 keygen -o folder/name``; returns the prefix."""
+    prefix = folder / name
+    code, _, err = aer1("keygen", "-o", prefix, *extra)
+    assert code == 0, err
+    return prefix
+
+
+def _ago(seconds: float) -> str:
+    return format_time(_dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(seconds=seconds))
+
+
+def _key_check(verify: Cli, path: Path, *options: str | Path) -> tuple[int, dict[str, Any], str]:
+    code, out, _ = verify(path, *options, "--json")
+    checks = checks_of(out)
+    return code, checks["key"], json.loads(out)["verdict"]
+
+
+def test_keygen_writes_the_keyring_entry_beside_the_key_pair(tmp_path: Path, aer1: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = Path(f"{prefix}.keyring.json")
+    doc = json.loads(keyring.read_text())
+    assert doc["type"] == KEYRING_TYPE and len(doc["keys"]) == 1
+    (entry,) = parse_keyring(doc).values()
+    assert entry.revoked_at is None and entry.valid_until is None
+    assert stat.S_IMODE(os.stat(keyring).st_mode) == 0o644
+    code, _, err = aer1("keygen", "-o", prefix)
+    assert code == 2 and "exists" in err
+    shared = tmp_path / "team.keyring.json"
+    _keygen(aer1, tmp_path, "a", "--keyring", shared)
+    _keygen(aer1, tmp_path, "b", "--keyring", shared, "--valid-until", "2999-01-01T00:00:00Z")
+    entries = list(parse_keyring(json.loads(shared.read_text())).values())
+    assert len(entries) == 2 and entries[1].valid_until is not None
+
+
+def test_key_valid_at_token_time_but_revoked_since_is_valid(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path,
+                                                              aer1: Cli, verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    path, _ = save_run(tmp_path, signing_key=f"{prefix}.key", timestamp=tsa.url)
+    code, out, err = aer1("key", "revoke", keyring, f"{prefix}.pub", "--reason", "compromised",
+                          "--at", _ago(-5))  # revoked after the token (the TSA's accuracy is 1 s)
+    assert code == 0 and "revoked" in out, err
+    code, key, verdict = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 0 and verdict == "VALID" and key["status"] == "PASS" and "revoked since" in key["detail"], key
+    code, text, _ = verify(path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert "key valid at TSA time (keyring)" in text, text
+
+
+def test_rotated_out_key_still_valid_for_what_it_signed_in_its_window(tmp_path: Path, tsa: LocalTSA,
+                                                                       tsa_roots: Path, aer1: Cli,
+                                                                       verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    old, _ = save_run(tmp_path, "old", signing_key=f"{prefix}.key", timestamp=tsa.url)
+    code, _, err = aer1("key", "retire", keyring, f"{prefix}.pub", "--at", _ago(-3))
+    assert code == 0, err
+    code, key, _ = _key_check(verify, old, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 0 and key["status"] == "PASS", key
+
+
+def test_signature_after_revocation_is_invalid(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path, aer1: Cli,
+                                               verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    code, _, err = aer1("key", "revoke", keyring, f"{prefix}.pub", "--reason", "compromised", "--at", _ago(0))
+    assert code == 0, err
+    path, _ = save_run(tmp_path, signing_key=f"{prefix}.key", timestamp=tsa.url)  # the stolen key, used after
+    code, key, verdict = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 1 and verdict == "INVALID" and key["status"] == "FAIL", key
+    assert "after the key was revoked" in key["detail"] and "compromised" in key["detail"], key
+
+
+def test_signature_outside_the_window_is_invalid(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path, aer1: Cli,
+                                                 verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    code, _, err = aer1("key", "retire", keyring, f"{prefix}.pub", "--at", _ago(0))
+    assert code == 0, err
+    path, _ = save_run(tmp_path, signing_key=f"{prefix}.key", timestamp=tsa.url)
+    code, key, _ = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 1 and key["status"] == "FAIL" and "after the key's window" in key["detail"], key
+    doc = json.loads(Path(keyring).read_text())
+    doc["keys"][0]["valid_from"] = "2999-01-01T00:00:00Z"
+    doc["keys"][0].pop("valid_until")
+    Path(keyring).write_text(json.dumps(doc))
+    code, key, _ = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 1 and "before the key's window" in key["detail"], key
+
+
+def test_without_a_token_validity_at_signing_is_not_established(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path,
+                                                                aer1: Cli, verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    path, _ = save_run(tmp_path, signing_key=f"{prefix}.key")
+    code, key, verdict = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 0 and verdict == "VALID" and key["status"] == "NOT CHECKED", key
+    assert "could not be established" in key["detail"], key
+    code, text, _ = verify(path, "--keyring", keyring)
+    assert "key validity at signing NOT established (no independent time)" in text, text
+    stamped, _ = save_run(tmp_path, "stamped", signing_key=f"{prefix}.key", timestamp=tsa.url)
+    code, key, _ = _key_check(verify, stamped, "--keyring", keyring)  # token present, TSA not trusted
+    assert code == 0 and key["status"] == "NOT CHECKED", key
+    code, _, err = aer1("key", "revoke", keyring, f"{prefix}.pub", "--reason", "superseded")
+    assert code == 0, err
+    code, key, _ = _key_check(verify, path, "--keyring", keyring)
+    assert code == 1 and key["status"] == "FAIL" and "no verified timestamp" in key["detail"], key
+
+
+def test_keyring_keys_are_the_trusted_keys(tmp_path: Path, aer1: Cli, verify: Cli) -> None:
+    mine = _keygen(aer1, tmp_path, "mine")
+    other = _keygen(aer1, tmp_path, "other")
+    path, _ = save_run(tmp_path, signing_key=f"{other}.key")
+    code, out, _ = verify(path, "--keyring", f"{mine}.keyring.json", "--json")
+    checks = checks_of(out)
+    assert code == 1 and checks["signature"]["status"] == "FAIL" and checks["key"]["status"] == "NOT CHECKED", out
+    unsigned, _ = save_run(tmp_path, "unsigned")
+    code, out, _ = verify(unsigned, "--keyring", f"{mine}.keyring.json", "--json")
+    assert code == 1 and checks_of(out)["signature"]["status"] == "FAIL", out
+
+
+@pytest.mark.parametrize("content", [
+    "not json",
+    "[]",
+    '{"type": "aer1-keyring", "version": "1"}',
+    '{"type": "other", "version": "1", "keys": []}',
+    '{"type": "aer1-keyring", "version": "1", "keys": [{"key_id": "00"}]}',
+    '{"type": "aer1-keyring", "version": "1", "keys": [1]}',
+])
+def test_malformed_keyring_is_one_line_exit_2(tmp_path: Path, verify: Cli, content: str) -> None:
+    path, _ = save_run(tmp_path)
+    keyring = tmp_path / "bad.keyring.json"
+    keyring.write_text(content)
+    code, out, err = verify(path, "--keyring", keyring)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "keyring" in err, err
+    code, out, _ = verify(path, "--keyring", keyring, "--json")
+    assert code == 2 and json.loads(out)["verdict"] == "MALFORMED"
+
+
+def test_keyring_entry_edits_are_checked(tmp_path: Path, aer1: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    keyring = Path(f"{prefix}.keyring.json")
+    good = json.loads(keyring.read_text())
+    entry = good["keys"][0]
+    variants = [
+        {**entry, "key_id": "0" * 64},
+        {**entry, "public_key": "AAAA"},
+        {**entry, "valid_from": "yesterday"},
+        {**entry, "valid_until": "2000-01-01T00:00:00Z"},
+        {**entry, "revoked_at": "2030-01-01T00:00:00Z"},
+        {**entry, "revoked_at": "2030-01-01T00:00:00Z", "revocation_reason": ""},
+        {**entry, "extra": 1},
+    ]
+    for bad in variants:
+        keyring.write_text(json.dumps({**good, "keys": [bad]}))
+        code, _, err = aer1("key", "revoke", keyring, entry["key_id"], "--reason", "x")
+        assert code == 2 and err.count("\n") == 1 and "keyring" in err, (bad, err)
+    keyring.write_text(json.dumps({**good, "keys": [entry, entry]}))
+    code, _, err = aer1("key", "revoke", keyring, entry["key_id"], "--reason", "x")
+    assert code == 2 and "twice" in err, err
+    keyring.write_text(json.dumps(good))
+    assert aer1("key", "revoke", keyring, entry["key_id"], "--reason", "lost laptop")[0] == 0
+    code, _, err = aer1("key", "revoke", keyring, entry["key_id"], "--reason", "again")
+    assert code == 2 and "already revoked" in err, err
+    code, _, err = aer1("key", "revoke", keyring, "f" * 64, "--reason", "x")
+    assert code == 2 and "is not in" in err, err
+    code, _, err = aer1("key", "retire", keyring, entry["key_id"], "--at", "1999-01-01T00:00:00Z")
+    assert code == 2 and "not after" in err, err
