@@ -10,12 +10,14 @@ import argparse
 import datetime as _dt
 import os
 import re
+import shutil
 import sys
 from typing import Any
 
 from .imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .keyring import KeyEntry, KeyringError, dump_keyring, format_time, new_entry, parse_time
-from .recover import _write_atomic
+from .receipt import evidence_path_for
+from .recover import _write_atomic, same_file
 from .signing import KeyError_, key_id, load_private_key, load_public_key, sign_receipt
 from .timestamp import normalize_tsas, request_timestamps
 from .verifier import verify_receipt
@@ -205,7 +207,12 @@ def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     if key is not None:
         body["signature"] = sign_receipt(body, key)
     out = args.output or args.receipt
+    evidence, evidence_out = evidence_path_for(args.receipt), evidence_path_for(out)
+    if same_file(out, evidence):
+        raise CliError(f"the output {out} is the receipt's evidence file; choose another name")
     _write_atomic(out, dump_json(body).encode("utf-8"))
+    if not same_file(evidence_out, evidence) and os.path.isfile(evidence):  # same steps: same evidence
+        shutil.copyfile(evidence, evidence_out)
     print(f"{len(new)} token(s) added; {out} written" + ("" if key is None else " and signed again"),
           file=sys.stdout)
     return 0

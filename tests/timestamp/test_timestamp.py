@@ -255,3 +255,16 @@ def test_collector_refuses_bad_timestamp_options() -> None:
     with pytest.raises(ValueError, match="at most"):
         Collector(goal="g", timestamp=["http://127.0.0.1:9/"] * (MAX_TIMESTAMPS + 1))
     assert record_run().finalize().get(TIMESTAMPS_MEMBER) is None  # no TSA: no member
+
+
+def test_aer1_timestamp_to_another_file_takes_the_evidence_along(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path,
+                                                                 aer1: Cli, verify: Cli) -> None:
+    path, _ = save_run(tmp_path)
+    out = tmp_path / "stamped.json"
+    code, _, err = aer1("timestamp", path, "--tsa", tsa.url, "-o", out)
+    assert code == 0, err
+    code, report, _ = verify(out, "--tsa-roots", tsa_roots, "--json")
+    checks = checks_of(report)
+    assert code == 0 and checks["timestamp"]["status"] == "PASS" and checks["evidence"]["status"] == "PASS", report
+    code, _, err = aer1("timestamp", path, "--tsa", tsa.url, "-o", tmp_path / "receipt.evidence.jsonl")
+    assert code == 2 and "evidence file" in err, err
