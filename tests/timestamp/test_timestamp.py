@@ -18,6 +18,7 @@ from aer1.verifier import verify_receipt
 from aer1.verifier._stream import verify_streaming
 from aer1.verifier._timestamp import load_tsa_trust
 
+from ..receipts import PeerCli, PeerWorkflow
 from .conftest import Cli, checks_of, record_run, save_run
 from .tsa import TEST_POLICY, LocalTSA
 
@@ -38,7 +39,8 @@ def _closed_port_url() -> str:
 
 
 def test_good_token_verifies_and_reports_the_tsa_time(tmp_path: Path, tsa: LocalTSA, tsa_roots: Path,
-                                                       verify: Cli) -> None:
+                                                       verify: Cli, peer_verify_cli: PeerCli,
+                                                       peer_verify_workflow: PeerWorkflow) -> None:
     path, receipt = save_run(tmp_path, signing_key=KEYS / "trusted.key", timestamp=tsa.url)
     (entry,) = receipt[TIMESTAMPS_MEMBER]
     assert set(entry) == {"tsa", "nonce", "token"} and entry["tsa"] == tsa.url
@@ -49,6 +51,8 @@ def test_good_token_verifies_and_reports_the_tsa_time(tmp_path: Path, tsa: Local
     code, text, _ = verify(path, "--tsa-roots", tsa_roots)
     assert code == 0 and "timestamped by a trusted TSA at 20" in text, text
     assert "signature" in receipt  # the signature covers the token: it was made after it
+    peer_code, peer_out = peer_verify_cli(path)  # the token is a member other AER-1 verifiers pass over
+    assert peer_code == 0 and peer_verify_workflow(receipt) == [], peer_out
     forged = {**receipt, TIMESTAMPS_MEMBER: [{**entry, "tsa": "http://elsewhere.example/"}]}
     assert verify_receipt(forged).check("signature").status == "FAIL"
 
