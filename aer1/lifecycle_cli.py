@@ -198,7 +198,7 @@ def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     if len(kept) + len(tsas) > MAX_TIMESTAMPS:
         raise CliError(f"a receipt holds at most {MAX_TIMESTAMPS} tokens; it has {len(kept)}")
     body = {k: v for k, v in receipt.items() if k not in ("signature", TIMESTAMPS_MEMBER)}
-    new = request_timestamps(body, tsas, args.timeout)
+    new = request_timestamps(body, tsas, args.timeout, warn=False)
     failed = [e for e in new if "token" not in e]
     if failed:
         raise CliError("no token from " + "; ".join(f"{e['tsa']}: {e['error']}" for e in failed)

@@ -124,9 +124,14 @@ def _ask(tsa: TSA, request: TimeStampRequest, timeout: float) -> bytes:
     return _check_reply(reply, request)
 
 
-def request_timestamps(receipt: Mapping[str, Any], tsas: Sequence[TSA],
-                       timeout: float = DEFAULT_TSA_TIMEOUT_S) -> list[dict[str, str]]:
-    """One ``timestamps`` entry per TSA: a token, or why there is none; never waits past ``timeout``."""
+def request_timestamps(receipt: Mapping[str, Any], tsas: Sequence[TSA], timeout: float = DEFAULT_TSA_TIMEOUT_S,
+                       *, warn: bool = True) -> list[dict[str, str]]:
+    """One ``timestamps`` entry per TSA: a token, or why there is none; never waits past ``timeout``.
+
+    Each TSA is asked in a worker thread (a callable TSA too); one still busy at the
+    deadline is left behind. ``warn``: log each TSA that gave no token (finalize does;
+    a command that reports the failure itself does not).
+    """
     message = imprint_message(receipt)
     results: list[bytes | BaseException | None] = [None] * len(tsas)
     requests = [
@@ -156,6 +161,7 @@ def request_timestamps(receipt: Mapping[str, Any], tsas: Sequence[TSA],
             continue
         why = _timed_out(timeout) if result is None else (str(result) or type(result).__name__)
         why = why[:MAX_TSA_ERROR_CHARS]
-        log.warning("timestamp: no token from %s: %s; the receipt is finalized without it", name, why)
+        if warn:
+            log.warning("timestamp: no token from %s: %s; the receipt is finalized without it", name, why)
         entries.append({"tsa": name, "error": why})
     return entries

@@ -25,7 +25,7 @@ MAX_KEYRING_BYTES = 8 * 1024 * 1024
 def load_keyring(path: str) -> dict[str, KeyEntry]:
     """The keyring at ``path``, by key id; raises ValueError naming the file and the problem."""
     try:
-        return parse_keyring(parse_strict(read_limited(path, MAX_KEYRING_BYTES), what=path))
+        return parse_keyring(parse_strict(read_limited(path, MAX_KEYRING_BYTES, what="a keyring file"), what=path))
     except (MalformedInput, KeyringError) as e:
         raise ValueError(f"keyring {path}: {e}") from e
     except OSError as e:

@@ -185,3 +185,19 @@ def test_keyring_entry_edits_are_checked(tmp_path: Path, aer1: Cli) -> None:
     assert code == 2 and "is not in" in err, err
     code, _, err = aer1("key", "retire", keyring, entry["key_id"], "--at", "1999-01-01T00:00:00Z")
     assert code == 2 and "not after" in err, err
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory", "missing"])
+def test_keyring_that_is_not_a_regular_file_is_one_line_exit_2(tmp_path: Path, verify: Cli, aer1: Cli,
+                                                                kind: str) -> None:
+    path, _ = save_run(tmp_path)
+    target = {"device": Path(os.devnull), "fifo": tmp_path / "k.fifo", "directory": tmp_path / "k.dir",
+              "missing": tmp_path / "nothing.json"}[kind]
+    if kind == "fifo":
+        os.mkfifo(target)
+    if kind == "directory":
+        target.mkdir()
+    code, out, err = verify(path, "--keyring", target)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "keyring" in err, err
+    code, _, err = aer1("key", "revoke", target, "0" * 64, "--reason", "x")
+    assert code == 2 and err.count("\n") == 1, err

@@ -272,3 +272,22 @@ def test_aer1_timestamp_to_another_file_takes_the_evidence_along(tmp_path: Path,
     assert code == 0 and checks["timestamp"]["status"] == "PASS" and checks["evidence"]["status"] == "PASS", report
     code, _, err = aer1("timestamp", path, "--tsa", tsa.url, "-o", tmp_path / "receipt.evidence.jsonl")
     assert code == 2 and "evidence file" in err, err
+
+
+def test_token_whose_chain_cannot_be_completed_fails(tmp_path: Path, tsa: LocalTSA, trusted_pki: Path,
+                                                     verify: Cli) -> None:
+    root_only = tmp_path / "root-only"
+    root_only.mkdir()
+    (root_only / "root.crt").write_bytes((trusted_pki / "root.crt").read_bytes())
+    path, _ = save_run(tmp_path, timestamp=tsa.url)
+    code, out, _ = verify(path, "--tsa-roots", root_only, "--json")
+    stamp = checks_of(out)["timestamp"]
+    assert code == 1 and stamp["status"] == "FAIL" and "does not chain" in stamp["detail"], stamp
+
+
+def test_aer1_timestamp_failure_is_one_line(tmp_path: Path, aer1: Cli) -> None:
+    path, _ = save_run(tmp_path)
+    before = path.read_bytes()
+    code, out, err = aer1("timestamp", path, "--tsa", _closed_port_url(), "--timeout", "5")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "left unchanged" in err, err
+    assert path.read_bytes() == before
