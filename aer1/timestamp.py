@@ -113,7 +113,7 @@ def _check_reply(reply: Any, request: TimeStampRequest) -> bytes:
             raise TimestampUnavailable("reply is over another imprint than the request's")
     except TimestampUnavailable:
         raise
-    except Exception as e:  # the decoder raises several types for malformed DER
+    except ValueError as e:  # what the decoder raises for malformed DER
         raise TimestampUnavailable(f"reply is not a time-stamp response: {e}") from e
     return reply
 

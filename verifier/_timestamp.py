@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from rfc3161_client import VerificationError, VerifierBuilder, decode_timestamp_response
 
 from ..imprint import (
@@ -59,7 +60,7 @@ def _self_signed(cert: x509.Certificate) -> bool:
         return False
     try:
         cert.verify_directly_issued_by(cert)
-    except (ValueError, TypeError, Exception):  # wrong signature or unsupported key: not a root
+    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):  # not its own issuer: not a root
         return False
     return True
 
@@ -138,7 +139,7 @@ def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> di
         response = decode_timestamp_response(_token(entry))
     except VerificationError:
         raise
-    except Exception as e:  # the decoder raises several types for malformed DER
+    except Exception as e:  # a hostile token is a failure whatever the decoder raises, never a traceback
         raise VerificationError(f"not a time-stamp response: {e}") from e
     # A fresh builder for each token: a reused one keeps certificates added for earlier ones.
     builder = VerifierBuilder(roots=list(trust.roots), intermediates=list(trust.intermediates),
@@ -149,7 +150,7 @@ def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> di
         builder.build().verify_message(response, message)
     except VerificationError as e:
         raise VerificationError(_plain(str(e))) from e
-    except Exception as e:  # malformed certificates inside the token
+    except Exception as e:  # hostile certificates inside the token: a failure, never a traceback
         raise VerificationError(f"token could not be verified: {e}") from e
     info = response.tst_info
     signer = next(iter(response.signed_data.signer_infos), None)
@@ -165,11 +166,10 @@ def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> di
 
 def _accuracy_s(info: Any) -> float:
     """The token's accuracy in seconds (RFC 3161: absent means unknown; taken as one second)."""
-    try:
-        acc = info.accuracy
-        return float(acc.seconds or 0) + (acc.millis or 0) / 1e3 + (acc.micros or 0) / 1e6
-    except Exception:  # no accuracy field
+    acc = info.accuracy
+    if acc is None:
         return _UNKNOWN_ACCURACY_S
+    return float(acc.seconds or 0) + (acc.millis or 0) / 1e3 + (acc.micros or 0) / 1e6
 
 
 def _plain(library_message: str) -> str:

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from aer1.keyring import KEYRING_TYPE, format_time, parse_keyring
+from aer1.keyring import KEYRING_TYPE, format_time, parse_keyring, parse_time
+from aer1.verifier import verify_receipt
+from aer1.verifier._keyring import load_keyring
+from aer1.verifier._timestamp import load_tsa_trust
 
 from .conftest import Cli, checks_of, save_run
-from .tsa import LocalTSA
+from .tsa import LocalTSA, make_pki
 
 
 def _keygen(aer1: Cli, folder: Path, name: str = "signer", *extra: str | Path) -> Path:
@@ -201,3 +204,28 @@ def test_keyring_that_is_not_a_regular_file_is_one_line_exit_2(tmp_path: Path, v
     assert code == 2 and out == "" and err.count("\n") == 1 and "keyring" in err, err
     code, _, err = aer1("key", "revoke", target, "0" * 64, "--reason", "x")
     assert code == 2 and err.count("\n") == 1, err
+
+
+def test_token_accuracy_widens_the_time_a_revocation_is_checked_at(tmp_path: Path, tmp_path_factory: Any,
+                                                                   aer1: Cli) -> None:
+    pki = make_pki(tmp_path_factory.mktemp("no-accuracy-pki"), "NoAccuracy")
+    cnf = pki / "tsa.cnf"
+    cnf.write_text(cnf.read_text().replace("accuracy = secs:1\n", ""))  # a token stating no accuracy
+    server = LocalTSA(pki)
+    try:
+        prefix = _keygen(aer1, tmp_path)
+        path, _ = save_run(tmp_path, signing_key=f"{prefix}.key", timestamp=server.url)
+    finally:
+        server.close()
+    trust = load_tsa_trust(str(pki))
+    stamp = verify_receipt(str(path), tsa_trust=trust).check("timestamp")
+    assert stamp.status == "PASS" and stamp.facts["accuracy_s"] == 1.0, stamp.facts
+    tsa_time = parse_time(stamp.facts["time"], "time")
+    keyring = Path(f"{prefix}.keyring.json")
+    for after_s, want in ((0.5, "FAIL"), (1.5, "PASS")):
+        doc = json.loads(keyring.read_text())
+        doc["keys"][0].update(revoked_at=format_time(tsa_time + _dt.timedelta(seconds=after_s)),
+                              revocation_reason="compromised")
+        keyring.write_text(json.dumps(doc))
+        key = verify_receipt(str(path), tsa_trust=trust, keyring=load_keyring(str(keyring))).check("key")
+        assert key.status == want, (after_s, key.detail)
