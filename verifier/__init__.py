@@ -9,7 +9,9 @@ Checks, in order (each name is the reason reported when it fails):
 5. ``chain``: prev_digest links, derived receipt ids, chain_head, the close step (our profile);
 6. ``signature``: valid under its embedded key; trusted only with a given key;
 7. ``evidence``: every content hashes to its step's receipt_hash;
-8. ``expected``: merkle_root / chain_head equal values kept elsewhere.
+8. ``expected``: merkle_root / chain_head equal values kept elsewhere;
+9. ``timestamp``: RFC 3161 tokens chain to trusted TSA roots and are over this receipt;
+10. ``key``: the signing key was valid at the TSA's time, by the auditor's keyring.
 
 This package imports nothing from the collectors.
 """

@@ -192,19 +192,14 @@ class Report:
 
     def _time_basis(self) -> dict[str, Any]:
         """Independent time (check 9) and the key's validity at it (check 10), as established."""
-        stamp, key = self._passed("timestamp"), self._by_name("key")
+        stamp = self._passed("timestamp")
+        key = next((c for c in self.checks if c.name == "key"), CheckResult(10, "key"))
         return {
             "timestamp": "verified" if stamp else "not verified",
             "tsa_time": stamp.facts.get("time") if stamp else None,
             "key_validity": ("valid at TSA time" if key.status == PASS else
                              "not established" if key.facts.get("established") is False else "not checked"),
         }
-
-    def _by_name(self, name: str) -> CheckResult:
-        for c in self.checks:
-            if c.name == name:
-                return c
-        return CheckResult(0, name)
 
     def _has_no_signature(self) -> bool:
         for c in self.checks:
