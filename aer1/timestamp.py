@@ -73,10 +73,20 @@ def normalize_tsas(timestamp: TSA | Sequence[TSA] | None) -> list[TSA]:
     return tsas
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A TSA answers where it was asked: a redirect is an HTTP error, never followed (to another scheme either)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def _http_post(url: str, request: bytes, timeout: float) -> bytes:
     req = urllib.request.Request(url, data=request, method="POST", headers={"Content-Type": _QUERY_TYPE})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as reply:
+        with _OPENER.open(req, timeout=timeout) as reply:
             ctype = reply.headers.get("Content-Type", "")
             if ctype.split(";")[0].strip().lower() != _REPLY_TYPE:
                 raise TimestampUnavailable(f"reply content type: got {ctype!r}, want {_REPLY_TYPE!r}")

@@ -20,7 +20,7 @@ from aer1.verifier._timestamp import load_tsa_trust
 
 from ..receipts import PeerCli, PeerWorkflow
 from .conftest import Cli, checks_of, record_run, save_run
-from .tsa import TEST_POLICY, LocalTSA
+from .tsa import MISBEHAVIOURS, TEST_POLICY, LocalTSA
 
 KEYS = Path(__file__).resolve().parents[1] / "fixtures" / "keys"
 
@@ -291,3 +291,16 @@ def test_aer1_timestamp_failure_is_one_line(tmp_path: Path, aer1: Cli) -> None:
     code, out, err = aer1("timestamp", path, "--tsa", _closed_port_url(), "--timeout", "5")
     assert code == 2 and out == "" and err.count("\n") == 1 and "left unchanged" in err, err
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(("misbehave", "why"), [("redirect", "HTTP 307"), ("error", "HTTP 503"),
+                                                ("html", "content type")])
+def test_tsa_answering_badly_gives_no_token(tmp_path: Path, trusted_pki: Path, misbehave: str, why: str) -> None:
+    assert misbehave in MISBEHAVIOURS
+    bad = LocalTSA(trusted_pki, misbehave=misbehave)
+    try:
+        _, receipt = save_run(tmp_path, timestamp=bad.url)
+    finally:
+        bad.close()
+    (entry,) = receipt[TIMESTAMPS_MEMBER]
+    assert set(entry) == {"tsa", "error"} and why in entry["error"], entry

@@ -15,6 +15,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+#: Ways a test TSA can answer badly: a redirect, an HTTP error, a token under the wrong content type.
+MISBEHAVIOURS = ("redirect", "error", "html")
 #: The policy OID the test TSA puts in its tokens.
 TEST_POLICY = "1.3.6.1.4.1.55555.1.1"
 #: Largest request the test TSA reads.
@@ -79,9 +81,10 @@ def make_pki(folder: Path, name: str) -> Path:
 class LocalTSA:
     """OpenSSL's TSA behind an HTTP server on 127.0.0.1; ``url`` is where to POST queries."""
 
-    def __init__(self, pki: Path, delay_s: float = 0.0) -> None:
+    def __init__(self, pki: Path, delay_s: float = 0.0, misbehave: str | None = None) -> None:
         self.pki = pki
         self.delay_s = delay_s
+        self.misbehave = misbehave  # None, or one of MISBEHAVIOURS
         self.requests = 0
         self.release = threading.Event()  # set at close: a delayed answer stops waiting
         self._lock = threading.Lock()  # openssl updates the serial file: one reply at a time
@@ -97,13 +100,22 @@ class LocalTSA:
                 tsa.requests += 1
                 if tsa.delay_s and tsa.release.wait(tsa.delay_s):
                     return
+                if tsa.misbehave == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", "ftp://127.0.0.1/elsewhere")
+                    self.end_headers()
+                    return
+                if tsa.misbehave == "error":
+                    self.send_error(503, "overloaded")
+                    return
                 try:
                     reply = tsa.answer(query)
                 except subprocess.CalledProcessError:
                     self.send_error(500, "openssl ts -reply failed")
                     return
                 self.send_response(200)
-                self.send_header("Content-Type", "application/timestamp-reply")
+                self.send_header("Content-Type", "text/html" if tsa.misbehave == "html" else
+                                 "application/timestamp-reply")
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
