@@ -114,7 +114,9 @@ class Collector:
     ``record()`` hashes each step's content, links the step to the one before and
     streams the content to the evidence sink; only step headers stay in memory.
     ``finalize()`` appends the close step and returns the receipt (signed when a
-    signing key is given or ``$AER1_SIGNING_KEY`` is set).
+    signing key is given or ``$AER1_SIGNING_KEY`` is set). With ``timestamp`` (a TSA URL,
+    a callable from DER request to DER response, or a list of them) it first asks for
+    RFC 3161 tokens, waiting at most ``timestamp_timeout`` seconds (spec/timestamp.md).
     """
 
     def __init__(
