@@ -20,7 +20,7 @@ from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
-from .imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
+from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .limits import (
     CLOSE_RESERVE_BYTES,
@@ -53,7 +53,7 @@ from .receipt import (
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from .timefmt import format_ns
-from .timestamp import TSA, normalize_tsas, request_timestamps
+from .timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
 
@@ -473,6 +473,9 @@ class Collector:
             }
             receipt.update(tail)
         if self._tsas:  # outside the lock: a slow TSA holds up nothing but this call, and only until the timeout
+            add_key_proof(receipt, self._signing_key)
+            if KEY_PROOF_MEMBER in receipt:
+                tail[KEY_PROOF_MEMBER] = receipt[KEY_PROOF_MEMBER]
             tail[TIMESTAMPS_MEMBER] = receipt[TIMESTAMPS_MEMBER] = request_timestamps(
                 receipt, self._tsas, self._tsa_timeout)
         with self._lock:

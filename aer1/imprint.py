@@ -6,9 +6,11 @@ import this module, so both hash exactly the same bytes. The token is over
     "aer1-tst-v1" || u64be(len(T)) || T || u64be(len(B)) || B
 
 where T is :data:`IMPRINT_TYPE` and B is the RFC 8785 encoding of the receipt's workflow
-members (those the close step binds), ``merkle_root`` and ``chain_head``. The steps are
-bound through ``chain_head`` and ``merkle_root``; ``signature`` and ``timestamps`` are left
-out, so the signature can then cover the tokens (see spec/timestamp.md).
+members (those the close step binds), ``merkle_root``, ``chain_head`` and, in a signed
+receipt, ``key_proof``: the signing key's Ed25519 signature over the same members, made
+before the token is asked for, so the token dates the key's use and not only the content.
+The steps are bound through ``chain_head`` and ``merkle_root``; ``signature`` and
+``timestamps`` are left out, so the signature can then cover the tokens (spec/timestamp.md).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = [
     "ENTRY_TOKEN_MEMBERS",
     "IMPRINT_DOMAIN",
     "IMPRINT_TYPE",
+    "KEY_PROOF_MEMBER",
+    "KEY_PROOF_TYPE",
     "MAX_TIMESTAMPS",
     "MAX_TOKEN_BYTES",
     "MAX_TSA_ERROR_CHARS",
@@ -35,10 +39,16 @@ __all__ = [
     "TIMESTAMPS_MEMBER",
     "imprint_digest",
     "imprint_message",
+    "key_proof_input",
 ]
 
 #: The receipt member that holds the timestamp entries (a profile member).
 TIMESTAMPS_MEMBER = "timestamps"
+#: The receipt member with the signing key's signature made before the tokens (a profile member).
+KEY_PROOF_MEMBER = "key_proof"
+#: The payload type of the key proof's signed bytes (the signature's encoding, another type).
+KEY_PROOF_TYPE = b"application/vnd.aer1.key-proof+json"
+_BOUND = (*CLOSE_BOUND_MEMBERS, "merkle_root", "chain_head")
 IMPRINT_DOMAIN = b"aer1-tst-v1"
 IMPRINT_TYPE = b"application/vnd.aer1.timestamp-imprint+json"
 #: Largest DER time-stamp response kept in a receipt (a reply with the signer certificate is ~1-3 KiB).
@@ -58,9 +68,14 @@ ENTRY_TOKEN_MEMBERS = frozenset(("tsa", "nonce", "token"))
 ENTRY_ERROR_MEMBERS = frozenset(("tsa", "error"))
 
 
+def key_proof_input(receipt: Mapping[str, Any]) -> bytes:
+    """The bytes the key proof signs: the signature's encoding of the bound members, under its own type."""
+    return pae(KEY_PROOF_TYPE, exact_bytes({k: receipt[k] for k in _BOUND if k in receipt}))
+
+
 def imprint_message(receipt: Mapping[str, Any]) -> bytes:
     """The bytes a token is requested over (hashed with SHA-256 in the request)."""
-    bound = {k: receipt[k] for k in (*CLOSE_BOUND_MEMBERS, "merkle_root", "chain_head") if k in receipt}
+    bound = {k: receipt[k] for k in (*_BOUND, KEY_PROOF_MEMBER) if k in receipt}
     return _pae(exact_bytes(bound))
 
 

@@ -14,12 +14,12 @@ import shutil
 import sys
 from typing import Any
 
-from .imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
+from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TIMESTAMPS, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .keyring import KeyEntry, KeyringError, dump_keyring, format_time, new_entry, parse_time
 from .receipt import evidence_path_for
 from .recover import _write_atomic, same_file
 from .signing import KeyError_, key_id, load_private_key, load_public_key, sign_receipt
-from .timestamp import normalize_tsas, request_timestamps
+from .timestamp import add_key_proof, normalize_tsas, request_timestamps
 from .verifier import verify_receipt
 from .verifier._keyring import load_keyring
 from .verifier._output import CliError, dump_json
@@ -198,6 +198,8 @@ def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     if len(kept) + len(tsas) > MAX_TIMESTAMPS:
         raise CliError(f"a receipt holds at most {MAX_TIMESTAMPS} tokens; it has {len(kept)}")
     body = {k: v for k, v in receipt.items() if k not in ("signature", TIMESTAMPS_MEMBER)}
+    if not kept and KEY_PROOF_MEMBER not in body:  # tokens already there are over the members without one
+        add_key_proof(body, key)
     new = request_timestamps(body, tsas, args.timeout, warn=False)
     failed = [e for e in new if "token" not in e]
     if failed:

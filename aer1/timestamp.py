@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rfc3161_client import (
     HashAlgorithm,
     PKIStatus,
@@ -29,14 +31,18 @@ from rfc3161_client import (
 
 from .imprint import (
     DEFAULT_TSA_TIMEOUT_S,
+    KEY_PROOF_MEMBER,
     MAX_TIMESTAMPS,
     MAX_TOKEN_BYTES,
     MAX_TSA_ERROR_CHARS,
     MAX_TSA_NAME_CHARS,
     imprint_message,
+    key_proof_input,
 )
+from .signing import key_id
 
-__all__ = ["TSA", "TimestampUnavailable", "normalize_tsas", "request_timestamps", "tsa_name"]
+__all__ = ["TSA", "TimestampUnavailable", "add_key_proof", "make_key_proof", "normalize_tsas", "request_timestamps",
+           "tsa_name"]
 
 log = logging.getLogger("aer1.timestamp")
 
@@ -99,6 +105,19 @@ def _http_post(url: str, request: bytes, timeout: float) -> bytes:
             raise TimestampUnavailable(_timed_out(timeout)) from e
         raise TimestampUnavailable(f"unreachable: {reason}") from e
     return data
+
+
+def make_key_proof(receipt: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[str, str]:
+    """The ``key_proof`` member: the signing key's signature over the bound members, made before the tokens."""
+    public = private_key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    value = private_key.sign(key_proof_input(receipt))
+    return {"key_id": key_id(public), "value": base64.b64encode(value).decode("ascii")}
+
+
+def add_key_proof(receipt: dict[str, Any], private_key: Ed25519PrivateKey | None) -> None:
+    """Put a key proof into a receipt about to be timestamped, when it will be signed."""
+    if private_key is not None:
+        receipt[KEY_PROOF_MEMBER] = make_key_proof(receipt, private_key)
 
 
 def _timed_out(timeout: float) -> str:

@@ -159,7 +159,7 @@ def verify_receipt(
         c_evidence.skip("no evidence file" + (f" beside the receipt ({evidence_path_for(source)})" if source else ""))
     check_expected(wf, expected_root, expected_head, c_expected)
     check_timestamp(wf, tsa_trust, c_time)
-    check_key(keyring, c_sig, c_time, c_key)
+    check_key(wf, keyring, c_sig, c_time, c_key)
     return report
 
 

@@ -12,7 +12,7 @@ from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
-from ..imprint import TIMESTAMPS_MEMBER
+from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
     CLOSE_AGENT,
@@ -60,7 +60,7 @@ _PROFILE_STEP_MEMBERS = frozenset(
      "prev_digest", *STEP_OPTIONAL_MEMBERS)
 )
 _PROFILE_WORKFLOW_MEMBERS = frozenset(
-    (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature", TIMESTAMPS_MEMBER)
+    (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature", TIMESTAMPS_MEMBER, KEY_PROOF_MEMBER)
 )
 _AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
 _DATE_LIMIT = 4096

@@ -509,7 +509,8 @@ def verify_streaming(
             report = _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head)
             if report.check("members").status == PASS:
                 check_timestamp(walker.rest, tsa_trust, report.check("timestamp"))
-                check_key(keyring, report.check("signature"), report.check("timestamp"), report.check("key"))
+                check_key(walker.rest, keyring, report.check("signature"), report.check("timestamp"),
+                          report.check("key"))
             return report
     except (_Fallback, json.JSONDecodeError, RecursionError, CanonicalizationError) as e:
         if in_memory_ok:

@@ -11,13 +11,18 @@ from typing import Any
 
 import pytest
 
+from aer1.imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
 from aer1.keyring import KEYRING_TYPE, format_time, parse_keyring, parse_time
+from aer1.signing import load_private_key, sign_receipt
+from aer1.timestamp import make_key_proof, request_timestamps
 from aer1.verifier import verify_receipt
 from aer1.verifier._keyring import load_keyring
 from aer1.verifier._timestamp import load_tsa_trust
 
 from .conftest import Cli, checks_of, save_run
 from .tsa import LocalTSA, make_pki
+
+KEYS = Path(__file__).resolve().parents[1] / "fixtures" / "keys"
 
 
 def _keygen(aer1: Cli, folder: Path, name: str = "signer", *extra: str | Path) -> Path:
@@ -229,3 +234,46 @@ def test_token_accuracy_widens_the_time_a_revocation_is_checked_at(tmp_path: Pat
         keyring.write_text(json.dumps(doc))
         key = verify_receipt(str(path), tsa_trust=trust, keyring=load_keyring(str(keyring))).check("key")
         assert key.status == want, (after_s, key.detail)
+
+
+def test_content_stamped_before_revocation_but_signed_after_is_invalid(tmp_path: Path, tsa: LocalTSA,
+                                                                        tsa_roots: Path, aer1: Cli,
+                                                                        verify: Cli) -> None:
+    """An attacker has fabricated content stamped while the key was good, then signs it with the key stolen later."""
+    prefix = _keygen(aer1, tmp_path)
+    keyring = f"{prefix}.keyring.json"
+    path, stamped = save_run(tmp_path, timestamp=tsa.url)  # unsigned: no key proof, the token dates content only
+    assert KEY_PROOF_MEMBER not in stamped
+    code, _, err = aer1("key", "revoke", keyring, f"{prefix}.pub", "--reason", "retired", "--at", _ago(-3))
+    assert code == 0, err
+    stolen = load_private_key(f"{prefix}.key")
+    signed = {**stamped, "signature": sign_receipt(stamped, stolen)}
+    path.write_text(json.dumps(signed))
+    code, key, verdict = _key_check(verify, path, "--keyring", keyring, "--tsa-roots", tsa_roots)
+    assert code == 1 and verdict == "INVALID" and key["status"] == "FAIL", key
+    assert "date the content, not the key's use" in key["detail"], key
+    forged = {**stamped, KEY_PROOF_MEMBER: make_key_proof(stamped, stolen)}  # a proof made now is not covered
+    forged["signature"] = sign_receipt(forged, stolen)
+    path.write_text(json.dumps(forged))
+    code, out, _ = verify(path, "--keyring", keyring, "--tsa-roots", tsa_roots, "--json")
+    assert code == 1 and checks_of(out)["timestamp"]["status"] == "FAIL", out  # the token is not over it
+
+
+def test_key_proof_that_does_not_verify_fails_even_under_a_good_token(tmp_path: Path, tsa: LocalTSA,
+                                                                       tsa_roots: Path, aer1: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    key = load_private_key(f"{prefix}.key")
+    _, unsigned = save_run(tmp_path)
+    good = make_key_proof(unsigned, key)
+    other = make_key_proof(unsigned, load_private_key(KEYS / "attacker.key"))
+    trust, keyring = load_tsa_trust(str(tsa_roots)), load_keyring(f"{prefix}.keyring.json")
+    for proof, want in ((good, "PASS"), ({**good, "value": other["value"]}, "does not verify"), (other, "is not"),
+                        ({**good, "extra": "x"}, "is not"), ("text", "is not")):
+        receipt = {**unsigned, KEY_PROOF_MEMBER: proof}
+        receipt[TIMESTAMPS_MEMBER] = request_timestamps(receipt, [tsa.url])  # the token covers this proof
+        receipt["signature"] = sign_receipt(receipt, key)
+        report = verify_receipt(receipt, tsa_trust=trust, keyring=keyring)
+        assert report.check("timestamp").status == "PASS", report.check("timestamp").detail
+        got = report.check("key")
+        assert (got.status == "PASS") if want == "PASS" else (got.status == "FAIL" and want in got.detail), (
+            proof, got.detail)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.imprint import MAX_TIMESTAMPS, TIMESTAMPS_MEMBER, imprint_digest
+from aer1.imprint import KEY_PROOF_MEMBER, MAX_TIMESTAMPS, TIMESTAMPS_MEMBER, imprint_digest
 from aer1.signing import load_private_key, sign_receipt
 from aer1.verifier import verify_receipt
 from aer1.verifier._stream import verify_streaming
@@ -50,7 +50,7 @@ def test_good_token_verifies_and_reports_the_tsa_time(tmp_path: Path, tsa: Local
     assert stamp["status"] == "PASS" and "TSA time 20" in stamp["detail"], stamp
     code, text, _ = verify(path, "--tsa-roots", tsa_roots)
     assert code == 0 and "timestamped by a trusted TSA at 20" in text, text
-    assert "signature" in receipt  # the signature covers the token: it was made after it
+    assert "signature" in receipt and KEY_PROOF_MEMBER in receipt  # the token covers the key proof, the signature both
     peer_code, peer_out = peer_verify_cli(path)  # the token is a member other AER-1 verifiers pass over
     assert peer_code == 0 and peer_verify_workflow(receipt) == [], peer_out
     forged = {**receipt, TIMESTAMPS_MEMBER: [{**entry, "tsa": "http://elsewhere.example/"}]}
