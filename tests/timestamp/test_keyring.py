@@ -277,3 +277,13 @@ def test_key_proof_that_does_not_verify_fails_even_under_a_good_token(tmp_path: 
         got = report.check("key")
         assert (got.status == "PASS") if want == "PASS" else (got.status == "FAIL" and want in got.detail), (
             proof, got.detail)
+
+
+def test_proofs_refuse_tsa_roots_and_keyring(tmp_path: Path, tsa_roots: Path, aer1: Cli, verify: Cli) -> None:
+    prefix = _keygen(aer1, tmp_path)
+    path, _ = save_run(tmp_path, signing_key=f"{prefix}.key")
+    proof = tmp_path / "step1.proof.json"
+    assert aer1("prove", path, "--step", "1", "-o", proof)[0] == 0
+    for option, value in (("--keyring", f"{prefix}.keyring.json"), ("--tsa-roots", tsa_roots)):
+        code, out, err = verify(proof, option, value)
+        assert code == 2 and out == "" and err.count("\n") == 1 and "cannot apply to a proof" in err, err
