@@ -2,15 +2,18 @@
 
 A token passes when it is granted, its signer chains (through intermediates given with the
 roots) to a trusted root, its imprint is the receipt's digest (:mod:`aer1.imprint`), its
-nonce is the one the receipt recorded, and its policy is the one demanded (if any). The
-check reports each TSA's time; the latest verified time is the receipt's independent time
-(the key check uses it). Without trusted roots nothing about a token is claimed.
+nonce is the one the receipt recorded, and its policy is the one demanded (if any). A
+token that is not about this receipt fails the check; one about it whose TSA is not
+trusted is only not counted, so long as another token verifies. The check reports each
+verified TSA's time; the latest is the receipt's independent time (the key check uses it).
+Without trusted roots nothing about a token is claimed.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +21,13 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from rfc3161_client import VerificationError, VerifierBuilder, decode_timestamp_response
+from rfc3161_client import (
+    PKIStatus,
+    TimeStampResponse,
+    VerificationError,
+    VerifierBuilder,
+    decode_timestamp_response,
+)
 
 from ..imprint import (
     ENTRY_ERROR_MEMBERS,
@@ -42,6 +51,8 @@ MAX_TRUST_CERTS = 256
 _MAX_CERT_FILE_BYTES = 256 * 1024
 #: Longest nonce recorded (decimal digits of an unsigned 64-bit value, with room).
 _MAX_NONCE_DIGITS = 40
+#: Imprint hash algorithms accepted (OID -> hashlib name), as RFC 3161 TSAs commonly offer.
+_HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384", "2.16.840.1.101.3.4.2.3": "sha512"}
 #: Accuracy assumed for a token that states none, in seconds.
 _UNKNOWN_ACCURACY_S = 1.0
 
@@ -133,10 +144,31 @@ def _token(entry: Mapping[str, str]) -> bytes:
     return der
 
 
+class _Untrusted(VerificationError):
+    """The token is about this receipt, but its signature does not verify up to a trusted TSA root."""
+
+
+def _check_content(response: TimeStampResponse, entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> None:
+    """Granted, the recorded nonce, the demanded policy, this receipt's imprint: else VerificationError."""
+    if response.status != PKIStatus.GRANTED:
+        raise VerificationError("not granted")
+    info = response.tst_info
+    if info.nonce != int(entry["nonce"]):
+        raise VerificationError("nonce differs from the one the receipt recorded")
+    if trust.policy is not None and info.policy.dotted_string != trust.policy:
+        raise VerificationError(f"policy {info.policy.dotted_string} differs from the one demanded (--tsa-policy)")
+    algorithm = _HASHES.get(info.message_imprint.hash_algorithm.dotted_string)
+    if algorithm is None:
+        raise VerificationError(f"imprint hash {info.message_imprint.hash_algorithm.dotted_string} is not supported")
+    if info.message_imprint.message != hashlib.new(algorithm, message).digest():
+        raise VerificationError("imprint is not this receipt's digest (token over other content)")
+
+
 def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> dict[str, Any]:
-    """Facts of one verified token; raises VerificationError saying what is wrong."""
+    """Facts of one verified token; raises _Untrusted, or VerificationError for a token not about this receipt."""
     try:
         response = decode_timestamp_response(_token(entry))
+        _check_content(response, entry, message, trust)
     except VerificationError:
         raise
     except Exception as e:  # a hostile token is a failure whatever the decoder raises, never a traceback
@@ -148,10 +180,8 @@ def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> di
         builder = builder.policy_id(x509.ObjectIdentifier(trust.policy))
     try:
         builder.build().verify_message(response, message)
-    except VerificationError as e:
-        raise VerificationError(_plain(str(e))) from e
-    except Exception as e:  # hostile certificates inside the token: a failure, never a traceback
-        raise VerificationError(f"token could not be verified: {e}") from e
+    except Exception as e:  # hostile certificates inside the token: never a traceback
+        raise _Untrusted(f"does not chain to a trusted TSA root or its signature is invalid: {e}") from e
     info = response.tst_info
     signer = next(iter(response.signed_data.signer_infos), None)
     return {
@@ -170,17 +200,6 @@ def _accuracy_s(info: Any) -> float:
     if acc is None:
         return _UNKNOWN_ACCURACY_S
     return float(acc.seconds or 0) + (acc.millis or 0) / 1e3 + (acc.micros or 0) / 1e6
-
-
-def _plain(library_message: str) -> str:
-    """The verifying library's message, said in the report's terms."""
-    known = {
-        "Mismatch between messages": "imprint is not this receipt's digest (token over other content)",
-        "Nonce mismatch": "nonce differs from the one the receipt recorded",
-        "Policy ID mismatch": "policy differs from the one demanded (--tsa-policy)",
-        "PKIStatus is not GRANTED": "not granted",
-    }
-    return known.get(library_message, f"does not chain to a trusted TSA root or is invalid: {library_message}")
 
 
 def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: CheckResult) -> None:
@@ -203,18 +222,28 @@ def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: Check
         return
     message = imprint_message(wf)
     verified: list[dict[str, Any]] = []
+    untrusted: list[str] = []
     for i, entry in enumerate(entries):
         if "token" not in entry:
             continue
+        where = f"{TIMESTAMPS_MEMBER}[{i}] from {entry['tsa'][:200]}"
         try:
             verified.append(_verify_one(entry, message, trust))
+        except _Untrusted as e:
+            untrusted.append(f"{where}: {e}")
         except VerificationError as e:
-            result.fail(f"{TIMESTAMPS_MEMBER}[{i}] from {entry['tsa'][:200]}: {e}")
+            result.fail(f"{where}: {e}")
     if result.failures:
         return
+    if not verified:
+        result.fail("no token verifies up to a trusted TSA root: " + "; ".join(untrusted)[:1000])
+        return
+    result.facts["untrusted"] = untrusted
     result.facts["tokens"] = verified
     result.facts["signers"] = sorted({v["signer"] for v in verified})
     latest = max(verified, key=lambda v: v["time"])
     result.facts["time"], result.facts["accuracy_s"] = latest["time"], latest["accuracy_s"]
     times = ", ".join(f"{v['time']} by {v['signer']}" for v in verified)
-    result.passed(f"{len(verified)} token(s) verified against trusted TSA roots: TSA time {times}")
+    result.passed(f"{len(verified)} token(s) verified against trusted TSA roots: TSA time {times}"
+                  + (f"; {len(untrusted)} not verified (not counted): " + "; ".join(untrusted)[:500]
+                     if untrusted else ""))
