@@ -268,7 +268,7 @@ def test_key_proof_that_does_not_verify_fails_even_under_a_good_token(tmp_path: 
     other = make_key_proof(unsigned, load_private_key(KEYS / "attacker.key"))
     trust, keyring = load_tsa_trust(str(tsa_roots)), load_keyring(f"{prefix}.keyring.json")
     for proof, want in ((good, "PASS"), ({**good, "value": other["value"]}, "does not verify"), (other, "is not"),
-                        ({**good, "extra": "x"}, "is not"), ("text", "is not")):
+                        ({**good, "value": "AAAA"}, "not canonical base64")):
         receipt = {**unsigned, KEY_PROOF_MEMBER: proof}
         receipt[TIMESTAMPS_MEMBER] = request_timestamps(receipt, [tsa.url])  # the token covers this proof
         receipt["signature"] = sign_receipt(receipt, key)
@@ -287,3 +287,13 @@ def test_proofs_refuse_tsa_roots_and_keyring(tmp_path: Path, tsa_roots: Path, ae
     for option, value in (("--keyring", f"{prefix}.keyring.json"), ("--tsa-roots", tsa_roots)):
         code, out, err = verify(proof, option, value)
         assert code == 2 and out == "" and err.count("\n") == 1 and "cannot apply to a proof" in err, err
+
+
+@pytest.mark.parametrize("proof", [None, "text", {}, {"key_id": "x", "value": ""}, {"key_id": "0" * 64, "value": 1},
+                                   {"key_id": "0" * 64, "value": "A" * 89}, {"key_id": "0" * 64, "value": "", "x": 1}])
+def test_malformed_key_proof_fails_the_members_check(tmp_path: Path, verify: Cli, proof: Any) -> None:
+    path, receipt = save_run(tmp_path)
+    path.write_text(json.dumps({**receipt, KEY_PROOF_MEMBER: proof}))
+    code, out, _ = verify(path, "--json")
+    members = checks_of(out)["members"]
+    assert code == 1 and members["status"] == "FAIL" and KEY_PROOF_MEMBER in members["detail"], members
