@@ -12,6 +12,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .lifecycle_cli import (
+    add_key_parser,
+    add_keygen_keyring_arguments,
+    add_timestamp_parser,
+    check_keygen_arguments,
+    stamp_receipt,
+    write_keygen_entry,
+)
 from .proof import build_step_proof
 from .receipt import evidence_path_for
 from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
@@ -61,10 +69,12 @@ def _keygen(args: argparse.Namespace) -> int:
     for p in (private_path, public_path):
         if os.path.lexists(p) and not args.force:
             raise CliError(f"{p} exists (use --force to replace it)")
+    check_keygen_arguments(args)
     pem_private, pem_public = generate_key_pair()
     _write_new(private_path, pem_private, _PRIVATE_MODE)
     _write_new(public_path, pem_public, _PUBLIC_MODE)
-    print(f"private key: {private_path}\npublic key:  {public_path}\nkey id:      "
+    keyring = write_keygen_entry(args, pem_public)
+    print(f"private key: {private_path}\npublic key:  {public_path}\nkeyring:     {keyring}\nkey id:      "
           f"{key_id(load_public_key(pem_public))}")
     return 0
 
@@ -126,10 +136,13 @@ def _recover(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = OneLineParser(prog=_PROG, description="aer1: verifiable AER-1 receipts for agent runs")
     sub = p.add_subparsers(dest="command", required=True)
-    k = sub.add_parser("keygen", help="write an Ed25519 key pair (NAME.key, NAME.pub)")
+    k = sub.add_parser("keygen", help="write an Ed25519 key pair (NAME.key, NAME.pub) and its keyring entry")
     k.add_argument("-o", "--out", default="aer1-signing", help="file name prefix (default: aer1-signing)")
     k.add_argument("--force", action="store_true", help="replace existing files")
+    add_keygen_keyring_arguments(k)
     k.set_defaults(func=_keygen)
+    add_key_parser(sub)
+    add_timestamp_parser(sub).set_defaults(func=lambda a: stamp_receipt(a, _read_receipt(a.receipt)))
     pr = sub.add_parser("prove", help="write one step with its Merkle audit path")
     pr.add_argument("receipt")
     pr.add_argument("--step", type=int, required=True, help="the step's seq (1-based)")

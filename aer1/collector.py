@@ -9,7 +9,7 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from hashlib import sha256
 from time import time_ns
 from typing import Any
@@ -20,6 +20,7 @@ from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
 from .evidence import EvidenceSink
+from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .limits import (
     CLOSE_RESERVE_BYTES,
@@ -52,6 +53,7 @@ from .receipt import (
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from .timefmt import format_ns
+from .timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
 
@@ -112,7 +114,9 @@ class Collector:
     ``record()`` hashes each step's content, links the step to the one before and
     streams the content to the evidence sink; only step headers stay in memory.
     ``finalize()`` appends the close step and returns the receipt (signed when a
-    signing key is given or ``$AER1_SIGNING_KEY`` is set).
+    signing key is given or ``$AER1_SIGNING_KEY`` is set). With ``timestamp`` (a TSA URL,
+    a callable from DER request to DER response, or a list of them) it first asks for
+    RFC 3161 tokens, waiting at most ``timestamp_timeout`` seconds (spec/timestamp.md).
     """
 
     def __init__(
@@ -126,6 +130,8 @@ class Collector:
         journal: str | os.PathLike[str] | None = None,
         fsync: str = DEFAULT_FSYNC,
         fsync_interval_ms: int = DEFAULT_FSYNC_INTERVAL_MS,
+        timestamp: TSA | Sequence[TSA] | None = None,
+        timestamp_timeout: float = DEFAULT_TSA_TIMEOUT_S,
         _ids: tuple[str, str] | None = None,
     ) -> None:
         self.goal = _check_label("goal", goal)
@@ -137,6 +143,12 @@ class Collector:
         if signing_key is None and os.environ.get(ENV_SIGNING_KEY):
             signing_key = os.environ[ENV_SIGNING_KEY]
         self._signing_key = load_private_key(signing_key) if signing_key is not None else None
+        # RFC 3161 TSAs asked at finalize (spec/timestamp.md); never waited for past the timeout
+        self._tsas = normalize_tsas(timestamp)
+        if not 0 < timestamp_timeout <= MAX_TSA_TIMEOUT_S:
+            raise ValueError(f"timestamp_timeout must be in (0, {MAX_TSA_TIMEOUT_S}] seconds, "
+                             f"got {timestamp_timeout!r}")
+        self._tsa_timeout = float(timestamp_timeout)
         if redact is None or redact is True:
             self._redact: Callable[[Any], Any] | None = default_redactor
         elif redact is False:
@@ -460,6 +472,13 @@ class Collector:
                 "chain_head": self._head,
             }
             receipt.update(tail)
+        if self._tsas:  # outside the lock: a slow TSA holds up nothing but this call, and only until the timeout
+            add_key_proof(receipt, self._signing_key)
+            if KEY_PROOF_MEMBER in receipt:
+                tail[KEY_PROOF_MEMBER] = receipt[KEY_PROOF_MEMBER]
+            tail[TIMESTAMPS_MEMBER] = receipt[TIMESTAMPS_MEMBER] = request_timestamps(
+                receipt, self._tsas, self._tsa_timeout)
+        with self._lock:
             if self._signing_key is not None:
                 tail["signature"] = receipt["signature"] = sign_receipt(receipt, self._signing_key)
             self._closed_parts = (orjson.dumps(workflow), orjson.dumps(tail))

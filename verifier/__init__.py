@@ -9,7 +9,9 @@ Checks, in order (each name is the reason reported when it fails):
 5. ``chain``: prev_digest links, derived receipt ids, chain_head, the close step (our profile);
 6. ``signature``: valid under its embedded key; trusted only with a given key;
 7. ``evidence``: every content hashes to its step's receipt_hash;
-8. ``expected``: merkle_root / chain_head equal values kept elsewhere.
+8. ``expected``: merkle_root / chain_head equal values kept elsewhere;
+9. ``timestamp``: RFC 3161 tokens chain to trusted TSA roots and are over this receipt;
+10. ``key``: the signing key was valid at the TSA's time, by the auditor's keyring.
 
 This package imports nothing from the collectors.
 """
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..chain import PROFILE
+from ..keyring import KeyEntry
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..receipt import evidence_path_for
 from ._checks import (
@@ -33,9 +36,11 @@ from ._checks import (
     claims_profile,
 )
 from ._evidence import check_evidence
+from ._keyring import check_key
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 from ._stream import STREAM_MIN_BYTES, verify_streaming
+from ._timestamp import TsaTrust, check_timestamp
 from .proof import verify_proof
 
 __all__ = [
@@ -47,6 +52,7 @@ __all__ = [
     "Failure",
     "MalformedInput",
     "Report",
+    "TsaTrust",
     "verify_proof",
     "verify_receipt",
 ]
@@ -63,17 +69,20 @@ def verify_receipt(
     trusted_key_ids: Iterable[str] | None = None,
     expected_root: str | None = None,
     expected_head: str | None = None,
+    tsa_trust: TsaTrust | None = None,
+    keyring: Mapping[str, KeyEntry] | None = None,
 ) -> Report:
     """Run every check on a receipt: a parsed dict, a path to a receipt file, or its bytes.
 
     ``evidence``: an evidence file; by default, for a path, ``<stem>.evidence.jsonl``
     beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
     the raw public key) whose signatures are authentic; when given, a receipt that is not
-    signed by one of them fails.
+    signed by one of them fails. ``tsa_trust``: TSA roots for the timestamp check;
+    ``keyring``: key windows and revocations for the key check.
     """
     checks = _fresh_checks()
     source: str | None = None
-    c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected = checks
+    c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected, c_time, c_key = checks
     report = Report(source, checks)
     if isinstance(receipt, (str, os.PathLike)):
         source = os.fspath(receipt)
@@ -83,7 +92,7 @@ def verify_receipt(
         def stream(in_memory_ok: bool) -> Report | None:
             return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                     expected_root=expected_root, expected_head=expected_head,
-                                    in_memory_ok=in_memory_ok)
+                                    in_memory_ok=in_memory_ok, tsa_trust=tsa_trust, keyring=keyring)
 
         if os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES:  # large: stream it
             streamed = stream(in_memory_ok=False)
@@ -149,6 +158,8 @@ def verify_receipt(
     else:
         c_evidence.skip("no evidence file" + (f" beside the receipt ({evidence_path_for(source)})" if source else ""))
     check_expected(wf, expected_root, expected_head, c_expected)
+    check_timestamp(wf, tsa_trust, c_time)
+    check_key(wf, keyring, c_sig, c_time, c_key)
     return report
 
 

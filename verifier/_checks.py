@@ -12,6 +12,7 @@ from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
+from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
 from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
     CLOSE_AGENT,
@@ -59,8 +60,10 @@ _PROFILE_STEP_MEMBERS = frozenset(
      "prev_digest", *STEP_OPTIONAL_MEMBERS)
 )
 _PROFILE_WORKFLOW_MEMBERS = frozenset(
-    (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature")
+    (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature", TIMESTAMPS_MEMBER, KEY_PROOF_MEMBER)
 )
+#: Longest key_proof value (base64 of a 64-byte Ed25519 signature is 88 characters).
+_KEY_PROOF_CHARS = 88
 _AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
 _DATE_LIMIT = 4096
 #: Largest seq accepted (exactly representable in every JSON implementation).
@@ -189,6 +192,11 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
     if "closed_by" in wf and (wf["closed_by"] != CLOSED_BY_RECOVERY or wf.get("status") != "incomplete"):
         result.fail(f"closed_by is not {CLOSED_BY_RECOVERY!r} on an incomplete receipt",
                     actual=repr(wf["closed_by"]))
+    proof = wf.get(KEY_PROOF_MEMBER)
+    if KEY_PROOF_MEMBER in wf and not (isinstance(proof, dict) and set(proof) == {"key_id", "value"}
+                                  and _is_hex64(proof["key_id"]) and type(proof["value"]) is str
+                                  and len(proof["value"]) <= _KEY_PROOF_CHARS):
+        result.fail(f"{KEY_PROOF_MEMBER} is not {{key_id: 64 hex, value: base64 of a signature}}")
     unknown = sorted(set(wf) - _PROFILE_WORKFLOW_MEMBERS)
     if unknown:
         result.fail(f"members outside the profile: {', '.join(unknown)}")

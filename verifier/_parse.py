@@ -112,14 +112,15 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
         raise
 
 
-def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES) -> bytes:
+def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES, *,
+                 what: str = "a receipt file") -> bytes:
     """Read a regular file of at most ``limit`` bytes; never reads more than ``limit + 1``.
 
     The default is the in-memory parse budget: a longer file could not pass
     :func:`check_parse_cost` anyway (its cost is at least its length), so it is not held.
     """
     p = os.fspath(path)
-    with open_regular(p) as f:
+    with open_regular(p, what=what) as f:
         try:
             size = os.fstat(f.fileno()).st_size
             if size > limit:

@@ -21,6 +21,8 @@ CHECKS = (
     (6, "signature"),
     (7, "evidence"),
     (8, "expected"),
+    (9, "timestamp"),
+    (10, "key"),
 )
 
 
@@ -185,6 +187,18 @@ class Report:
             "root": "pinned" if facts.get("root") else "not pinned",
             "head": "pinned" if facts.get("head") else "not pinned",
             "closed_by": chain.facts.get("closed_by") if chain else None,
+            **self._time_basis(),
+        }
+
+    def _time_basis(self) -> dict[str, Any]:
+        """Independent time (check 9) and the key's validity at it (check 10), as established."""
+        stamp = self._passed("timestamp")
+        key = next((c for c in self.checks if c.name == "key"), CheckResult(10, "key"))
+        return {
+            "timestamp": "verified" if stamp else "not verified",
+            "tsa_time": stamp.facts.get("time") if stamp else None,
+            "key_validity": ("valid at TSA time" if key.status == PASS else
+                             "not established" if key.facts.get("established") is False else "not checked"),
         }
 
     def _has_no_signature(self) -> bool:
@@ -214,6 +228,12 @@ class Report:
             parts.append(b["signature"])
         parts.append(f"evidence {b['evidence']}")
         parts.append(f"root {b['root']}" + ("; head pinned" if b["head"] == "pinned" else ""))
+        if b["tsa_time"]:
+            parts.append(f"timestamped by a trusted TSA at {b['tsa_time']}")
+        if b["key_validity"] == "valid at TSA time":
+            parts.append("key valid at TSA time (keyring)")
+        elif b["key_validity"] == "not established":
+            parts.append("key validity at signing NOT established (no independent time)")
         parts.append(f"{self.steps if self.steps is not None else '-'} steps")
         return "; ".join(parts)
 

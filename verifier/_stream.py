@@ -30,12 +30,14 @@ import orjson
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
+from ..keyring import KeyEntry
 from ..limits import MAX_VALUE_BYTES
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
+from ._keyring import check_key
 from ._output import unreadable_report
 from ._parse import (
     MAX_INPUT_BYTES,
@@ -49,7 +51,8 @@ from ._parse import (
     check_parse_cost,
     open_regular,
 )
-from ._report import CHECKS, FAIL, CheckResult, Report
+from ._report import CHECKS, FAIL, PASS, CheckResult, Report
+from ._timestamp import TsaTrust, check_timestamp
 
 __all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
 
@@ -483,6 +486,8 @@ def verify_streaming(
     expected_root: str | None,
     expected_head: str | None,
     in_memory_ok: bool = True,
+    tsa_trust: TsaTrust | None = None,
+    keyring: Mapping[str, KeyEntry] | None = None,
 ) -> Report | None:
     """Verify the receipt file ``source`` by streaming.
 
@@ -501,7 +506,12 @@ def verify_streaming(
             except _Settled:
                 walker.stopped = True
             walker.text.buf = ""
-            return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head)
+            report = _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head)
+            if report.check("members").status == PASS:
+                check_timestamp(walker.rest, tsa_trust, report.check("timestamp"))
+                check_key(walker.rest, keyring, report.check("signature"), report.check("timestamp"),
+                          report.check("key"))
+            return report
     except (_Fallback, json.JSONDecodeError, RecursionError, CanonicalizationError) as e:
         if in_memory_ok:
             return None
@@ -516,7 +526,7 @@ def verify_streaming(
 def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | None, trusted_key_ids: Any,
             expected_root: str | None, expected_head: str | None) -> Report:
     checks = [CheckResult(number, name) for number, name in CHECKS]
-    c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected = checks
+    c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected = checks[:8]
     report = Report(source, checks)
     if walker.stopped:
         c_parse.skip(f"stopped reading after step {walker.n}: more than {_MAX_MEMBER_FAILURES} member failures "

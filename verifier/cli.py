@@ -20,6 +20,7 @@ from ..signing import KeyError_, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
 from ._report import NOT_CHECKED, Report
+from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
 
 __all__ = ["main"]
 
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--proof", action="store_true", help="PATH is a one-step inclusion proof")
     p.add_argument("--receipt", metavar="FILE",
                    help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
+    add_time_arguments(p)
     return p
 
 
@@ -169,6 +171,8 @@ def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, st
         raise CliError(f"--expected-head cannot apply to a proof ({what}; a proof has no chain_head)")
     if args.evidence is not None:
         raise CliError(f"--evidence cannot apply to a proof ({what}; its content is inside it)")
+    if args.tsa_roots is not None or args.keyring is not None:
+        raise CliError(f"--tsa-roots/--keyring cannot apply to a proof ({what}; a proof carries no token or signature)")
     if (args.key or args.trusted_keys) and args.receipt is None:
         raise CliError(f"--key/--trusted-keys apply to a proof only with --receipt ({what}; "
                        "a proof carries no signature)")
@@ -179,7 +183,7 @@ def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, st
 
 
 def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
-                  expected_head: str | None) -> Report:
+                  expected_head: str | None, timing: dict[str, Any]) -> Report:
     """Standard input, spooled to a private file first: a large receipt is then streamed like a file.
 
     With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
@@ -200,7 +204,7 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
                                   trusted_key_ids=trusted)
         else:
             report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
-                                    expected_root=expected_root, expected_head=expected_head)
+                                    expected_root=expected_root, expected_head=expected_head, **timing)
     report.source = "(standard input)"
     evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
     if args.evidence is None and evidence_check is not None and evidence_check.status == NOT_CHECKED:
@@ -216,7 +220,8 @@ def _run(argv: Sequence[str] | None) -> int:
         raise CliError("--evidence goes with exactly one receipt")
     if args.evidence:
         _regular("--evidence", args.evidence, "an evidence file")
-    trusted = _trusted_ids(args)
+    timing = time_options(args)
+    trusted = trusted_with_keyring(_trusted_ids(args), timing)
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
     files = _expand(args.paths)
@@ -226,14 +231,14 @@ def _run(argv: Sequence[str] | None) -> int:
         if why is not None:
             reports.append(unreadable_report(path, why))
         elif path == _STDIN:
-            reports.append(_verify_stdin(args, trusted, expected_root, expected_head))
+            reports.append(_verify_stdin(args, trusted, expected_root, expected_head, timing))
         elif is_proof or args.proof:
             reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
                                         trusted_key_ids=trusted))
         else:
             reports.append(
                 verify_receipt(path, evidence=args.evidence, trusted_key_ids=trusted,
-                               expected_root=expected_root, expected_head=expected_head)
+                               expected_root=expected_root, expected_head=expected_head, **timing)
             )
     code = max(r.exit_code for r in reports)
     single = len(reports) == 1 and not os.path.isdir(args.paths[0])

@@ -33,8 +33,8 @@ def test_console_script_valid_receipt(saved: Path) -> None:
     done = _cli(str(saved), "--key", str(KEYS / "trusted.pub"))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert [ln.split()[1] for ln in lines[1:9]] == ["parse", "members", "sequence", "merkle_root", "chain",
-                                                    "signature", "evidence", "expected"]
+    assert [ln.split()[1] for ln in lines[1:11]] == ["parse", "members", "sequence", "merkle_root", "chain",
+                                                     "signature", "evidence", "expected", "timestamp", "key"]
     assert "valid signature by trusted key" in done.stdout
     assert lines[-1].startswith("verdict: VALID")
     assert "Traceback" not in done.stderr
@@ -45,7 +45,7 @@ def test_json_shape(saved: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "VALID" and doc["exit_code"] == 0 and doc["profile"] == "aer1-chain-v1"
     assert [c["name"] for c in doc["checks"]] == ["parse", "members", "sequence", "merkle_root", "chain",
-                                                  "signature", "evidence", "expected"]
+                                                  "signature", "evidence", "expected", "timestamp", "key"]
     assert doc["checks"][5]["detail"].startswith("valid signature; signed by an untrusted key")
     assert doc["failures"] == []
 

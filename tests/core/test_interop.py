@@ -61,7 +61,7 @@ async def test_peer_collector_receipts_pass_our_base_checks_with_an_honest_repor
     statuses = {c.name: c.status for c in report.checks}
     assert statuses == {"parse": "PASS", "members": "PASS", "sequence": "PASS", "merkle_root": "PASS",
                         "chain": "NOT CHECKED", "signature": "NOT CHECKED", "evidence": "NOT CHECKED",
-                        "expected": "NOT CHECKED"}
+                        "expected": "NOT CHECKED", "timestamp": "NOT CHECKED", "key": "NOT CHECKED"}
     assert "no chain" in report.check("chain").detail
     assert any("only the AER-1 base checks apply" in n for n in report.notes)
     # and a tampered peer receipt is still caught where the base checks reach

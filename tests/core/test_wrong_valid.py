@@ -247,7 +247,8 @@ def test_verdict_names_its_basis(tmp_path: Path, capsys: pytest.CaptureFixture[s
                            f"{TRUSTED}; evidence checked; root pinned;")
     assert doc["basis"] == {"level": "aer1-chain-v1", "chain": "checked", "signature": "trusted key",
                             "key_id": TRUSTED, "evidence": "checked", "root": "pinned", "head": "not pinned",
-                            "closed_by": "finalize"}
+                            "closed_by": "finalize", "timestamp": "not verified", "tsa_time": None,
+                            "key_validity": "not checked"}
 
     code, line, doc = _verdict([signed], capsys)
     assert code == 0 and "signed by an unknown key" in line and "root not pinned" in line

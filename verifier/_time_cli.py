@@ -1,0 +1,44 @@
+"""The verifier's options for independent time and key lifecycle: ``--tsa-roots``, ``--tsa-policy``, ``--keyring``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ._keyring import load_keyring
+from ._output import CliError
+from ._timestamp import load_tsa_trust
+
+__all__ = ["add_time_arguments", "time_options", "trusted_with_keyring"]
+
+
+def add_time_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options to the verifier's parser."""
+    p.add_argument("--tsa-roots", metavar="DIR",
+                   help="trusted TSA certificates (*.pem, *.crt): self-signed ones are roots, others intermediates")
+    p.add_argument("--tsa-policy", metavar="OID", help="the TSA policy every timestamp token must carry")
+    p.add_argument("--keyring", metavar="FILE",
+                   help="keyring (spec/keys.md): its keys are trusted, within their windows and until revoked")
+
+
+def time_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``verify_receipt`` keyword arguments from the options; CliError when one cannot be used."""
+    if args.tsa_policy is not None and args.tsa_roots is None:
+        raise CliError("--tsa-policy goes with --tsa-roots")
+    try:
+        trust = load_tsa_trust(args.tsa_roots, args.tsa_policy) if args.tsa_roots is not None else None
+        if args.keyring is not None and os.path.isdir(args.keyring):
+            raise ValueError(f"--keyring {args.keyring}: a directory, not a keyring file")
+        keyring = load_keyring(args.keyring) if args.keyring is not None else None
+    except ValueError as e:
+        raise CliError(str(e)) from e
+    return {"tsa_trust": trust, "keyring": keyring}
+
+
+def trusted_with_keyring(trusted: set[str] | None, options: dict[str, Any]) -> set[str] | None:
+    """The trusted key ids: those given with --key/--trusted-keys, and every key of the keyring."""
+    keyring = options.get("keyring")
+    if keyring is None:
+        return trusted
+    return (trusted or set()) | set(keyring)

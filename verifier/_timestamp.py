@@ -1,0 +1,249 @@
+"""Check 9, ``timestamp``: the receipt's RFC 3161 tokens, against TSA roots the auditor trusts.
+
+A token passes when it is granted, its signer chains (through intermediates given with the
+roots) to a trusted root, its imprint is the receipt's digest (:mod:`aer1.imprint`), its
+nonce is the one the receipt recorded, and its policy is the one demanded (if any). A
+token that is not about this receipt fails the check; one about it whose TSA is not
+trusted is only not counted, so long as another token verifies. The check reports each
+verified TSA's time; the latest is the receipt's independent time (the key check uses it).
+Without trusted roots nothing about a token is claimed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from rfc3161_client import (
+    PKIStatus,
+    TimeStampResponse,
+    VerificationError,
+    VerifierBuilder,
+    decode_timestamp_response,
+)
+
+from ..imprint import (
+    ENTRY_ERROR_MEMBERS,
+    ENTRY_TOKEN_MEMBERS,
+    MAX_TIMESTAMPS,
+    MAX_TOKEN_BYTES,
+    MAX_TSA_ERROR_CHARS,
+    MAX_TSA_NAME_CHARS,
+    TIMESTAMPS_MEMBER,
+    imprint_message,
+)
+from ..keyring import format_time
+from ._report import CheckResult
+
+__all__ = ["CERT_SUFFIXES", "MAX_TRUST_CERTS", "TsaTrust", "check_timestamp", "load_tsa_trust"]
+
+#: Files of a ``--tsa-roots`` folder that are read (PEM certificates).
+CERT_SUFFIXES = (".pem", ".crt")
+#: Most certificates read from a ``--tsa-roots`` folder; each file at most this many bytes.
+MAX_TRUST_CERTS = 256
+_MAX_CERT_FILE_BYTES = 256 * 1024
+#: Longest nonce recorded (decimal digits of an unsigned 64-bit value, with room).
+_MAX_NONCE_DIGITS = 40
+#: Imprint hash algorithms accepted (OID -> hashlib name), as RFC 3161 TSAs commonly offer.
+_HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384", "2.16.840.1.101.3.4.2.3": "sha512"}
+#: Accuracy assumed for a token that states none, in seconds.
+_UNKNOWN_ACCURACY_S = 1.0
+
+
+@dataclass(frozen=True)
+class TsaTrust:
+    """What the auditor trusts: root certificates, intermediates to reach them, a policy demanded."""
+
+    roots: tuple[x509.Certificate, ...]
+    intermediates: tuple[x509.Certificate, ...] = ()
+    policy: str | None = None
+
+
+def _self_signed(cert: x509.Certificate) -> bool:
+    if cert.issuer != cert.subject:
+        return False
+    try:
+        cert.verify_directly_issued_by(cert)
+    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):  # not its own issuer: not a root
+        return False
+    return True
+
+
+def load_tsa_trust(folder: str, policy: str | None = None) -> TsaTrust:
+    """Certificates in ``folder`` (``*.pem``, ``*.crt``): self-signed ones are roots, the rest intermediates.
+
+    Raises ValueError naming the file when something cannot be read or no root is found.
+    """
+    if not os.path.isdir(folder):
+        raise ValueError(f"--tsa-roots {folder}: not a directory")
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(CERT_SUFFIXES))
+    except OSError as e:
+        raise ValueError(f"--tsa-roots {folder}: {e.strerror or e}") from e
+    roots: list[x509.Certificate] = []
+    intermediates: list[x509.Certificate] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            if not os.path.isfile(path) or os.path.getsize(path) > _MAX_CERT_FILE_BYTES:
+                raise ValueError(f"not a regular file of at most {_MAX_CERT_FILE_BYTES} bytes")
+            with open(path, "rb") as f:
+                certs = x509.load_pem_x509_certificates(f.read())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--tsa-roots {path}: {getattr(e, 'strerror', None) or e}") from e
+        for cert in certs:
+            (roots if _self_signed(cert) else intermediates).append(cert)
+        if len(roots) + len(intermediates) > MAX_TRUST_CERTS:
+            raise ValueError(f"--tsa-roots {folder}: more than {MAX_TRUST_CERTS} certificates")
+    if not roots:
+        raise ValueError(f"--tsa-roots {folder}: no self-signed root certificate in *.pem or *.crt files")
+    if policy is not None:
+        try:
+            x509.ObjectIdentifier(policy)
+        except ValueError as e:
+            raise ValueError(f"--tsa-policy: got {policy[:60]!r}, want a dotted OID") from e
+    return TsaTrust(tuple(roots), tuple(intermediates), policy)
+
+
+def _entries(member: Any, result: CheckResult) -> list[dict[str, str]] | None:
+    """The entries, when the member is well-formed; else a failure and None."""
+    if not isinstance(member, list) or not 1 <= len(member) <= MAX_TIMESTAMPS:
+        result.fail(f"{TIMESTAMPS_MEMBER} is not an array of 1 to {MAX_TIMESTAMPS} entries")
+        return None
+    for i, e in enumerate(member):
+        ok = isinstance(e, dict) and set(e) in (ENTRY_TOKEN_MEMBERS, ENTRY_ERROR_MEMBERS) and all(
+            isinstance(v, str) for v in e.values())
+        if ok and not 0 < len(e["tsa"]) <= MAX_TSA_NAME_CHARS:
+            ok = False
+        if ok and "error" in e:
+            ok = len(e["error"]) <= MAX_TSA_ERROR_CHARS
+        elif ok:
+            ok = e["nonce"].isascii() and e["nonce"].isdigit() and len(e["nonce"]) <= _MAX_NONCE_DIGITS
+            ok = ok and len(e["token"]) <= (MAX_TOKEN_BYTES + 2) // 3 * 4
+        if not ok:
+            result.fail(f"{TIMESTAMPS_MEMBER}[{i}] is malformed: want {{tsa, nonce, token}} or {{tsa, error}} "
+                        "strings within limits")
+            return None
+    return member
+
+
+def _token(entry: Mapping[str, str]) -> bytes:
+    try:
+        der = base64.b64decode(entry["token"], validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise VerificationError("token is not base64") from e
+    if base64.b64encode(der).decode("ascii") != entry["token"]:
+        raise VerificationError("token is not canonical base64")
+    return der
+
+
+class _Untrusted(VerificationError):
+    """The token is about this receipt, but its signature does not verify up to a trusted TSA root."""
+
+
+def _check_content(response: TimeStampResponse, entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> None:
+    """Granted, the recorded nonce, the demanded policy, this receipt's imprint: else VerificationError."""
+    if response.status != PKIStatus.GRANTED:
+        raise VerificationError("not granted")
+    info = response.tst_info
+    if info.nonce != int(entry["nonce"]):
+        raise VerificationError("nonce differs from the one the receipt recorded")
+    if trust.policy is not None and info.policy.dotted_string != trust.policy:
+        raise VerificationError(f"policy {info.policy.dotted_string} differs from the one demanded (--tsa-policy)")
+    algorithm = _HASHES.get(info.message_imprint.hash_algorithm.dotted_string)
+    if algorithm is None:
+        raise VerificationError(f"imprint hash {info.message_imprint.hash_algorithm.dotted_string} is not supported")
+    if info.message_imprint.message != hashlib.new(algorithm, message).digest():
+        raise VerificationError("imprint is not this receipt's digest (token over other content)")
+
+
+def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> dict[str, Any]:
+    """Facts of one verified token; raises _Untrusted, or VerificationError for a token not about this receipt."""
+    try:
+        response = decode_timestamp_response(_token(entry))
+        _check_content(response, entry, message, trust)
+    except VerificationError:
+        raise
+    except Exception as e:  # a hostile token is a failure whatever the decoder raises, never a traceback
+        raise VerificationError(f"not a time-stamp response: {e}") from e
+    # A fresh builder for each token: a reused one keeps certificates added for earlier ones.
+    builder = VerifierBuilder(roots=list(trust.roots), intermediates=list(trust.intermediates),
+                              nonce=int(entry["nonce"]))
+    if trust.policy is not None:
+        builder = builder.policy_id(x509.ObjectIdentifier(trust.policy))
+    try:
+        builder.build().verify_message(response, message)
+    except Exception as e:  # hostile certificates inside the token: never a traceback
+        raise _Untrusted(f"does not chain to a trusted TSA root or its signature is invalid: {e}") from e
+    info = response.tst_info
+    signer = next(iter(response.signed_data.signer_infos), None)
+    return {
+        "tsa": entry["tsa"],
+        "time": format_time(info.gen_time),
+        "accuracy_s": _accuracy_s(info),
+        "serial": str(info.serial_number),
+        "policy": info.policy.dotted_string,
+        "signer": signer.issuer.rfc4514_string() + f" #{signer.serial_number}" if signer else "",
+    }
+
+
+def _accuracy_s(info: Any) -> float:
+    """The token's accuracy in seconds (RFC 3161: absent means unknown; taken as one second)."""
+    acc = info.accuracy
+    if acc is None:
+        return _UNKNOWN_ACCURACY_S
+    return float(acc.seconds or 0) + (acc.millis or 0) / 1e3 + (acc.micros or 0) / 1e6
+
+
+def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: CheckResult) -> None:
+    """Check 9: every token verifies against ``trust``; facts: each TSA's time, the latest as ``time``."""
+    if TIMESTAMPS_MEMBER not in wf:
+        result.skip("no timestamp token: the time of signing is not independently established")
+        return
+    entries = _entries(wf[TIMESTAMPS_MEMBER], result)
+    if entries is None:
+        return
+    tokens = [e for e in entries if "token" in e]
+    missing = [f"{e['tsa']}: {e['error']}" for e in entries if "error" in e]
+    if missing:
+        result.facts["missing"] = missing
+    if not tokens:
+        result.skip("no timestamp token: the TSA gave none at finalize (" + "; ".join(missing)[:300] + ")")
+        return
+    if trust is None:
+        result.skip(f"{len(tokens)} token(s) present, not verified: give --tsa-roots DIR")
+        return
+    message = imprint_message(wf)
+    verified: list[dict[str, Any]] = []
+    untrusted: list[str] = []
+    for i, entry in enumerate(entries):
+        if "token" not in entry:
+            continue
+        where = f"{TIMESTAMPS_MEMBER}[{i}] from {entry['tsa'][:200]}"
+        try:
+            verified.append(_verify_one(entry, message, trust))
+        except _Untrusted as e:
+            untrusted.append(f"{where}: {e}")
+        except VerificationError as e:
+            result.fail(f"{where}: {e}")
+    if result.failures:
+        return
+    if not verified:
+        result.fail("no token verifies up to a trusted TSA root: " + "; ".join(untrusted)[:1000])
+        return
+    result.facts["untrusted"] = untrusted
+    result.facts["tokens"] = verified
+    result.facts["signers"] = sorted({v["signer"] for v in verified})
+    latest = max(verified, key=lambda v: v["time"])
+    result.facts["time"], result.facts["accuracy_s"] = latest["time"], latest["accuracy_s"]
+    times = ", ".join(f"{v['time']} by {v['signer']}" for v in verified)
+    result.passed(f"{len(verified)} token(s) verified against trusted TSA roots: TSA time {times}"
+                  + (f"; {len(untrusted)} not verified (not counted): " + "; ".join(untrusted)[:500]
+                     if untrusted else ""))
