@@ -15,7 +15,7 @@ from aer1 import Collector, CollectorClosedError, verify_receipt
 from aer1.receipt import DEFAULT_VERIFY_URL
 from aer1.redact import REDACTED, credential_redactor, is_secret_key
 
-from .helpers import KEYS, make_collector
+from ..helpers import KEYS, make_collector
 
 
 def test_receipt_has_every_section_8_member() -> None:

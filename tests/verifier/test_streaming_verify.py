@@ -19,7 +19,7 @@ from aer1.signing import key_id, load_public_key
 from aer1.verifier import _stream, verify_receipt
 from aer1.verifier._stream import verify_streaming
 
-from .conftest import T0, TRUSTED_KEY, TRUSTED_PUB
+from ..journal.conftest import T0, TRUSTED_KEY, TRUSTED_PUB
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "adversarial"
 #: Fixtures the streaming path hands back to the in-memory path (they fail parsing there).

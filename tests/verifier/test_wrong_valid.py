@@ -21,7 +21,7 @@ from aer1.signing import key_id, load_public_key
 from aer1.verifier import verify_proof, verify_receipt
 from aer1.verifier.cli import main as verify_main
 
-from .helpers import KEYS, make_collector, make_receipt
+from ..helpers import KEYS, make_collector, make_receipt
 
 TRUSTED = key_id(load_public_key(KEYS / "trusted.pub"))
 
