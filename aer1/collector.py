@@ -41,13 +41,14 @@ from .receipt import (
     DEFAULT_VERIFY_URL,
     KINDS,
     MERKLE_VERSION,
-    STEP_OPTIONAL_MEMBERS,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
     evidence_path_for,
+    step_in_order,
+    workflow_in_order,
 )
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
@@ -67,22 +68,6 @@ _CONTENT_COST_ROOM = MAX_PARSE_COST_BYTES - LINE_COST_SLACK_BYTES
 _RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
 _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
-
-
-_ORDER = ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-          "prev_digest")
-
-
-def _display_order(h: dict[str, Any], rid: str) -> dict[str, Any]:
-    """A step with its members in reading order (the order is not hashed: JCS sorts)."""
-    step = {"seq": h["seq"], "receipt_id": rid, "tool": h["tool"], "kind": h["kind"], "agent": h["agent"],
-            "receipt_hash": h["receipt_hash"], "started_at": h["started_at"], "ended_at": h["ended_at"],
-            "status": h["status"], "prev_digest": h["prev_digest"]}
-    if len(h) > len(_ORDER) - 1:  # optional members (reply_to, target, recipient, call_id)
-        for k in STEP_OPTIONAL_MEMBERS:
-            if k in h:
-                step[k] = h[k]
-    return step
 
 
 class CollectorClosedError(RuntimeError):
@@ -433,7 +418,7 @@ class Collector:
             failures, any_error, step_count = self.recording_failures, self._any_error, self._seq + 1
         if status is None:
             status = "incomplete" if failures else ("error" if any_error else "ok")
-        workflow: dict[str, Any] = {
+        members: dict[str, Any] = {
             "type": WORKFLOW_TYPE,
             "version": WORKFLOW_VERSION,
             "profile": PROFILE,
@@ -442,14 +427,15 @@ class Collector:
             "session_id": self.session_id,
             "goal": self.goal,
             "status": status,
+            "merkle_version": MERKLE_VERSION,
+            "output_hash": self._output_hash(final_answer),
+            "verify_url": self.verify_url,
         }
         if self._agents:
-            workflow["agents"] = list(self._agents.values())
-        workflow["merkle_version"] = MERKLE_VERSION
-        workflow["output_hash"] = self._output_hash(final_answer)
-        workflow["verify_url"] = self.verify_url
+            members["agents"] = list(self._agents.values())
         if failures:
-            workflow["recording_failures"] = failures
+            members["recording_failures"] = failures
+        workflow = workflow_in_order(members)
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
         self._append(CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content))
@@ -475,7 +461,7 @@ class Collector:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+            return [step_in_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
         finally:
             if was_enabled:
                 gc.enable()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from .receipt import MERKLE_VERSIONS
+
 __all__ = [
     "MERKLE_VERSIONS",
     "RootMismatchError",
@@ -27,7 +29,6 @@ __all__ = [
     "verify_inclusion",
 ]
 
-MERKLE_VERSIONS = ("receipt-id-v0", "seq-output-v1")
 _HASH_LEN = 32
 _sha256 = hashlib.sha256
 

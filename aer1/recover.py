@@ -36,25 +36,31 @@ from rfc3339_validator import validate_rfc3339
 from . import timefmt
 from .canonical import CanonicalizationError, exact_bytes
 from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
-from .collector import _display_order
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
 from .limits import MAX_JOURNAL_LINE_BYTES
 from .merkle import merkle_root_hex
 from .receipt import (
+    AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
+    HEX64_PATTERN,
     KINDS,
     MERKLE_VERSION,
     STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
+    TIMESTAMP_PATTERN,
+    UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
     evidence_path_for,
+    step_in_order,
+    workflow_in_order,
 )
 from .signing import ENV_SIGNING_KEY, KeyError_, load_private_key, sign_receipt
 from .verifier._output import dump_json, one_line
@@ -80,20 +86,13 @@ EXIT_LEFT_OUT = 1
 #: No receipt was written.
 EXIT_BAD_INPUT = 2
 _EMPTY_OUTPUT_HASH = hashlib.sha256(b"").hexdigest()
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
-_STEP_REQUIRED = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status", "prev_digest")
-)
+_UUID = re.compile(UUID_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN)
+_TS = re.compile(TIMESTAMP_PATTERN)
+_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _STEP_ALLOWED = _STEP_REQUIRED | frozenset(STEP_OPTIONAL_MEMBERS)
-_AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
+_AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _HEADER_STRINGS = ("session_id", "goal", "verify_url")
-#: Workflow members in the order finalize() writes them (the order is not hashed).
-_WORKFLOW_ORDER = (
-    "type", "version", "profile", "workflow_id", "receipt_id", "session_id", "goal", "status", "agents",
-    "merkle_version", "output_hash", "verify_url", "recording_failures", "closed_by",
-)
 
 
 class RecoveryError(ValueError):
@@ -304,7 +303,7 @@ class _Recovery:
             return
         self.head = digest.hex()
         rhash = step["receipt_hash"]
-        self.steps.append(_display_order(step, rid))
+        self.steps.append(step_in_order(step, rid))
         if self.evidence is not None and cbytes is not None:
             self.evidence.write(evidence_line(seq, rhash, cbytes))
 
@@ -340,10 +339,6 @@ class _Recovery:
 # ------------------------------------------------------------------- building
 
 
-def _workflow(members: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: members[k] for k in _WORKFLOW_ORDER if k in members}
-
-
 def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
     """The workflow of a recovered run and the close step's content bytes (appended by the caller).
 
@@ -365,7 +360,7 @@ def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
         members["recording_failures"] = failures
     if state.agents:
         members["agents"] = list(state.agents.values())
-    workflow = _workflow(members)
+    workflow = workflow_in_order(members)
     return workflow, exact_bytes(close_content(workflow, len(state.steps) + 1))
 
 
@@ -380,7 +375,7 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
     rhash = header["receipt_hash"]
     digest = hashlib.sha256(STEP_TAG + exact_bytes(header)).digest()
     state.head = digest.hex()
-    state.steps.append(_display_order(header, uuid8_from_digest(digest)))
+    state.steps.append(step_in_order(header, uuid8_from_digest(digest)))
     if state.evidence is not None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 

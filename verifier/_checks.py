@@ -12,16 +12,23 @@ from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
-from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
+from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
+    AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
+    DERIVED_ID_PATTERN,
+    HEX64_PATTERN,
     KINDS,
     MERKLE_VERSION,
+    MERKLE_VERSIONS,
     STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
+    TIMESTAMP_PATTERN,
+    UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
@@ -42,26 +49,22 @@ __all__ = [
     "is_derived_id",
 ]
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-#: The layout of a step id derived by the chain: RFC 9562 version 8, variant 10.
-_DERIVED_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_UUID = re.compile(UUID_PATTERN)
+_DERIVED_ID = re.compile(DERIVED_ID_PATTERN)
 #: Why a step with a derived id but no profile members fails (receipts and proofs).
 PROFILE_STRIPPED = (
     "profile stripped: receipt_id has the layout of an aer1-chain-v1 derived id (UUIDv8), "
     "but the profile members (profile, chain_head, prev_digest) are missing"
 )
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_OUR_TS = re.compile(r"(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z")
+_HEX64 = re.compile(HEX64_PATTERN)
+_OUR_TS = re.compile(TIMESTAMP_PATTERN)
 _KIND_SET = frozenset(KINDS)
 _STEP_STATUS_SET = frozenset(STEP_STATUSES)
-_PROFILE_STEP_MEMBERS = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-     "prev_digest", *STEP_OPTIONAL_MEMBERS)
-)
+_PROFILE_STEP_MEMBERS = frozenset((*STEP_REQUIRED_MEMBERS, *STEP_OPTIONAL_MEMBERS))
 _PROFILE_WORKFLOW_MEMBERS = frozenset(
     (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature")
 )
-_AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
+_AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _DATE_LIMIT = 4096
 #: Largest seq accepted (exactly representable in every JSON implementation).
 _MAX_SEQ = 2**53 - 1
@@ -194,16 +197,10 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         result.fail(f"members outside the profile: {', '.join(unknown)}")
 
 
-_PROFILE_STEP_REQUIRED = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-     "prev_digest")
-)
-_TS_PATTERN = r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+_PROFILE_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _TS_LEN = len("2026-01-01T00:00:00.000000Z")
 # started_at, ended_at, receipt_hash, prev_digest, receipt_id, concatenated
-_STEP_VALUES = re.compile(
-    _TS_PATTERN + _TS_PATTERN + r"[0-9a-f]{128}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-)
+_STEP_VALUES = re.compile(TIMESTAMP_PATTERN + TIMESTAMP_PATTERN + HEX64_PATTERN + HEX64_PATTERN + UUID_PATTERN)
 
 
 def _profile_step_ok(step: Any) -> bool:
@@ -359,9 +356,9 @@ def check_sequence(steps: Sequence[Mapping[str, Any]], result: CheckResult) -> N
 
 def check_merkle(wf: Mapping[str, Any], result: CheckResult) -> None:
     """Check 4: merkle_root recomputed under merkle_version (absent means receipt-id-v0)."""
-    version = wf.get("merkle_version", "receipt-id-v0")
+    version = wf.get("merkle_version", MERKLE_VERSION)
     steps = wf["steps"]
-    if version == "receipt-id-v0":
+    if version == MERKLE_VERSION:
         leaves = [leaf_receipt_id(s["receipt_id"]) for s in steps]
     else:
         leaves = []

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..canonical import CanonicalizationError, exact_bytes
-from ..evidence import EVIDENCE_TYPE
 from ..limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
+from ..receipt import EVIDENCE_TYPE
 from ._parse import MalformedInput, open_regular, parse_strict
 from ._report import CheckResult
 

@@ -32,7 +32,7 @@ from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..limits import MAX_VALUE_BYTES
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
-from ..receipt import CLOSE_KIND, evidence_path_for
+from ..receipt import CLOSE_KIND, MERKLE_VERSION, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
@@ -413,8 +413,8 @@ class _Walker:
         result.passed(f"seq 1..{self.n} in order; receipt ids unique")
 
     def merkle(self, result: CheckResult) -> None:
-        version = self.rest.get("merkle_version", "receipt-id-v0")
-        if version == "receipt-id-v0":
+        version = self.rest.get("merkle_version", MERKLE_VERSION)
+        if version == MERKLE_VERSION:
             raw = self.leaves
         elif self.output_bad is not None:
             result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=self.output_bad)
