@@ -19,6 +19,7 @@ import orjson
 from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
 from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
+from .errors import UsageError
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
 from .limits import (
@@ -70,7 +71,7 @@ _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
 
 
-class CollectorClosedError(RuntimeError):
+class CollectorClosedError(UsageError, RuntimeError):
     """The collector was finalized: its chain is closed to new steps."""
 
 

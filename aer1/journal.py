@@ -36,6 +36,7 @@ import orjson
 
 from . import timefmt
 from .chain import PROFILE
+from .errors import Aer1Error
 
 __all__ = [
     "DEFAULT_FSYNC",
@@ -74,7 +75,7 @@ except ImportError:  # pragma: no cover - Windows
     _FULLFSYNC = None
 
 
-class JournalError(OSError):
+class JournalError(Aer1Error, OSError):
     """The journal cannot be created (it exists, or its directory is missing or not writable)."""
 
 

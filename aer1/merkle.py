@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from .errors import VerificationError
 from .receipt import MERKLE_VERSIONS
 
 __all__ = [
@@ -33,7 +34,7 @@ _HASH_LEN = 32
 _sha256 = hashlib.sha256
 
 
-class RootMismatchError(ValueError):
+class RootMismatchError(VerificationError):
     """A recomputed root differs from the expected one."""
 
     def __init__(self, expected: bytes, computed: bytes) -> None:

@@ -36,6 +36,7 @@ from rfc3339_validator import validate_rfc3339
 from . import timefmt
 from .canonical import CanonicalizationError, exact_bytes
 from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from .errors import MalformedInputError
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
 from .limits import MAX_JOURNAL_LINE_BYTES
@@ -62,7 +63,7 @@ from .receipt import (
     step_in_order,
     workflow_in_order,
 )
-from .signing import ENV_SIGNING_KEY, KeyError_, load_private_key, sign_receipt
+from .signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .verifier._output import dump_json, one_line
 from .verifier._parse import MalformedInput, open_regular
 
@@ -95,7 +96,7 @@ _AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _HEADER_STRINGS = ("session_id", "goal", "verify_url")
 
 
-class RecoveryError(ValueError):
+class RecoveryError(MalformedInputError):
     """The journal cannot be recovered at all (not a journal, unreadable, bad arguments)."""
 
 
@@ -418,7 +419,7 @@ def recover_journal(
             raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
-    except KeyError_ as e:
+    except KeyFileError as e:
         raise RecoveryError(str(e)) from e
     try:
         f = open_regular(path, what="a journal")

@@ -34,7 +34,7 @@ from ..receipt import (
     WORKFLOW_VERSION,
     close_content,
 )
-from ..signing import SignatureInvalid, parse_signature, verify_signature
+from ..signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
 from ._report import CheckResult
 
 __all__ = [
@@ -458,7 +458,7 @@ def check_signature(
         return
     try:
         parse_signature(wf["signature"])
-    except ValueError as e:
+    except SignatureMalformed as e:
         result.fail(f"could not verify: malformed signature member: {e}")
         return
     try:
