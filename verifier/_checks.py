@@ -5,14 +5,13 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rfc3339_validator import validate_rfc3339
 
 from ..canonical import CanonicalizationError, exact_bytes
-from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
-from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
+from ..chain import PROFILE
 from ..receipt import (
     AGENT_MEMBERS,
     CLOSE_AGENT,
@@ -39,11 +38,8 @@ from ._report import CheckResult
 
 __all__ = [
     "PROFILE_STRIPPED",
-    "check_chain",
+    "check_chain_end",
     "check_expected",
-    "check_members",
-    "check_merkle",
-    "check_sequence",
     "check_signature",
     "claims_profile",
     "is_derived_id",
@@ -310,101 +306,6 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
                     actual=step["ended_at"])
         ok = False
     return ok
-
-
-def check_members(wf: Any, profile: bool, result: CheckResult) -> bool:
-    """Check 2: AER-1 Table 2 and Table 3 members present and well-formed (and ours, if claimed)."""
-    if not isinstance(wf, dict):
-        result.fail(f"the receipt is a JSON {type(wf).__name__}, not an object")
-        return False
-    _check_workflow_members(wf, profile, result)
-    steps = wf.get("steps")
-    if not isinstance(steps, list) or not steps:
-        result.fail("steps is not a non-empty array")
-        return False
-    for i, step in enumerate(steps):
-        _check_step(step, i, profile, result)
-        if len(result.failures) > 20:
-            break
-    result.passed(f"{len(steps)} steps; Table 2 and Table 3 members well-formed"
-                  + ("; profile members well-formed" if profile else ""))
-    return result.status != "FAIL"
-
-
-# ------------------------------------------------------------------ check 3
-
-
-def check_sequence(steps: Sequence[Mapping[str, Any]], result: CheckResult) -> None:
-    """Check 3: seq is 1..n in array order; no receipt_id appears twice."""
-    for i, step in enumerate(steps):
-        if step["seq"] != i + 1:
-            result.fail(f"seq out of order: array position {i + 1} carries seq {step['seq']!r}", seq=i + 1,
-                        expected=i + 1, actual=step["seq"])
-            break
-    seen: dict[str, int] = {}
-    for i, step in enumerate(steps):
-        rid = step["receipt_id"]
-        if rid in seen:
-            result.fail(f"receipt_id repeats the one of step {seen[rid]}", seq=i + 1, actual=rid)
-            break
-        seen[rid] = i + 1
-    result.passed(f"seq 1..{len(steps)} in order; receipt ids unique")
-
-
-# ------------------------------------------------------------------ check 4
-
-
-def check_merkle(wf: Mapping[str, Any], result: CheckResult) -> None:
-    """Check 4: merkle_root recomputed under merkle_version (absent means receipt-id-v0)."""
-    version = wf.get("merkle_version", MERKLE_VERSION)
-    steps = wf["steps"]
-    if version == MERKLE_VERSION:
-        leaves = [leaf_receipt_id(s["receipt_id"]) for s in steps]
-    else:
-        leaves = []
-        for i, s in enumerate(steps):
-            oh = s.get("output_hash")
-            if not _is_hex64(oh):
-                result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=i + 1)
-                return
-            leaves.append(leaf_seq_output(s["seq"], oh))
-    root = merkle_root(leaves).hex()
-    if root != wf["merkle_root"]:
-        result.fail(f"merkle_root does not match the {version} root of the steps",
-                    expected=root, actual=wf["merkle_root"])
-        return
-    result.passed(f"{version} root over {len(steps)} steps matches")
-
-
-# ------------------------------------------------------------------ check 5
-
-
-def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
-    """Check 5: prev_digest links, derived receipt ids, chain_head, and the close step."""
-    steps = wf["steps"]
-    prev = genesis_digest(wf["workflow_id"])
-    for i, step in enumerate(steps):
-        seq = i + 1
-        if step["prev_digest"] != prev:
-            what = "the genesis digest of workflow_id" if i == 0 else f"the digest of step {i}"
-            result.fail(f"prev_digest does not link to {what}", seq=seq, expected=prev,
-                        actual=step["prev_digest"])
-            return
-        try:
-            digest_hex = step_digest_hex(step, flat=True)
-        except CanonicalizationError as e:
-            result.fail(f"step cannot be canonicalized: {e}", seq=seq)
-            return
-        rid = uuid8_from_hex(digest_hex)
-        if step["receipt_id"] != rid:
-            result.fail("receipt_id is not derived from the step's digest (a member was changed)",
-                        seq=seq, expected=rid, actual=step["receipt_id"])
-            return
-        prev = digest_hex
-        if step["kind"] == CLOSE_KIND and i != len(steps) - 1:
-            result.fail("a close step before the last step", seq=seq)
-            return
-    check_chain_end(wf, prev, steps[-1], len(steps), result)
 
 
 def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult) -> None:
