@@ -18,7 +18,7 @@ import orjson
 
 from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
-from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
+from .chain import _VARIANT, STEP_TAG, genesis_digest
 from .errors import UsageError
 from .evidence import EvidenceSink
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -41,15 +41,12 @@ from .receipt import (
     CLOSE_KIND,
     DEFAULT_VERIFY_URL,
     KINDS,
-    MERKLE_VERSION,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
-    WORKFLOW_TYPE,
-    WORKFLOW_VERSION,
     close_content,
+    close_workflow,
     evidence_path_for,
     step_in_order,
-    workflow_in_order,
 )
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
@@ -419,24 +416,11 @@ class Collector:
             failures, any_error, step_count = self.recording_failures, self._any_error, self._seq + 1
         if status is None:
             status = "incomplete" if failures else ("error" if any_error else "ok")
-        members: dict[str, Any] = {
-            "type": WORKFLOW_TYPE,
-            "version": WORKFLOW_VERSION,
-            "profile": PROFILE,
-            "workflow_id": self.workflow_id,
-            "receipt_id": self.receipt_id,
-            "session_id": self.session_id,
-            "goal": self.goal,
-            "status": status,
-            "merkle_version": MERKLE_VERSION,
-            "output_hash": self._output_hash(final_answer),
-            "verify_url": self.verify_url,
-        }
-        if self._agents:
-            members["agents"] = list(self._agents.values())
-        if failures:
-            members["recording_failures"] = failures
-        workflow = workflow_in_order(members)
+        workflow = close_workflow(
+            workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id, goal=self.goal,
+            status=status, output_hash=self._output_hash(final_answer), verify_url=self.verify_url,
+            agents=list(self._agents.values()), recording_failures=failures,
+        )
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
         self._append(CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content))

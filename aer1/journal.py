@@ -236,6 +236,21 @@ class Journal:
         """True while lines are still being written (not finished, no error)."""
         return self._live
 
+    @property
+    def lines_written(self) -> int:
+        """Lines written after the header."""
+        return self._written
+
+    @property
+    def lines_synced(self) -> int:
+        """Lines after the header known to be on disk (fsync returned after they were written)."""
+        return self._synced
+
+    @property
+    def syncing_in_background(self) -> bool:
+        """True while the ``interval`` policy's background thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _fail(self, what: str, error: OSError) -> None:
         self._live = False
         if self.error is None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .chain import PROFILE
+
 __all__ = [
     "CLOSED_BY_RECOVERY",
     "CLOSE_AGENT",
@@ -42,6 +44,7 @@ __all__ = [
     "WORKFLOW_TYPE",
     "WORKFLOW_VERSION",
     "close_content",
+    "close_workflow",
     "evidence_path_for",
     "step_in_order",
     "workflow_in_order",
@@ -134,6 +137,38 @@ def close_content(workflow: Mapping[str, Any], step_count: int) -> dict[str, Any
     content = {k: workflow[k] for k in CLOSE_BOUND_MEMBERS if k in workflow}
     content["step_count"] = step_count
     return content
+
+
+def close_workflow(
+    *,
+    workflow_id: str,
+    receipt_id: str,
+    session_id: str,
+    goal: str,
+    status: str,
+    output_hash: str,
+    verify_url: str,
+    agents: list[dict[str, Any]] | None = None,
+    recording_failures: int = 0,
+    closed_by: str | None = None,
+) -> dict[str, Any]:
+    """The workflow members a close step binds, as finalize() and recovery both write them.
+
+    The fixed members (type, version, profile, merkle_version) are set here once; optional
+    members appear only when they carry something.
+    """
+    members: dict[str, Any] = {
+        "type": WORKFLOW_TYPE, "version": WORKFLOW_VERSION, "profile": PROFILE, "workflow_id": workflow_id,
+        "receipt_id": receipt_id, "session_id": session_id, "goal": goal, "status": status,
+        "merkle_version": MERKLE_VERSION, "output_hash": output_hash, "verify_url": verify_url,
+    }
+    if agents:
+        members["agents"] = agents
+    if recording_failures:
+        members["recording_failures"] = recording_failures
+    if closed_by is not None:
+        members["closed_by"] = closed_by
+    return workflow_in_order(members)
 
 
 def workflow_in_order(members: Mapping[str, Any]) -> dict[str, Any]:

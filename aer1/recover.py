@@ -59,9 +59,9 @@ from .receipt import (
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
+    close_workflow,
     evidence_path_for,
     step_in_order,
-    workflow_in_order,
 )
 from .signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .verifier._output import dump_json, one_line
@@ -349,19 +349,14 @@ def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
     """
     h = state.header
     claimed = state.close or {}
-    members: dict[str, Any] = {
-        "type": WORKFLOW_TYPE, "version": WORKFLOW_VERSION, "profile": PROFILE,
-        "workflow_id": h["workflow_id"], "receipt_id": h["receipt_id"], "session_id": h["session_id"],
-        "goal": h["goal"], "status": "incomplete", "merkle_version": MERKLE_VERSION,
-        "output_hash": claimed.get("output_hash", _EMPTY_OUTPUT_HASH), "verify_url": h["verify_url"],
-        "closed_by": CLOSED_BY_RECOVERY,
-    }
     failures = claimed.get("recording_failures")
-    if type(failures) is int and failures >= 1:
-        members["recording_failures"] = failures
-    if state.agents:
-        members["agents"] = list(state.agents.values())
-    workflow = workflow_in_order(members)
+    failures = failures if type(failures) is int and failures >= 1 else 0
+    workflow = close_workflow(
+        workflow_id=h["workflow_id"], receipt_id=h["receipt_id"], session_id=h["session_id"], goal=h["goal"],
+        status="incomplete", output_hash=claimed.get("output_hash", _EMPTY_OUTPUT_HASH), verify_url=h["verify_url"],
+        agents=list(state.agents.values()), recording_failures=failures,
+        closed_by=CLOSED_BY_RECOVERY,
+    )
     return workflow, exact_bytes(close_content(workflow, len(state.steps) + 1))
 
 
