@@ -12,6 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aer1.chain import step_digest_hex
+from aer1.receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
 
 from ..helpers import KEYS, make_collector
 
@@ -73,3 +78,25 @@ def test_the_producer_still_loads_what_it_needs() -> None:
     """The allow-list is not vacuous: recording does load producer modules."""
     loaded = aer1_modules_after("from aer1 import Collector\nCollector(goal='g').finalize()")
     assert {"aer1.collector", "aer1.evidence", "aer1.redact"} <= loaded
+
+
+#: A step as the verifier's members check lets it through to the flat hashing path: ASCII
+#: member names, any text as values (control characters, non-BMP, escapes), a safe seq.
+flat_steps = st.fixed_dictionaries(
+    {name: st.text(min_size=1) for name in STEP_REQUIRED_MEMBERS if name != "seq"}
+    | {"seq": st.integers(1, 2**53 - 1)},
+    optional={name: st.text(min_size=1) for name in STEP_OPTIONAL_MEMBERS},
+)
+
+
+@settings(max_examples=300)
+@given(flat_steps)
+def test_the_verifiers_flat_step_hash_agrees_with_the_exact_encoder(step: dict[str, object]) -> None:
+    """Differential: the orjson shortcut the verifier takes for checked steps gives the exact JCS digest."""
+    try:
+        exact = step_digest_hex(step)
+    except ValueError:  # a lone surrogate has no exact form: the flat path must refuse it too
+        with pytest.raises(ValueError):
+            step_digest_hex(step, flat=True)
+        return
+    assert step_digest_hex(step, flat=True) == exact
