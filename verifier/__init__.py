@@ -61,48 +61,34 @@ def verify_receipt(
     verified by streaming, with the same checks and the same report.
     """
     checks = fresh_checks()
-    source: str | None = None
     c_parse, c_members = checks[0], checks[1]
-    report = Report(source, checks)
-    if isinstance(receipt, (str, os.PathLike)):
-        source = os.fspath(receipt)
-        report.source = source
-        trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
-        if os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES:  # large: stream it
-            return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
-                                    expected_root=expected_root, expected_head=expected_head)
-        try:
-            data = read_limited(source)
-            if parse_cost(data) > MAX_PARSE_COST_BYTES:  # small but costly to hold parsed: stream it
+    report = Report(None, checks)
+    source: str | None = None
+    given_parsed = not isinstance(receipt, (str, os.PathLike, bytes))
+    try:
+        if isinstance(receipt, (str, os.PathLike)):
+            source = report.source = os.fspath(receipt)
+            trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
+            data = None
+            if not (os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES):
+                data = read_limited(source)
+            if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head)
             wf: Any = parse_strict(data, what=source)
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            skip_rest(checks[1:], "the input could not be parsed")
-            return report
-        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
-        if evidence is None:
-            beside = evidence_path_for(source)
-            if os.path.lexists(beside):
-                evidence = beside
-    elif isinstance(receipt, bytes):
-        try:
+            if evidence is None and os.path.lexists(evidence_path_for(source)):
+                evidence = evidence_path_for(source)
+        elif isinstance(receipt, bytes):
             wf = parse_strict(receipt, what="the receipt")
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            skip_rest(checks[1:], "the input could not be parsed")
-            return report
-        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
-    else:
-        wf = receipt
-        try:
+        else:
+            wf = receipt
             check_json_value(wf)
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            skip_rest(checks[1:], "the input is not JSON data")
-            return report
-        c_parse.passed("given as parsed JSON data within limits")
+    except MalformedInput as e:
+        c_parse.fail(str(e))
+        skip_rest(checks[1:], "the input is not JSON data" if given_parsed else "the input could not be parsed")
+        return report
+    c_parse.passed("given as parsed JSON data within limits" if given_parsed
+                   else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
 
     checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members)
     if checker is None:
