@@ -10,7 +10,7 @@ from typing import Any
 
 from rfc3339_validator import validate_rfc3339
 
-from ..canonical import CanonicalizationError, exact_bytes
+from ..canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
 from ..chain import PROFILE
 from ..receipt import (
     AGENT_MEMBERS,
@@ -63,7 +63,7 @@ _PROFILE_WORKFLOW_MEMBERS = frozenset(
 _AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _DATE_LIMIT = 4096
 #: Largest seq accepted (exactly representable in every JSON implementation).
-_MAX_SEQ = 2**53 - 1
+_MAX_SEQ = MAX_SAFE_INTEGER
 _valid_dates: dict[str, bool] = {}
 
 
