@@ -8,6 +8,11 @@ AG2_STAMP := $(AG2_VENV)/.installed
 # The maintained classic line: the PyPI package `autogen` (AG2 classic, not ag2 1.x).
 AUTOGEN_VENV := .venv-autogen
 AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
+# The real peer verifiers for the interop tests, kept out of every environment (the peer's own
+# aer1-verify script would shadow ours): installed beside the tests, imported from there.
+PEERS := tests/.peers
+PEER_STAMP := $(PEERS)/.installed
+PEER_PACKAGES := aer1-verify==0.2.19 aer1-autogen==0.1.15
 
 .PHONY: demo test test-main test-ag2 test-autogen lint bench clean
 
@@ -29,25 +34,29 @@ $(AUTOGEN_STAMP): pyproject.toml
 	$(AUTOGEN_VENV)/bin/python -m pip install -q -e ".[dev]" "autogen==0.14.1"
 	touch $(AUTOGEN_STAMP)
 
+$(PEER_STAMP): $(STAMP)
+	$(PY) -m pip install -q --no-deps --upgrade --target $(PEERS) $(PEER_PACKAGES)
+	touch $(PEER_STAMP)
+
 demo: $(STAMP)
 	$(PY) examples/agentchat_team.py out/agentchat_team
 
 test: lint test-main test-ag2 test-autogen
 
-test-main: $(STAMP)
+test-main: $(STAMP) $(PEER_STAMP)
 	$(PY) -m pytest -q
 
-test-ag2: $(AG2_STAMP)
-	$(AG2_VENV)/bin/python -m pytest -q tests/legacy
+test-ag2: $(AG2_STAMP) $(PEER_STAMP)
+	$(AG2_VENV)/bin/python -m pytest -q tests/collectors/legacy
 
-test-autogen: $(AUTOGEN_STAMP)
-	$(AUTOGEN_VENV)/bin/python -m pytest -q tests/legacy
+test-autogen: $(AUTOGEN_STAMP) $(PEER_STAMP)
+	$(AUTOGEN_VENV)/bin/python -m pytest -q tests/collectors/legacy
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check aer1 collectors verifier tests examples bench
 	$(PY) tests/typecheck.py
 
-bench: $(STAMP)
+bench: $(STAMP) $(PEER_STAMP)
 	$(PY) bench/run_all.py
 
 clean:

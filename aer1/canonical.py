@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from .errors import MalformedInputError
 from .limits import MAX_CONTENT_DEPTH
 
 __all__ = [
@@ -66,7 +67,7 @@ TAG_STR = TAG_PREFIX + "str"
 TAG_OBJECT = TAG_PREFIX + "object"
 
 
-class CanonicalizationError(ValueError):
+class CanonicalizationError(MalformedInputError):
     """A value cannot be turned into canonical JSON (cycle, too deep, key clash)."""
 
 

@@ -25,11 +25,12 @@ from .receipt import evidence_path_for
 from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
 from .signing import generate_key_pair, key_id, load_public_key
 from .timeline import format_timeline
-from .verifier._checks import check_members, claims_profile
+from .verifier._checks import claims_profile
 from .verifier._evidence import evidence_lines, parse_evidence_line
 from .verifier._output import CliError, OneLineParser, dump_json, run_cli
 from .verifier._parse import MalformedInput, parse_strict, read_limited
 from .verifier._report import CheckResult
+from .verifier._steps import check_members
 
 __all__ = ["main"]
 

@@ -18,7 +18,8 @@ import orjson
 
 from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
-from .chain import _VARIANT, PROFILE, STEP_TAG, genesis_digest
+from .chain import _VARIANT, STEP_TAG, genesis_digest
+from .errors import UsageError
 from .evidence import EvidenceSink
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -41,14 +42,12 @@ from .receipt import (
     CLOSE_KIND,
     DEFAULT_VERIFY_URL,
     KINDS,
-    MERKLE_VERSION,
-    STEP_OPTIONAL_MEMBERS,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
-    WORKFLOW_TYPE,
-    WORKFLOW_VERSION,
     close_content,
+    close_workflow,
     evidence_path_for,
+    step_in_order,
 )
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
@@ -71,23 +70,7 @@ _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
 
 
-_ORDER = ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-          "prev_digest")
-
-
-def _display_order(h: dict[str, Any], rid: str) -> dict[str, Any]:
-    """A step with its members in reading order (the order is not hashed: JCS sorts)."""
-    step = {"seq": h["seq"], "receipt_id": rid, "tool": h["tool"], "kind": h["kind"], "agent": h["agent"],
-            "receipt_hash": h["receipt_hash"], "started_at": h["started_at"], "ended_at": h["ended_at"],
-            "status": h["status"], "prev_digest": h["prev_digest"]}
-    if len(h) > len(_ORDER) - 1:  # optional members (reply_to, target, recipient, call_id)
-        for k in STEP_OPTIONAL_MEMBERS:
-            if k in h:
-                step[k] = h[k]
-    return step
-
-
-class CollectorClosedError(RuntimeError):
+class CollectorClosedError(UsageError, RuntimeError):
     """The collector was finalized: its chain is closed to new steps."""
 
 
@@ -445,23 +428,11 @@ class Collector:
             failures, any_error, step_count = self.recording_failures, self._any_error, self._seq + 1
         if status is None:
             status = "incomplete" if failures else ("error" if any_error else "ok")
-        workflow: dict[str, Any] = {
-            "type": WORKFLOW_TYPE,
-            "version": WORKFLOW_VERSION,
-            "profile": PROFILE,
-            "workflow_id": self.workflow_id,
-            "receipt_id": self.receipt_id,
-            "session_id": self.session_id,
-            "goal": self.goal,
-            "status": status,
-        }
-        if self._agents:
-            workflow["agents"] = list(self._agents.values())
-        workflow["merkle_version"] = MERKLE_VERSION
-        workflow["output_hash"] = self._output_hash(final_answer)
-        workflow["verify_url"] = self.verify_url
-        if failures:
-            workflow["recording_failures"] = failures
+        workflow = close_workflow(
+            workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id, goal=self.goal,
+            status=status, output_hash=self._output_hash(final_answer), verify_url=self.verify_url,
+            agents=list(self._agents.values()), recording_failures=failures,
+        )
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
         self._append(CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content))
@@ -494,7 +465,7 @@ class Collector:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return [_display_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+            return [step_in_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
         finally:
             if was_enabled:
                 gc.enable()

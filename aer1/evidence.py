@@ -17,10 +17,10 @@ from typing import IO
 
 import orjson
 
+from .receipt import EVIDENCE_TYPE, EVIDENCE_VERSION
+
 __all__ = ["EVIDENCE_TYPE", "EVIDENCE_VERSION", "EvidenceSink", "evidence_header", "evidence_line"]
 
-EVIDENCE_TYPE = "aer1-evidence"
-EVIDENCE_VERSION = "1"
 #: Evidence lines held in memory before they are written to the temporary file.
 BATCH_LINES = 64
 

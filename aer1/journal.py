@@ -36,6 +36,7 @@ import orjson
 
 from . import timefmt
 from .chain import PROFILE
+from .errors import Aer1Error
 
 __all__ = [
     "DEFAULT_FSYNC",
@@ -74,7 +75,7 @@ except ImportError:  # pragma: no cover - Windows
     _FULLFSYNC = None
 
 
-class JournalError(OSError):
+class JournalError(Aer1Error, OSError):
     """The journal cannot be created (it exists, or its directory is missing or not writable)."""
 
 
@@ -234,6 +235,21 @@ class Journal:
     def active(self) -> bool:
         """True while lines are still being written (not finished, no error)."""
         return self._live
+
+    @property
+    def lines_written(self) -> int:
+        """Lines written after the header."""
+        return self._written
+
+    @property
+    def lines_synced(self) -> int:
+        """Lines after the header known to be on disk (fsync returned after they were written)."""
+        return self._synced
+
+    @property
+    def syncing_in_background(self) -> bool:
+        """True while the ``interval`` policy's background thread runs."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _fail(self, what: str, error: OSError) -> None:
         self._live = False

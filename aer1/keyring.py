@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from .errors import MalformedInputError
 from .signing import key_id
 
 __all__ = [
@@ -47,7 +48,7 @@ _REQUIRED = frozenset(("key_id", "alg", "public_key", "valid_from"))
 _OPTIONAL = frozenset(("valid_until", "revoked_at", "revocation_reason"))
 
 
-class KeyringError(ValueError):
+class KeyringError(MalformedInputError):
     """A keyring file or entry is malformed, or an edit to it is impossible."""
 
 

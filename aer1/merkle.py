@@ -15,6 +15,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from .errors import VerificationError
+from .receipt import MERKLE_VERSIONS
+
 __all__ = [
     "MERKLE_VERSIONS",
     "RootMismatchError",
@@ -27,12 +30,11 @@ __all__ = [
     "verify_inclusion",
 ]
 
-MERKLE_VERSIONS = ("receipt-id-v0", "seq-output-v1")
 _HASH_LEN = 32
 _sha256 = hashlib.sha256
 
 
-class RootMismatchError(ValueError):
+class RootMismatchError(VerificationError):
     """A recomputed root differs from the expected one."""
 
     def __init__(self, expected: bytes, computed: bytes) -> None:

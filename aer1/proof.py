@@ -6,18 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .merkle import inclusion_proof, leaf_receipt_id
-from .receipt import CLOSE_KIND
+from .receipt import CLOSE_KIND, MERKLE_VERSION, PROOF_MEMBERS, PROOF_TYPE, PROOF_VERSION
 
 __all__ = ["PROOF_MEMBERS", "PROOF_TYPE", "PROOF_VERSION", "build_step_proof"]
 
-PROOF_TYPE = "aer1-inclusion-proof"
-#: Version 2 adds ``close``: the close step and its path, which pin the tree size.
-PROOF_VERSION = "2"
-#: Every member a proof may have (``close`` and ``content`` are optional).
-PROOF_MEMBERS = frozenset(
-    ("type", "version", "workflow_id", "merkle_version", "merkle_root", "tree_size", "leaf_index", "step",
-     "audit_path", "close", "content")
-)
 
 
 def build_step_proof(receipt: Mapping[str, Any], seq: int, content: Any = None) -> dict[str, Any]:
@@ -34,9 +26,9 @@ def build_step_proof(receipt: Mapping[str, Any], seq: int, content: Any = None) 
         raise ValueError("receipt has no steps")
     if not 1 <= seq <= len(steps):
         raise ValueError(f"step {seq} out of range: the receipt has steps 1..{len(steps)}")
-    version = receipt.get("merkle_version", "receipt-id-v0")
-    if version != "receipt-id-v0":
-        raise ValueError(f"proofs are built for receipt-id-v0 receipts, not {version}")
+    version = receipt.get("merkle_version", MERKLE_VERSION)
+    if version != MERKLE_VERSION:
+        raise ValueError(f"proofs are built for {MERKLE_VERSION} receipts, not {version}")
     if "prev_digest" not in steps[seq - 1] or steps[-1].get("kind") != CLOSE_KIND:
         raise ValueError("proofs are built for aer1-chain-v1 receipts (step ids derived from the steps, "
                          "a close step last); this receipt is not one")

@@ -36,27 +36,34 @@ from rfc3339_validator import validate_rfc3339
 from . import timefmt
 from .canonical import CanonicalizationError, exact_bytes
 from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
-from .collector import _display_order
+from .errors import MalformedInputError
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
 from .limits import MAX_JOURNAL_LINE_BYTES
 from .merkle import merkle_root_hex
 from .receipt import (
+    AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
+    HEX64_PATTERN,
     KINDS,
     MERKLE_VERSION,
     STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
+    TIMESTAMP_PATTERN,
+    UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
+    close_workflow,
     evidence_path_for,
+    step_in_order,
 )
-from .signing import ENV_SIGNING_KEY, KeyError_, load_private_key, sign_receipt
+from .signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .verifier._output import dump_json, one_line
 from .verifier._parse import MalformedInput, open_regular
 
@@ -80,23 +87,16 @@ EXIT_LEFT_OUT = 1
 #: No receipt was written.
 EXIT_BAD_INPUT = 2
 _EMPTY_OUTPUT_HASH = hashlib.sha256(b"").hexdigest()
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
-_STEP_REQUIRED = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status", "prev_digest")
-)
+_UUID = re.compile(UUID_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN)
+_TS = re.compile(TIMESTAMP_PATTERN)
+_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _STEP_ALLOWED = _STEP_REQUIRED | frozenset(STEP_OPTIONAL_MEMBERS)
-_AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
+_AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _HEADER_STRINGS = ("session_id", "goal", "verify_url")
-#: Workflow members in the order finalize() writes them (the order is not hashed).
-_WORKFLOW_ORDER = (
-    "type", "version", "profile", "workflow_id", "receipt_id", "session_id", "goal", "status", "agents",
-    "merkle_version", "output_hash", "verify_url", "recording_failures", "closed_by",
-)
 
 
-class RecoveryError(ValueError):
+class RecoveryError(MalformedInputError):
     """The journal cannot be recovered at all (not a journal, unreadable, bad arguments)."""
 
 
@@ -304,7 +304,7 @@ class _Recovery:
             return
         self.head = digest.hex()
         rhash = step["receipt_hash"]
-        self.steps.append(_display_order(step, rid))
+        self.steps.append(step_in_order(step, rid))
         if self.evidence is not None and cbytes is not None:
             self.evidence.write(evidence_line(seq, rhash, cbytes))
 
@@ -340,10 +340,6 @@ class _Recovery:
 # ------------------------------------------------------------------- building
 
 
-def _workflow(members: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: members[k] for k in _WORKFLOW_ORDER if k in members}
-
-
 def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
     """The workflow of a recovered run and the close step's content bytes (appended by the caller).
 
@@ -353,19 +349,14 @@ def _recovery_close(state: _Recovery) -> tuple[dict[str, Any], bytes]:
     """
     h = state.header
     claimed = state.close or {}
-    members: dict[str, Any] = {
-        "type": WORKFLOW_TYPE, "version": WORKFLOW_VERSION, "profile": PROFILE,
-        "workflow_id": h["workflow_id"], "receipt_id": h["receipt_id"], "session_id": h["session_id"],
-        "goal": h["goal"], "status": "incomplete", "merkle_version": MERKLE_VERSION,
-        "output_hash": claimed.get("output_hash", _EMPTY_OUTPUT_HASH), "verify_url": h["verify_url"],
-        "closed_by": CLOSED_BY_RECOVERY,
-    }
     failures = claimed.get("recording_failures")
-    if type(failures) is int and failures >= 1:
-        members["recording_failures"] = failures
-    if state.agents:
-        members["agents"] = list(state.agents.values())
-    workflow = _workflow(members)
+    failures = failures if type(failures) is int and failures >= 1 else 0
+    workflow = close_workflow(
+        workflow_id=h["workflow_id"], receipt_id=h["receipt_id"], session_id=h["session_id"], goal=h["goal"],
+        status="incomplete", output_hash=claimed.get("output_hash", _EMPTY_OUTPUT_HASH), verify_url=h["verify_url"],
+        agents=list(state.agents.values()), recording_failures=failures,
+        closed_by=CLOSED_BY_RECOVERY,
+    )
     return workflow, exact_bytes(close_content(workflow, len(state.steps) + 1))
 
 
@@ -380,7 +371,7 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
     rhash = header["receipt_hash"]
     digest = hashlib.sha256(STEP_TAG + exact_bytes(header)).digest()
     state.head = digest.hex()
-    state.steps.append(_display_order(header, uuid8_from_digest(digest)))
+    state.steps.append(step_in_order(header, uuid8_from_digest(digest)))
     if state.evidence is not None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 
@@ -423,7 +414,7 @@ def recover_journal(
             raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
-    except KeyError_ as e:
+    except KeyFileError as e:
         raise RecoveryError(str(e)) from e
     try:
         f = open_regular(path, what="a journal")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .canonical import TAG_PREFIX
+from .canonical import MAX_SAFE_INTEGER, TAG_PREFIX
 from .limits import MAX_CONTENT_DEPTH
 
 __all__ = ["REDACTED", "Redactor", "credential_redactor", "default_redactor", "is_secret_key", "redact_plain"]
@@ -94,7 +94,6 @@ def _redact(value: Any, scrub: bool) -> Any:
     return value
 
 
-_MAX_SAFE = 2**53 - 1
 _NOT_PLAIN = object()
 
 
@@ -129,7 +128,7 @@ def _plain_redacted(value: Any, depth: int) -> Any:
     if t is str or value is None or t is bool:
         return value
     if t is int:
-        return value if -_MAX_SAFE <= value <= _MAX_SAFE else _NOT_PLAIN
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _NOT_PLAIN
     if t is list:
         if depth >= _PLAIN_DEPTH:  # a container this deep: the exact path decides (as canonical_bytes)
             return _NOT_PLAIN

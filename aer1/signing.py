@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .canonical import exact_bytes
+from .errors import CouldNotVerifyError, MalformedInputError, VerificationError
 
 __all__ = [
     "ALGORITHM",
@@ -32,7 +33,9 @@ __all__ = [
     "PAYLOAD_TYPE",
     "SIG_DOMAIN",
     "KeyError_",
+    "KeyFileError",
     "SignatureInvalid",
+    "SignatureMalformed",
     "generate_key_pair",
     "key_id",
     "load_private_key",
@@ -53,12 +56,20 @@ _SIG_LEN = 64
 MAX_KEY_FILE_BYTES = 64 * 1024
 
 
-class KeyError_(ValueError):
+class KeyFileError(MalformedInputError):
     """A key could not be loaded (wrong format, wrong type, unreadable)."""
 
 
-class SignatureInvalid(ValueError):
+#: The earlier name of :class:`KeyFileError`, kept for code written against it.
+KeyError_ = KeyFileError
+
+
+class SignatureInvalid(VerificationError):
     """The signature does not verify under its key."""
+
+
+class SignatureMalformed(CouldNotVerifyError):
+    """The ``signature`` member has the wrong shape, so it could not be checked at all."""
 
 
 def pae(payload_type: bytes, body: bytes) -> bytes:
@@ -109,10 +120,10 @@ def _read_key_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
     path = Path(text)
     try:
         if path.stat().st_size > MAX_KEY_FILE_BYTES:
-            raise KeyError_(f"key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
+            raise KeyFileError(f"key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
         return path.read_bytes()
     except OSError as e:
-        raise KeyError_(f"cannot read key file {path}: {e.strerror or e}") from e
+        raise KeyFileError(f"cannot read key file {path}: {e.strerror or e}") from e
 
 
 def load_private_key(source: Any = None) -> Ed25519PrivateKey:
@@ -120,16 +131,16 @@ def load_private_key(source: Any = None) -> Ed25519PrivateKey:
     if source is None:
         source = os.environ.get(ENV_SIGNING_KEY)
         if not source:
-            raise KeyError_(f"no signing key given and ${ENV_SIGNING_KEY} is not set")
+            raise KeyFileError(f"no signing key given and ${ENV_SIGNING_KEY} is not set")
     if isinstance(source, Ed25519PrivateKey):
         return source
     data = _read_key_bytes(source)
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as e:
-        raise KeyError_(f"not an unencrypted PEM private key: {e}") from e
+        raise KeyFileError(f"not an unencrypted PEM private key: {e}") from e
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyError_(f"signing key must be Ed25519, got {type(key).__name__}")
+        raise KeyFileError(f"signing key must be Ed25519, got {type(key).__name__}")
     return key
 
 
@@ -144,16 +155,16 @@ def load_public_key(source: Any) -> Ed25519PublicKey:
         try:
             return Ed25519PublicKey.from_public_bytes(bytes.fromhex(data.decode("ascii")))
         except ValueError as e:
-            raise KeyError_(f"not a raw hex Ed25519 public key: {e}") from e
+            raise KeyFileError(f"not a raw hex Ed25519 public key: {e}") from e
     try:
         if b"PRIVATE KEY" in data:
             key: Any = serialization.load_pem_private_key(data, password=None).public_key()
         else:
             key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError, UnicodeDecodeError) as e:
-        raise KeyError_(f"not a PEM or hex Ed25519 public key: {e}") from e
+        raise KeyFileError(f"not a PEM or hex Ed25519 public key: {e}") from e
     if not isinstance(key, Ed25519PublicKey):
-        raise KeyError_(f"public key must be Ed25519, got {type(key).__name__}")
+        raise KeyFileError(f"public key must be Ed25519, got {type(key).__name__}")
     return key
 
 
@@ -172,35 +183,35 @@ def sign_receipt(receipt: Mapping[str, Any], private_key: Ed25519PrivateKey) -> 
 
 def _strict_b64(text: Any, length: int, what: str) -> bytes:
     if not isinstance(text, str):
-        raise ValueError(f"signature {what} is not a string")
+        raise SignatureMalformed(f"signature {what} is not a string")
     try:
         raw = base64.b64decode(text, validate=True)
     except ValueError as e:
-        raise ValueError(f"signature {what} is not base64: {e}") from e
+        raise SignatureMalformed(f"signature {what} is not base64: {e}") from e
     if base64.b64encode(raw).decode("ascii") != text:
-        raise ValueError(f"signature {what} is not canonical base64")
+        raise SignatureMalformed(f"signature {what} is not canonical base64")
     if len(raw) != length:
-        raise ValueError(f"signature {what}: got {len(raw)} bytes, want {length}")
+        raise SignatureMalformed(f"signature {what}: got {len(raw)} bytes, want {length}")
     return raw
 
 
 def parse_signature(member: Any) -> tuple[bytes, bytes, str]:
     """Check the ``signature`` member's shape: returns (raw public key, signature, key id).
 
-    Raises ValueError when the member is malformed ("could not verify").
+    Raises :class:`SignatureMalformed` (a ValueError) when the member is malformed ("could not verify").
     """
     if not isinstance(member, dict):
-        raise ValueError("signature is not an object")
+        raise SignatureMalformed("signature is not an object")
     expected = {"alg", "key_id", "public_key", "value"}
     if set(member) != expected:
-        raise ValueError(f"signature members: got {sorted(member)}, want {sorted(expected)}")
+        raise SignatureMalformed(f"signature members: got {sorted(member)}, want {sorted(expected)}")
     if member["alg"] != ALGORITHM:
-        raise ValueError(f"signature alg: got {member['alg']!r}, want {ALGORITHM!r}")
+        raise SignatureMalformed(f"signature alg: got {member['alg']!r}, want {ALGORITHM!r}")
     raw = _strict_b64(member["public_key"], _RAW_KEY_LEN, "public_key")
     sig = _strict_b64(member["value"], _SIG_LEN, "value")
     kid = key_id(raw)
     if member["key_id"] != kid:
-        raise ValueError(f"signature key_id: got {member['key_id']!r}, want {kid} (hash of public_key)")
+        raise SignatureMalformed(f"signature key_id: got {member['key_id']!r}, want {kid} (hash of public_key)")
     return raw, sig, kid
 
 
@@ -209,8 +220,8 @@ def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | No
 
     ``message``: the signed bytes, when the caller already built them (the streaming
     verifier does, step by step); by default ``signing_input(receipt)``.
-    Raises ValueError if the member is malformed, :class:`SignatureInvalid` if the
-    signature does not verify.
+    Raises :class:`SignatureMalformed` if the member is malformed, :class:`SignatureInvalid`
+    if the signature does not verify.
     """
     raw, sig, kid = parse_signature(receipt.get("signature"))
     try:

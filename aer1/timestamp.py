@@ -29,6 +29,7 @@ from rfc3161_client import (
     decode_timestamp_response,
 )
 
+from .errors import Aer1Error
 from .imprint import (
     DEFAULT_TSA_TIMEOUT_S,
     KEY_PROOF_MEMBER,
@@ -52,7 +53,7 @@ _QUERY_TYPE = "application/timestamp-query"
 _REPLY_TYPE = "application/timestamp-reply"
 
 
-class TimestampUnavailable(Exception):
+class TimestampUnavailable(Aer1Error):
     """A TSA gave no usable token (down, slow, refused, or a reply that does not fit the request)."""
 
 

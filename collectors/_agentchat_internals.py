@@ -6,7 +6,7 @@ private attributes. They are all declared here, by the AutoGen class that define
 and read only through :func:`read` / :func:`write`: a name not declared here is a
 programming error (``KeyError``), and a declared name missing from an object of its
 class is logged once as a warning (the receipt then holds fewer details: a missing
-name never breaks a run). ``tests/agentchat/test_agentchat_internals.py`` checks every
+name never breaks a run). ``tests/collectors/agentchat/test_agentchat_internals.py`` checks every
 name against real objects of each pinned version, so an upstream rename fails loudly
 there instead of silently changing a digest or dropping a selection detail.
 """

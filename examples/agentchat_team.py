@@ -33,10 +33,8 @@ from autogen_core.models import ChatCompletionClient, CreateResult, ModelFamily,
 from autogen_ext.code_executors.local import LocalCommandLineCodeExecutor
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from aer1 import verify_receipt
+from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, observe_tools
-from aer1.signing import generate_key_pair, key_id, load_public_key
-from aer1.timeline import format_timeline
 
 TASK = "Pick the launch date in May with the most free days after it, and say how many."
 LIVE_MODEL = "gpt-4o-mini"

@@ -22,7 +22,7 @@ from autogen_core import FunctionCall
 from autogen_core.models import CreateResult, RequestUsage
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
-from aer1 import verify_receipt
+from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 from aer1.groupchat import (
     AutoSelector,
     CallbackApproval,
@@ -33,8 +33,6 @@ from aer1.groupchat import (
     ToolApprovalRequest,
     ToolExecutor,
 )
-from aer1.signing import generate_key_pair, key_id, load_public_key
-from aer1.timeline import format_timeline
 
 FENCE = "`" * 3
 SALES = {"north": [120, 135, 150], "south": [90, 88, 95]}

@@ -24,9 +24,8 @@ import autogen
 from _outdir import parse_out_dir
 from autogen.coding import LocalCommandLineCodeExecutor
 
-from aer1 import verify_receipt
+from aer1 import format_timeline, verify_receipt
 from aer1.collectors import AER1AutoGenCollector, observe_groupchat
-from aer1.timeline import format_timeline
 
 TASK = "What do three widgets cost?"
 PRICES = {"widget": 19.99, "gadget": 5.25}

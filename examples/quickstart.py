@@ -14,9 +14,7 @@ from pathlib import Path
 
 from _outdir import parse_out_dir
 
-from aer1 import Collector, verify_receipt
-from aer1.signing import generate_key_pair, key_id, load_public_key
-from aer1.timeline import format_timeline
+from aer1 import Collector, format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 
 
 def lookup_dates(month: str) -> list[str]:

@@ -4,10 +4,10 @@ Every receipt finalized during a test is saved with its evidence and checked wit
 real ``aer1-verify`` command line after the test (``tests/receipt_invariant.py``); a test
 that builds broken receipts on purpose is marked ``unverified_receipts``.
 
-The peers (``aer1-verify`` 0.2.19 and ``aer1-autogen`` 0.1.15) are installed with
-``pip install --no-deps --target tests/.peers``, never into the project's environment:
-the peer ships its own ``aer1-verify`` console script, which would shadow ours. Under
-``CI=true`` a missing peer is an error, never a skip.
+The peers (``aer1-verify`` 0.2.19 and ``aer1-autogen`` 0.1.15) are installed by ``make``
+with ``pip install --no-deps --target tests/.peers``, never into the project's environment:
+the peer ships its own ``aer1-verify`` console script, which would shadow ours. Only the
+interop tests need them; under ``CI=true`` a missing peer is an error, never a skip.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from typing import Any
 import pytest
 
 from .receipt_invariant import OPT_OUT_MARKER, noting_receipts, unverified
+from .receipts import Peers
 
 PEER_DIR = Path(__file__).parent / ".peers"
-PEER_PACKAGES = ("aer1-verify==0.2.19", "aer1-autogen==0.1.15")
-_PEER_TIMEOUT_S = 300
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,29 +49,36 @@ def every_receipt_verifies(request: pytest.FixtureRequest, tmp_path_factory: pyt
             pytest.fail("receipts produced by this test do not verify:\n" + "\n".join(problems), pytrace=False)
 
 
-def _install_peers() -> str | None:
-    """Install the peers into PEER_DIR if needed; returns an error text or None."""
+def _peer_problem() -> str | None:
+    """Why the peers in PEER_DIR cannot be used (``make`` installs them), or None."""
     if (PEER_DIR / "aer1_verify.py").exists() and (PEER_DIR / "aer1_autogen").is_dir():
         return None
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(PEER_DIR), *PEER_PACKAGES]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_PEER_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"could not run pip: {e}"
-    if done.returncode != 0:
-        return f"pip install --target failed: {done.stderr.strip()[-400:]}"
-    return None
+    return f"not installed in {PEER_DIR.name} (run make)"
 
 
 @pytest.fixture(scope="session")
 def peer_dir() -> Path:
-    """The folder holding the peer packages (installed on first use)."""
-    error = _install_peers()
-    if error is not None:
+    """The folder holding the peer packages, for the interop tests (skipped without it, failed under CI)."""
+    problem = _peer_problem()
+    if problem is not None:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"peer verifiers unavailable under CI: {error}")
-        pytest.skip(f"peer verifiers unavailable: {error}")
+            pytest.fail(f"peer verifiers unavailable under CI: {problem}")
+        pytest.skip(f"peer verifiers unavailable: {problem}")
     return PEER_DIR
+
+
+@pytest.fixture(scope="session")
+def peers(request: pytest.FixtureRequest) -> Peers | None:
+    """Both peer verifiers for the collector suites, or None outside CI when they are not installed.
+
+    Our own checks in those suites run either way; only the extra peer assertions need them.
+    """
+    problem = _peer_problem()
+    if problem is None:
+        return Peers(request.getfixturevalue("peer_verify_cli"), request.getfixturevalue("peer_verify_workflow"))
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"peer verifiers unavailable under CI: {problem}")
+    return None
 
 
 @pytest.fixture(scope="session")

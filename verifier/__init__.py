@@ -22,25 +22,16 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..chain import PROFILE
 from ..keyring import KeyEntry
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..receipt import evidence_path_for
-from ._checks import (
-    check_chain,
-    check_expected,
-    check_members,
-    check_merkle,
-    check_sequence,
-    check_signature,
-    claims_profile,
-)
-from ._evidence import check_evidence
-from ._keyring import check_key
+from ._assemble import fresh_checks, skip_rest, steps_checked
+from ._checks import claims_profile
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
+from ._steps import check_members
 from ._stream import STREAM_MIN_BYTES, verify_streaming
-from ._timestamp import TsaTrust, check_timestamp
+from ._timestamp import TsaTrust
 from .proof import verify_proof
 
 __all__ = [
@@ -56,10 +47,6 @@ __all__ = [
     "verify_proof",
     "verify_receipt",
 ]
-
-
-def _fresh_checks() -> list[CheckResult]:
-    return [CheckResult(number, name) for number, name in CHECKS]
 
 
 def verify_receipt(
@@ -78,92 +65,45 @@ def verify_receipt(
     beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
     the raw public key) whose signatures are authentic; when given, a receipt that is not
     signed by one of them fails. ``tsa_trust``: TSA roots for the timestamp check;
-    ``keyring``: key windows and revocations for the key check.
+    ``keyring``: key windows and revocations for the key check. A file too large or too costly to hold parsed is
+    verified by streaming, with the same checks and the same report.
     """
-    checks = _fresh_checks()
+    checks = fresh_checks()
+    c_parse, c_members = checks[0], checks[1]
+    report = Report(None, checks)
     source: str | None = None
-    c_parse, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected, c_time, c_key = checks
-    report = Report(source, checks)
-    if isinstance(receipt, (str, os.PathLike)):
-        source = os.fspath(receipt)
-        report.source = source
-        trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
-
-        def stream(in_memory_ok: bool) -> Report | None:
-            return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
-                                    expected_root=expected_root, expected_head=expected_head,
-                                    in_memory_ok=in_memory_ok, tsa_trust=tsa_trust, keyring=keyring)
-
-        if os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES:  # large: stream it
-            streamed = stream(in_memory_ok=False)
-            assert streamed is not None
-            return streamed
-        try:
-            data = read_limited(source)
-            if parse_cost(data) > MAX_PARSE_COST_BYTES:  # small but costly to hold parsed: stream it
-                streamed = stream(in_memory_ok=False)
-                assert streamed is not None
-                return streamed
+    given_parsed = not isinstance(receipt, (str, os.PathLike, bytes))
+    try:
+        if isinstance(receipt, (str, os.PathLike)):
+            source = report.source = os.fspath(receipt)
+            trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
+            data = None
+            if not (os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES):
+                data = read_limited(source)
+            if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
+                return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
+                                        expected_root=expected_root, expected_head=expected_head,
+                                        tsa_trust=tsa_trust, keyring=keyring)
             wf: Any = parse_strict(data, what=source)
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            _skip_rest(checks[1:], "the input could not be parsed")
-            return report
-        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
-        if evidence is None:
-            beside = evidence_path_for(source)
-            if os.path.lexists(beside):
-                evidence = beside
-    elif isinstance(receipt, bytes):
-        try:
+            if evidence is None and os.path.lexists(evidence_path_for(source)):
+                evidence = evidence_path_for(source)
+        elif isinstance(receipt, bytes):
             wf = parse_strict(receipt, what="the receipt")
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            _skip_rest(checks[1:], "the input could not be parsed")
-            return report
-        c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
-    else:
-        wf = receipt
-        try:
-            check_json_value(wf)
-        except MalformedInput as e:
-            c_parse.fail(str(e))
-            _skip_rest(checks[1:], "the input is not JSON data")
-            return report
-        c_parse.passed("given as parsed JSON data within limits")
-
-    profile = isinstance(wf, dict) and claims_profile(wf)
-    if not check_members(wf, profile, c_members):
-        _skip_rest(checks[2:], "members check failed")
-        return report
-    report.workflow_id = wf["workflow_id"]
-    report.steps = len(wf["steps"])
-    report.profile = PROFILE if profile else None
-    check_sequence(wf["steps"], c_seq)
-    check_merkle(wf, c_merkle)
-    if profile:
-        check_chain(wf, c_chain)
-    else:
-        c_chain.skip(f"no chain: the receipt does not declare profile {PROFILE}")
-        report.notes.append(
-            "not an aer1-chain-v1 receipt: only the AER-1 base checks apply; step contents, agents "
-            "and order are not bound beyond receipt ids and the Merkle root"
-        )
-    check_signature(wf, trusted_key_ids, c_sig)
-    if evidence is not None:
-        if c_chain.status == FAIL or c_members.status == FAIL:
-            c_evidence.skip("chain check failed")
         else:
-            check_evidence(wf, os.fspath(evidence), c_evidence)
-    else:
-        c_evidence.skip("no evidence file" + (f" beside the receipt ({evidence_path_for(source)})" if source else ""))
-    check_expected(wf, expected_root, expected_head, c_expected)
-    check_timestamp(wf, tsa_trust, c_time)
-    check_key(wf, keyring, c_sig, c_time, c_key)
-    return report
+            wf = receipt
+            check_json_value(wf)
+    except MalformedInput as e:
+        c_parse.fail(str(e))
+        skip_rest(checks[1:], "the input is not JSON data" if given_parsed else "the input could not be parsed")
+        return report
+    c_parse.passed("given as parsed JSON data within limits" if given_parsed
+                   else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
 
-
-def _skip_rest(checks: list[CheckResult], why: str) -> None:
-    for c in checks:
-        c.skip(why)
-
+    checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members)
+    if checker is None:
+        skip_rest(checks[2:], "members check failed")
+        return report
+    return steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence,
+                         beside=None if source is None else evidence_path_for(source),
+                         trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
+                         tsa_trust=tsa_trust, keyring=keyring)

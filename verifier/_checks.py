@@ -5,69 +5,68 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rfc3339_validator import validate_rfc3339
 
-from ..canonical import CanonicalizationError, exact_bytes
-from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
+from ..canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
+from ..chain import PROFILE
 from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
-from ..merkle import MERKLE_VERSIONS, leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import (
+    AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
+    DERIVED_ID_PATTERN,
+    HEX64_PATTERN,
     KINDS,
     MERKLE_VERSION,
+    MERKLE_VERSIONS,
     STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
+    TIMESTAMP_PATTERN,
+    UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
 )
-from ..signing import SignatureInvalid, parse_signature, verify_signature
+from ..signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
 from ._report import CheckResult
 
 __all__ = [
     "PROFILE_STRIPPED",
-    "check_chain",
+    "check_chain_end",
     "check_expected",
-    "check_members",
-    "check_merkle",
-    "check_sequence",
     "check_signature",
     "claims_profile",
     "is_derived_id",
 ]
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-#: The layout of a step id derived by the chain: RFC 9562 version 8, variant 10.
-_DERIVED_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+_UUID = re.compile(UUID_PATTERN)
+_DERIVED_ID = re.compile(DERIVED_ID_PATTERN)
 #: Why a step with a derived id but no profile members fails (receipts and proofs).
 PROFILE_STRIPPED = (
     "profile stripped: receipt_id has the layout of an aer1-chain-v1 derived id (UUIDv8), "
     "but the profile members (profile, chain_head, prev_digest) are missing"
 )
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_OUR_TS = re.compile(r"(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z")
+_HEX64 = re.compile(HEX64_PATTERN)
+_OUR_TS = re.compile(TIMESTAMP_PATTERN)
 _KIND_SET = frozenset(KINDS)
 _STEP_STATUS_SET = frozenset(STEP_STATUSES)
-_PROFILE_STEP_MEMBERS = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-     "prev_digest", *STEP_OPTIONAL_MEMBERS)
-)
+_PROFILE_STEP_MEMBERS = frozenset((*STEP_REQUIRED_MEMBERS, *STEP_OPTIONAL_MEMBERS))
 _PROFILE_WORKFLOW_MEMBERS = frozenset(
     (*CLOSE_BOUND_MEMBERS, "steps", "merkle_root", "chain_head", "signature", TIMESTAMPS_MEMBER, KEY_PROOF_MEMBER)
 )
 #: Longest key_proof value (base64 of a 64-byte Ed25519 signature is 88 characters).
 _KEY_PROOF_CHARS = 88
-_AGENT_MEMBERS = frozenset(("name", "type", "description", "config_digest"))
+_AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _DATE_LIMIT = 4096
 #: Largest seq accepted (exactly representable in every JSON implementation).
-_MAX_SEQ = 2**53 - 1
+_MAX_SEQ = MAX_SAFE_INTEGER
 _valid_dates: dict[str, bool] = {}
 
 
@@ -202,16 +201,10 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         result.fail(f"members outside the profile: {', '.join(unknown)}")
 
 
-_PROFILE_STEP_REQUIRED = frozenset(
-    ("seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status",
-     "prev_digest")
-)
-_TS_PATTERN = r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+_PROFILE_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _TS_LEN = len("2026-01-01T00:00:00.000000Z")
 # started_at, ended_at, receipt_hash, prev_digest, receipt_id, concatenated
-_STEP_VALUES = re.compile(
-    _TS_PATTERN + _TS_PATTERN + r"[0-9a-f]{128}[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-)
+_STEP_VALUES = re.compile(TIMESTAMP_PATTERN + TIMESTAMP_PATTERN + HEX64_PATTERN + HEX64_PATTERN + UUID_PATTERN)
 
 
 def _profile_step_ok(step: Any) -> bool:
@@ -323,101 +316,6 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     return ok
 
 
-def check_members(wf: Any, profile: bool, result: CheckResult) -> bool:
-    """Check 2: AER-1 Table 2 and Table 3 members present and well-formed (and ours, if claimed)."""
-    if not isinstance(wf, dict):
-        result.fail(f"the receipt is a JSON {type(wf).__name__}, not an object")
-        return False
-    _check_workflow_members(wf, profile, result)
-    steps = wf.get("steps")
-    if not isinstance(steps, list) or not steps:
-        result.fail("steps is not a non-empty array")
-        return False
-    for i, step in enumerate(steps):
-        _check_step(step, i, profile, result)
-        if len(result.failures) > 20:
-            break
-    result.passed(f"{len(steps)} steps; Table 2 and Table 3 members well-formed"
-                  + ("; profile members well-formed" if profile else ""))
-    return result.status != "FAIL"
-
-
-# ------------------------------------------------------------------ check 3
-
-
-def check_sequence(steps: Sequence[Mapping[str, Any]], result: CheckResult) -> None:
-    """Check 3: seq is 1..n in array order; no receipt_id appears twice."""
-    for i, step in enumerate(steps):
-        if step["seq"] != i + 1:
-            result.fail(f"seq out of order: array position {i + 1} carries seq {step['seq']!r}", seq=i + 1,
-                        expected=i + 1, actual=step["seq"])
-            break
-    seen: dict[str, int] = {}
-    for i, step in enumerate(steps):
-        rid = step["receipt_id"]
-        if rid in seen:
-            result.fail(f"receipt_id repeats the one of step {seen[rid]}", seq=i + 1, actual=rid)
-            break
-        seen[rid] = i + 1
-    result.passed(f"seq 1..{len(steps)} in order; receipt ids unique")
-
-
-# ------------------------------------------------------------------ check 4
-
-
-def check_merkle(wf: Mapping[str, Any], result: CheckResult) -> None:
-    """Check 4: merkle_root recomputed under merkle_version (absent means receipt-id-v0)."""
-    version = wf.get("merkle_version", "receipt-id-v0")
-    steps = wf["steps"]
-    if version == "receipt-id-v0":
-        leaves = [leaf_receipt_id(s["receipt_id"]) for s in steps]
-    else:
-        leaves = []
-        for i, s in enumerate(steps):
-            oh = s.get("output_hash")
-            if not _is_hex64(oh):
-                result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=i + 1)
-                return
-            leaves.append(leaf_seq_output(s["seq"], oh))
-    root = merkle_root(leaves).hex()
-    if root != wf["merkle_root"]:
-        result.fail(f"merkle_root does not match the {version} root of the steps",
-                    expected=root, actual=wf["merkle_root"])
-        return
-    result.passed(f"{version} root over {len(steps)} steps matches")
-
-
-# ------------------------------------------------------------------ check 5
-
-
-def check_chain(wf: Mapping[str, Any], result: CheckResult) -> None:
-    """Check 5: prev_digest links, derived receipt ids, chain_head, and the close step."""
-    steps = wf["steps"]
-    prev = genesis_digest(wf["workflow_id"])
-    for i, step in enumerate(steps):
-        seq = i + 1
-        if step["prev_digest"] != prev:
-            what = "the genesis digest of workflow_id" if i == 0 else f"the digest of step {i}"
-            result.fail(f"prev_digest does not link to {what}", seq=seq, expected=prev,
-                        actual=step["prev_digest"])
-            return
-        try:
-            digest_hex = step_digest_hex(step, flat=True)
-        except CanonicalizationError as e:
-            result.fail(f"step cannot be canonicalized: {e}", seq=seq)
-            return
-        rid = uuid8_from_hex(digest_hex)
-        if step["receipt_id"] != rid:
-            result.fail("receipt_id is not derived from the step's digest (a member was changed)",
-                        seq=seq, expected=rid, actual=step["receipt_id"])
-            return
-        prev = digest_hex
-        if step["kind"] == CLOSE_KIND and i != len(steps) - 1:
-            result.fail("a close step before the last step", seq=seq)
-            return
-    check_chain_end(wf, prev, steps[-1], len(steps), result)
-
-
 def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult) -> None:
     """The end of check 5: chain_head is the last digest; the last step is the bound close step.
 
@@ -469,7 +367,7 @@ def check_signature(
         return
     try:
         parse_signature(wf["signature"])
-    except ValueError as e:
+    except SignatureMalformed as e:
         result.fail(f"could not verify: malformed signature member: {e}")
         return
     try:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..canonical import CanonicalizationError, exact_bytes
-from ..evidence import EVIDENCE_TYPE
 from ..limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
+from ..receipt import EVIDENCE_TYPE
 from ._parse import MalformedInput, open_regular, parse_strict
 from ._report import CheckResult
 
@@ -76,6 +76,10 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
                 result.fail(f"evidence content has no exact JSON form, so it is not what was hashed: {e}", seq=seq)
                 return
             want = steps[seq - 1]["receipt_hash"]
+            if record["receipt_hash"] != want:
+                result.fail("evidence line's receipt_hash is not its step's receipt_hash", seq=seq,
+                            expected=want, actual=repr(record["receipt_hash"]))
+                return
             if digest != want:
                 result.fail("evidence content does not hash to the step's receipt_hash", seq=seq,
                             expected=want, actual=digest)

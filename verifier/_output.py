@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from ..errors import UsageError
 from ._report import CHECKS, CheckResult, Report
 
 __all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
@@ -55,7 +56,7 @@ def unreadable_report(source: str, why: str) -> Report:
     return Report(source, checks)
 
 
-class CliError(Exception):
+class CliError(UsageError):
     """A usage or input problem of a command: one line, exit code 2."""
 
 

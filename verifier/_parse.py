@@ -15,6 +15,7 @@ import os
 import stat
 from typing import IO, Any
 
+from ..errors import MalformedInputError
 from ..limits import (
     MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
@@ -42,7 +43,7 @@ MAX_DEPTH = MAX_RECEIPT_DEPTH
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
 
-class MalformedInput(ValueError):
+class MalformedInput(MalformedInputError):
     """The input cannot be read as JSON under the strict rules."""
 
 

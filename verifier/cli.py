@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
-from ..signing import KeyError_, key_id, load_public_key
+from ..signing import KeyFileError, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
 from ._report import NOT_CHECKED, Report
@@ -93,7 +93,7 @@ def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
         _regular(option, src)
         try:
             ids.add(key_id(load_public_key(src)))
-        except KeyError_ as e:
+        except KeyFileError as e:
             raise CliError(f"key file {src}: {e}") from e
     return ids
 

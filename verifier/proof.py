@@ -20,8 +20,16 @@ from typing import Any
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import genesis_digest, step_digest, uuid8_from_digest
 from ..merkle import RootMismatchError, leaf_receipt_id, verify_inclusion
-from ..proof import PROOF_MEMBERS, PROOF_TYPE, PROOF_VERSION
-from ..receipt import CLOSE_AGENT, CLOSE_KIND
+from ..receipt import (
+    CLOSE_AGENT,
+    CLOSE_KIND,
+    HEX64_PATTERN,
+    MERKLE_VERSION,
+    PROOF_MEMBERS,
+    PROOF_TYPE,
+    PROOF_VERSION,
+    UUID_PATTERN,
+)
 from ._checks import PROFILE_STRIPPED, _check_step, is_derived_id
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Report
@@ -37,8 +45,8 @@ PROOF_CHECKS = (
     (6, "content"),
     (7, "root_pinned"),
 )
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_HEX64 = re.compile(HEX64_PATTERN)
+_UUID = re.compile(UUID_PATTERN)
 #: Most hashes an audit path may hold (a tree of 2**64 leaves needs 64).
 MAX_PATH_LEN = 64
 
@@ -73,8 +81,8 @@ def _members(doc: Any, r: CheckResult) -> bool:
     root = doc.get("merkle_root")
     if not isinstance(root, str) or not _HEX64.fullmatch(root):
         r.fail("merkle_root is not 64 lowercase hex characters")
-    if doc.get("merkle_version") != "receipt-id-v0":
-        r.fail("merkle_version", expected="receipt-id-v0", actual=repr(doc.get("merkle_version")))
+    if doc.get("merkle_version") != MERKLE_VERSION:
+        r.fail("merkle_version", expected=MERKLE_VERSION, actual=repr(doc.get("merkle_version")))
     if r.status == FAIL:
         return False
     size, index = doc["tree_size"], doc["leaf_index"]

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from aer1.errors import Aer1Error
+
 from .context import TurnContext
 from .history import HistoryView
 from .messages import Message, text_of
@@ -44,7 +46,7 @@ class Agent(Protocol):
         ...
 
 
-class AgentError(RuntimeError):
+class AgentError(Aer1Error, RuntimeError):
     """An agent cannot take its turn (no scripted reply left, no human input...)."""
 
 

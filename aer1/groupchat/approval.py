@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from aer1.canonical import exact_bytes
+from aer1.errors import VerificationError
 
 Outcome = Literal["approved", "denied", "pending"]
 APPROVED: Final = "approved"
@@ -179,7 +180,7 @@ def _mac_message(*fields: str) -> bytes:
     return b"".join(parts)
 
 
-class TokenRefused(Exception):
+class TokenRefused(VerificationError):
     """A token does not authorize this call; the message says why."""
 
 

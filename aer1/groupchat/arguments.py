@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aer1.canonical import CanonicalizationError, exact_bytes
+from aer1.errors import MalformedInputError
 
 from .approval import arguments_digest
 from .schema import json_type_name
@@ -24,7 +25,7 @@ SHOWN_CHARS = 80
 """Longest piece of the model's text quoted back in an error message."""
 
 
-class ArgumentsError(ValueError):
+class ArgumentsError(MalformedInputError):
     """The arguments text cannot be turned into exact JSON values; the message says why."""
 
 

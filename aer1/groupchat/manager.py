@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aer1 import Collector
+from aer1.errors import Aer1Error
 
 from .agents import Agent, StopChat
 from .context import Event, Recorder, RunState, TurnContext
@@ -43,7 +44,7 @@ PHASE_CANCELLED = "cancelled"
 TerminationCheck = Callable[[Message], bool] | Callable[[dict[str, Any]], bool]
 
 
-class GroupChatError(RuntimeError):
+class GroupChatError(Aer1Error, RuntimeError):
     """The chat was aborted; ``result`` holds the messages and the (error) receipt."""
 
     def __init__(self, message: str, result: ChatResult) -> None:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
+from aer1.errors import MalformedInputError
+
 ROLES = ("system", "user", "assistant", "tool")
 TOOL_CALL_TYPE = "function"
 TOOL_RESPONSE_ROLE = "tool"
@@ -66,7 +68,7 @@ class Message(_MessageBase, total=False):
     tool_responses: list[ToolResponse]
 
 
-class MessageValidationError(ValueError):
+class MessageValidationError(MalformedInputError):
     """A message does not follow the protocol; ``path`` names the offending member."""
 
     def __init__(self, path: str, reason: str) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aer1.errors import UsageError
+
 JSON_TYPES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 DOC_TYPE_NAMES: dict[str, str] = {
     "str": "string",
@@ -58,7 +60,7 @@ _NUMPY_ENTRY = re.compile(r"^\*{0,2}([\w, *]+?)\s*(?::\s*(.*))?$")
 _UNDERLINE = re.compile(r"^-{3,}$")
 
 
-class ToolDefinitionError(TypeError):
+class ToolDefinitionError(UsageError, TypeError):
     """A function cannot be exposed as a tool (variadic parameter, unsupported type...)."""
 
 

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from aer1.errors import Aer1Error
+
 from .agents import interactive
 from .history import HistoryView
 
@@ -22,7 +24,7 @@ MAX_MANUAL_ATTEMPTS = 3
 TRANSCRIPT_TAIL = 20
 
 
-class SelectionError(RuntimeError):
+class SelectionError(Aer1Error, RuntimeError):
     """No speaker could be selected (bad answer, non-interactive manual selection...)."""
 
 

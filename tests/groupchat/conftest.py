@@ -12,22 +12,22 @@ import pytest
 from aer1.groupchat import ChatResult
 from aer1.groupchat.sandbox import BWRAP_PATH, BubblewrapSandbox, probe_bubblewrap
 
-from ..receipts import PeerCli, PeerWorkflow, verify_everywhere
+from ..receipts import Peers, verify_everywhere
 
 _counter = itertools.count()
 
 
 @pytest.fixture
 def check_receipt(
-    tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow
+    tmp_path: Path, peers: Peers | None
 ) -> Callable[[ChatResult], Path]:
-    """Verify a run's receipt with ours (in memory and from file with evidence) and both peers."""
+    """Verify a run's receipt with ours (in memory and from file with evidence) and both peers when installed."""
 
     def check(result: ChatResult) -> Path:
         assert result.collector.verify(result.receipt) == []
         path = tmp_path / f"receipt-{next(_counter)}.json"
         result.save(str(path))
-        verify_everywhere(path, result.receipt, peer_verify_cli, peer_verify_workflow)
+        verify_everywhere(path, result.receipt, peers)
         return path
 
     return check

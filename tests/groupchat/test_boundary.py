@@ -17,8 +17,9 @@ import aer1.groupchat.code
 import aer1.groupchat.sandbox
 
 PACKAGE = Path(aer1.groupchat.__file__).parent
-# What the manager may use of the receipt core: the collector, and canonical JSON.
-CORE_USED = {"aer1": {"Collector"}, "aer1.canonical": {"CanonicalizationError", "exact_bytes", "normalize", "restore"}}
+# What the manager may use of the receipt core: the collector, canonical JSON, and the error kinds.
+CORE_USED = {"aer1": {"Collector"}, "aer1.canonical": {"CanonicalizationError", "exact_bytes", "normalize", "restore"},
+             "aer1.errors": {"Aer1Error", "MalformedInputError", "UsageError", "VerificationError"}}
 # Names shared with AutoGen for the same kind of thing, kept on purpose: the chat, its
 # result, the agent protocol and a tool description (see spec/groupchat.md).
 SHARED_ON_PURPOSE = {"Agent", "ChatResult", "GroupChat", "Tool"}

@@ -124,17 +124,17 @@ def test_without_evidence_only_the_close_content_is_journaled(tmp_path: Path) ->
 def test_interval_thread_syncs_and_stops_at_finalize(tmp_path: Path) -> None:
     c = Collector("g", journal=tmp_path / "run.journal", fsync="interval", fsync_interval_ms=1)
     journal = c.journal
-    assert journal is not None and journal._thread is not None
+    assert journal is not None and journal.syncing_in_background
     for i in range(50):
         c.record("message", {"i": i}, agent="a")
     # Nobody syncs but the background thread: it catches up with every line written.
     deadline = time.monotonic() + SYNC_WAIT_S
-    while journal._synced < 50:
-        assert time.monotonic() < deadline, f"synced {journal._synced} of 50 lines"
+    while journal.lines_synced < 50:
+        assert time.monotonic() < deadline, f"synced {journal.lines_synced} of 50 lines"
         time.sleep(0.01)
-    assert journal._synced == journal._written == 50
+    assert journal.lines_synced == journal.lines_written == 50
     c.finalize()
-    assert not journal._thread.is_alive()
+    assert not journal.syncing_in_background
     assert journal.finished and journal.error is None and not journal.active
 
 

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from aer1.errors import Aer1Error
+
 from .limits import DEFAULT_LIMITS, SandboxLimits
 
 
-class SandboxError(RuntimeError):
+class SandboxError(Aer1Error, RuntimeError):
     """The sandbox itself failed (as opposed to the command failing inside it)."""
 
 

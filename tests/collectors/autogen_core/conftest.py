@@ -12,8 +12,8 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1 import Collector
 
-from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
-from ..scripted_models import scripted_client
+from ...receipts import Peers, evidence_contents, verify_everywhere
+from ...scripted_models import scripted_client
 
 Finish = Callable[..., tuple[dict[str, Any], dict[int, Any]]]
 
@@ -31,14 +31,14 @@ def scripted() -> Callable[[Sequence[str | CreateResult]], ReplayChatCompletionC
 
 
 @pytest.fixture
-def finish(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow) -> Finish:
-    """Finalize, verify with ours (memory and file+evidence) and both peers; (receipt, evidence by seq)."""
+def finish(tmp_path: Path, peers: Peers | None) -> Finish:
+    """Finalize, verify with ours (memory and file+evidence) and both peers (when installed); (receipt, evidence)."""
 
     def run(collector: Collector, final_answer: Any = None) -> tuple[dict[str, Any], dict[int, Any]]:
         receipt = collector.finalize(final_answer)
         assert collector.verify(receipt) == []
         path = collector.save(str(tmp_path / "receipt.json"), workflow=receipt)
-        verify_everywhere(path, receipt, peer_verify_cli, peer_verify_workflow)
+        verify_everywhere(path, receipt, peers)
         return receipt, evidence_contents(path)
 
     return run

@@ -12,7 +12,7 @@ from typing import Any
 
 from aer1.verifier import verify_receipt
 
-from .helpers import KEYS, make_collector
+from ..helpers import KEYS, make_collector
 
 
 def test_our_receipts_pass_both_peer_verifiers(tmp_path: Path, peer_verify_cli: Any,

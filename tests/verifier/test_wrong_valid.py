@@ -21,7 +21,7 @@ from aer1.signing import key_id, load_public_key
 from aer1.verifier import verify_proof, verify_receipt
 from aer1.verifier.cli import main as verify_main
 
-from .helpers import KEYS, make_collector, make_receipt
+from ..helpers import KEYS, make_collector, make_receipt
 
 TRUSTED = key_id(load_public_key(KEYS / "trusted.pub"))
 
@@ -380,3 +380,17 @@ def test_a_proof_carries_tagged_content_exactly(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     assert verify_main([str(out), "--expected-root", root]) == 0
     assert "content checked" in capsys.readouterr().out
+
+
+def test_an_evidence_line_whose_own_receipt_hash_is_edited_fails(tmp_path: Path) -> None:
+    path = _save(tmp_path, {"q": "x"})
+    evidence = path.with_name("r.evidence.jsonl")
+    lines = evidence.read_bytes().splitlines(keepends=True)
+    line = json.loads(lines[1])  # lines[0] is the evidence header
+    flipped = line["receipt_hash"][:-1] + ("0" if line["receipt_hash"][-1] != "0" else "1")
+    lines[1] = lines[1].replace(line["receipt_hash"].encode(), flipped.encode())
+    evidence.write_bytes(b"".join(lines))
+    report = verify_receipt(str(path))
+    assert report.verdict == "INVALID"
+    assert report.check("evidence").status == "FAIL"
+    assert "evidence line's receipt_hash" in report.check("evidence").detail

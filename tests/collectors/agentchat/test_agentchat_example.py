@@ -13,7 +13,7 @@ import pytest
 
 from .conftest import pairs
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agentchat_team.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "agentchat_team.py"
 
 
 def test_example_team_offline(

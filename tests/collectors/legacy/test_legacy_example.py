@@ -12,7 +12,7 @@ from typing import Any
 
 from .support import rows
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "legacy_groupchat.py"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "legacy_groupchat.py"
 MANAGER = "chat_manager"
 
 

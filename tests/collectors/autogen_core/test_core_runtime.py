@@ -39,7 +39,7 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 from aer1 import Collector
 from aer1.collectors.autogen_core import AER1InterventionHandler, observe_tools, was_call_recorded
 
-from ..scripted_models import function_calls
+from ...scripted_models import function_calls
 
 Scripted = Callable[[Sequence[str | CreateResult]], ReplayChatCompletionClient]
 CLOSE = ("close", "aer1")

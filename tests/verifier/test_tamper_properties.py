@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from aer1.signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
 
-from .helpers import KEYS, make_receipt
+from ..helpers import KEYS, make_receipt
 
 BASE = make_receipt()
 SIGNED = make_receipt(signing_key=KEYS / "trusted.key")

@@ -10,7 +10,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector
 
-from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
+from ...receipts import Peers, evidence_contents, verify_everywhere
 from .support import Finish, quiet
 
 
@@ -28,15 +28,15 @@ def _quiet_console() -> Iterator[None]:
 
 
 @pytest.fixture
-def finish(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow) -> Finish:
-    """Finalize, verify with ours (memory and file+evidence) and both peers; (receipt, contents by seq)."""
+def finish(tmp_path: Path, peers: Peers | None) -> Finish:
+    """Finalize, verify with ours (memory and file+evidence) and both peers (when installed); (receipt, contents)."""
 
     def run(collector: AER1AutoGenCollector, final_answer: Any = None) -> tuple[dict[str, Any], dict[int, Any]]:
         receipt = collector.finalize(final_answer=final_answer)
         assert collector.verify(receipt) == []
         path = tmp_path / "receipt.json"
         collector.save(path, workflow=receipt)
-        verify_everywhere(path, receipt, peer_verify_cli, peer_verify_workflow)
+        verify_everywhere(path, receipt, peers)
         assert receipt["status"] != "incomplete"
         assert "recording_failures" not in receipt
         return receipt, evidence_contents(path)

@@ -25,7 +25,7 @@ from aer1 import limits
 from aer1.cli import main as aer1_main
 from aer1.verifier.cli import main as verify_main
 
-from .helpers import make_collector
+from ..helpers import make_collector
 
 BIN = Path(sys.executable).parent
 _HANG_GUARD_S = 60

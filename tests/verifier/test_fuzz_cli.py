@@ -28,7 +28,7 @@ from aer1 import Collector
 from aer1.cli import main as aer1_main
 from aer1.verifier.cli import main as verify_main
 
-from .helpers import KEYS, make_collector
+from ..helpers import KEYS, make_collector
 
 BIN = Path(sys.executable).parent
 _BIG = "\x00big-integer\x00"  # stands for an integer literal over 4300 digits (json.dumps cannot write one)

@@ -19,7 +19,7 @@ from autogen_core.models import CreateResult
 
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, observe_tools
 
-from ..scripted_models import ollama_calls, openai_streamed_calls, scripted_client
+from ...scripted_models import ollama_calls, openai_streamed_calls, scripted_client
 from .conftest import Check, pairs
 
 

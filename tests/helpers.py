@@ -7,7 +7,7 @@ from typing import Any
 
 from aer1 import Collector
 
-KEYS = Path(__file__).parent.parent / "fixtures" / "keys"
+KEYS = Path(__file__).parent / "fixtures" / "keys"
 
 
 def make_collector(**options: Any) -> Collector:

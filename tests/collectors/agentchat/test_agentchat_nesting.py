@@ -20,7 +20,7 @@ from autogen_agentchat.tools import AgentTool
 
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
 
-from ..scripted_models import scripted_client
+from ...scripted_models import scripted_client
 from .conftest import Check, calls, pairs
 
 

@@ -14,7 +14,7 @@ from aer1.cli import main as aer1_main
 from aer1.recover import RecoveryError, recover_journal
 from aer1.verifier.cli import main as verify_main
 
-from .helpers import KEYS, make_collector
+from ..helpers import KEYS, make_collector
 
 BIN = Path(sys.executable).parent
 

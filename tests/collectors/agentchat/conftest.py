@@ -14,8 +14,8 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1.collectors import AER1AutoGenCollector
 
-from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
-from ..scripted_models import function_calls, scripted_client
+from ...receipts import Peers, evidence_contents, verify_everywhere
+from ...scripted_models import function_calls, scripted_client
 
 CLOSE = ("close", "aer1")
 _counter = itertools.count()
@@ -55,14 +55,14 @@ def scripted() -> Scripted:
 
 
 @pytest.fixture
-def check(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow) -> Check:
-    """Finalize, verify with ours (memory and file+evidence) and both peers; (receipt, contents)."""
+def check(tmp_path: Path, peers: Peers | None) -> Check:
+    """Finalize, verify with ours (memory and file+evidence) and both peers when installed; (receipt, contents)."""
 
     def run(collector: AER1AutoGenCollector, *args: Any, **kwargs: Any) -> Checked:
         receipt = collector.finalize(*args, **kwargs)
         assert collector.verify(receipt) == []
         path = collector.save(str(tmp_path / f"receipt-{next(_counter)}.json"), workflow=receipt)
-        verify_everywhere(path, receipt, peer_verify_cli, peer_verify_workflow)
+        verify_everywhere(path, receipt, peers)
         contents = list(evidence_contents(path).values())
         assert len(contents) == len(receipt["steps"])
         return receipt, contents

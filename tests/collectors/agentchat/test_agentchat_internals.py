@@ -31,7 +31,7 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 from aer1.collectors import _agentchat_internals as internals
 from aer1.collectors.agentchat import _find_manager
 
-from ..scripted_models import scripted_client
+from ...scripted_models import scripted_client
 
 pytestmark = pytest.mark.filterwarnings("ignore:No approval function set:UserWarning")
 

@@ -11,7 +11,7 @@ from autogen_core.models import CreateResult, RequestUsage
 
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
 
-from ..scripted_models import ollama_calls, scripted_client
+from ...scripted_models import ollama_calls, scripted_client
 from .conftest import CLOSE, Check, Scripted, pairs
 
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from aer1 import Collector
 from aer1.collectors.autogen_core import RUNTIME_ACTOR, observe_tools, was_call_recorded
 
-from ..scripted_models import function_calls
+from ...scripted_models import function_calls
 
 SLOW_TOOL_SECONDS = 0.2
 CLOSE = ("close", "aer1")

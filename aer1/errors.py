@@ -1,0 +1,45 @@
+"""The errors aer1 raises: one base, and four kinds a caller handles differently.
+
+* :class:`MalformedInputError`: the input is not what it claims to be (not a receipt,
+  a key, a journal, canonical JSON); nothing was checked.
+* :class:`VerificationError`: the input is well-formed and a check of it failed (a
+  signature that does not verify, a root that does not match): evidence of tampering.
+* :class:`CouldNotVerifyError`: verification could not be carried out (a signature
+  member of the wrong shape): neither a pass nor proof of tampering.
+* :class:`UsageError`: the caller asked for something the API does not allow (a step
+  recorded after finalize, a bad argument).
+
+Malformed input and "could not verify" also derive from ``ValueError``, which callers
+caught before this taxonomy existed, so existing handlers still work; a failed
+verification is deliberately not a ``ValueError``, so it is never mistaken for bad input.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Aer1Error",
+    "CouldNotVerifyError",
+    "MalformedInputError",
+    "UsageError",
+    "VerificationError",
+]
+
+
+class Aer1Error(Exception):
+    """Base of every error aer1 raises on purpose."""
+
+
+class MalformedInputError(Aer1Error, ValueError):
+    """The input is malformed: it cannot be read as the thing it claims to be."""
+
+
+class VerificationError(Aer1Error):
+    """A well-formed input failed a check: the data was changed, or signed by someone else."""
+
+
+class CouldNotVerifyError(Aer1Error, ValueError):
+    """Verification could not be carried out, so nothing is claimed either way."""
+
+
+class UsageError(Aer1Error):
+    """The API or a command was used in a way it does not allow."""

@@ -1,0 +1,75 @@
+"""The one report assembly: checks 3 to 10 after check 2, for the in-memory and the streaming path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..chain import PROFILE
+from ..keyring import KeyEntry
+from ._checks import check_expected, check_signature
+from ._evidence import check_evidence
+from ._keyring import check_key
+from ._report import CHECKS, FAIL, CheckResult, Report
+from ._steps import NOT_PROFILE_NOTE, StepChecker
+from ._timestamp import TsaTrust, check_timestamp
+
+__all__ = ["fresh_checks", "skip_rest", "steps_checked"]
+
+
+def fresh_checks() -> list[CheckResult]:
+    """One unrun result per check, in report order."""
+    return [CheckResult(number, name) for number, name in CHECKS]
+
+
+def skip_rest(checks: list[CheckResult], why: str) -> None:
+    """Mark every check in ``checks`` as not run, for the same reason."""
+    for c in checks:
+        c.skip(why)
+
+
+def steps_checked(
+    report: Report,
+    wf: Mapping[str, Any],
+    checker: StepChecker,
+    *,
+    evidence_view: Mapping[str, Any],
+    evidence: str | os.PathLike[str] | None,
+    beside: str | None,
+    trusted_key_ids: Iterable[str] | None,
+    expected_root: str | None,
+    expected_head: str | None,
+    signed: Callable[[], bytes | bytearray] | None = None,
+    tsa_trust: TsaTrust | None = None,
+    keyring: Mapping[str, KeyEntry] | None = None,
+) -> Report:
+    """Checks 3 to 10 of a receipt whose members passed check 2, and the report's summary fields.
+
+    ``evidence_view``: the receipt as the evidence check reads it (its steps' receipt_hash);
+    ``beside``: where the evidence was looked for, named when there is none; ``signed``: builds the
+    signed bytes when the caller can (called last, once the other checks freed their state).
+    """
+    _, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected, c_time, c_key = report.checks
+    report.workflow_id = wf["workflow_id"]
+    report.steps = checker.n
+    report.profile = PROFILE if checker.profile else None
+    checker.sequence_result(c_seq)
+    checker.merkle_result(wf, c_merkle)
+    if checker.profile:
+        checker.chain_result(wf, c_chain)
+    else:
+        c_chain.skip(f"no chain: the receipt does not declare profile {PROFILE}")
+        report.notes.append(NOT_PROFILE_NOTE)
+    check_signature(wf, trusted_key_ids, c_sig, None if signed is None or "signature" not in wf else signed())
+    if evidence is not None:
+        if c_chain.status == FAIL or c_members.status == FAIL:
+            c_evidence.skip("chain check failed")
+        else:
+            check_evidence(evidence_view, os.fspath(evidence), c_evidence)
+    else:
+        c_evidence.skip("no evidence file" + (f" beside the receipt ({beside})" if beside else ""))
+    check_expected(wf, expected_root, expected_head, c_expected)
+    check_timestamp(wf, tsa_trust, c_time)
+    check_key(wf, keyring, c_sig, c_time, c_key)
+    return report
