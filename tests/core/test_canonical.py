@@ -247,6 +247,8 @@ def _key(v: object) -> object:
         return ("lit", v)
     if isinstance(v, float) and not math.isfinite(v):
         return ("nonfinite", "nan" if math.isnan(v) else v > 0)
+    if isinstance(v, int) and abs(v) > MAX_SAFE_INTEGER:
+        return ("bigint", v)  # tagged by the producer: never the same content as a double of equal value
     if isinstance(v, (int, float)):
         return ("num", Fraction(v))
     if isinstance(v, str):
