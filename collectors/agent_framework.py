@@ -1,0 +1,504 @@
+"""Microsoft Agent Framework collector: agent, chat and function middlewares, and workflow runs.
+
+Needs ``agent-framework-core`` (``pip install "aer1[agent-framework]"``); nothing else in
+``aer1`` imports it. One line per agent::
+
+    collector = AER1AgentFrameworkCollector(goal="...")
+    agent = collector.observe(Agent(client=client, name="alice", tools=[...]))
+
+adds three observing middlewares to the agent (see :meth:`AER1AgentFrameworkCollector.observe`):
+
+* an agent middleware: one ``message`` step per agent run (messages in and out,
+  ``user_input_requests``, finish reason), an ``error`` step when the run raises, and
+  the approval responses the run carries (``approval`` steps; a denied call also gets a
+  ``tool_call`` step with status ``cancelled``);
+* a chat middleware: one step per function call the model proposed, executed or not;
+* a function middleware, innermost: one ``tool_call`` step per executed call (call id,
+  arguments, result or exception, its own timing).
+
+:meth:`AER1AgentFrameworkCollector.run` and :meth:`~AER1AgentFrameworkCollector.run_stream`
+run a workflow (Sequential, Concurrent, GroupChat, Handoff, Magentic or hand-built), observe
+every agent inside it, pass every event through unchanged, and record the task, speaker
+selections, handoffs, ``request_info`` requests and their responses, executor failures,
+outputs and the final status. ``spec/agent-framework.md`` says what is observed and how.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from agent_framework import (
+    AgentContext,
+    AgentExecutor,
+    AgentMiddleware,
+    AgentResponse,
+    ChatContext,
+    ChatMiddleware,
+    ChatResponse,
+    Content,
+    FunctionInvocationContext,
+    FunctionMiddleware,
+    Message,
+    ResponseStream,
+    SupportsAgentRun,
+    Workflow,
+    WorkflowEvent,
+    WorkflowRunResult,
+    WorkflowRunState,
+)
+
+from aer1 import Collector
+
+from ._af_internals import function_call_id
+from ._errors import count_failure, error_info, failure_status
+
+__all__ = [
+    "DEFAULT_RESPONDER",
+    "MAX_LISTED_MESSAGES",
+    "MAX_TEXT_CHARS",
+    "WORKFLOW_ACTOR_PREFIX",
+    "AER1AgentFrameworkCollector",
+    "workflow_actor",
+]
+
+#: Prefix of the ``agent`` of workflow-level steps (task, speaker selection, status). Agent
+#: Framework executor ids and agent names never start with it by our convention of naming.
+WORKFLOW_ACTOR_PREFIX = "workflow:"
+#: The ``agent`` of a response to a ``request_info`` request when the caller names nobody.
+DEFAULT_RESPONDER = "user"
+#: Longest text kept per content item (messages and results are untrusted and unbounded).
+MAX_TEXT_CHARS = 16_000
+#: Most messages listed per step; older ones are counted, not listed.
+MAX_LISTED_MESSAGES = 64
+#: Workflow states that end a run (a paused run waits for responses: not an end).
+_FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
+
+#: The agent whose run the current task is in (chat and function middlewares name it as actor).
+_CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer1_af_agent", default=None)
+#: Who answers the requests of the current ``collector.run`` call (``responder=``).
+_RESPONDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer1_af_responder", default=None)
+
+
+def workflow_actor(workflow: Workflow) -> str:
+    """The actor of a workflow's own steps: ``workflow:<name>`` (or its id when unnamed)."""
+    name = getattr(workflow, "name", None) or getattr(workflow, "id", None) or "workflow"
+    return f"{WORKFLOW_ACTOR_PREFIX}{name}"
+
+
+def _text(value: Any) -> str:
+    """``value`` as text, cut to :data:`MAX_TEXT_CHARS` (the cut is said)."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > MAX_TEXT_CHARS:
+        return f"{text[:MAX_TEXT_CHARS]}... [{len(text) - MAX_TEXT_CHARS} more characters]"
+    return text
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready ``value``: mappings and sequences kept (bounded), anything else as bounded text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in list(value.items())[:MAX_LISTED_MESSAGES]}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value[:MAX_LISTED_MESSAGES]]
+    if isinstance(value, Content):
+        return _content(value)
+    if isinstance(value, Message):
+        return _message(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _plain(dump())
+    return _text(value)
+
+
+def _content(item: Content) -> dict[str, Any]:
+    """The parts of one content item a reader needs: its type and the members of that type."""
+    out: dict[str, Any] = {"type": item.type}
+    for name in ("text", "call_id", "name", "arguments", "result", "exception", "approved", "id"):
+        value = getattr(item, name, None)
+        if value is not None:
+            out[name] = _plain(value)
+    call = getattr(item, "function_call", None)
+    if isinstance(call, Content):
+        out["function_call"] = _content(call)
+    return out
+
+
+def _message(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": str(message.role), "contents": [_content(c) for c in message.contents]}
+    if message.author_name:
+        out["author_name"] = message.author_name
+    return out
+
+
+def _messages(messages: Sequence[Any]) -> dict[str, Any]:
+    """The last :data:`MAX_LISTED_MESSAGES` messages, and how many were left out."""
+    listed = [m for m in messages if isinstance(m, Message)]
+    kept = listed[-MAX_LISTED_MESSAGES:]
+    return {"messages": [_message(m) for m in kept], "omitted": len(listed) - len(kept)}
+
+
+def _call_of(item: Content) -> Content | None:
+    call = getattr(item, "function_call", None)
+    return call if isinstance(call, Content) else None
+
+
+class _AgentRecorder(AgentMiddleware):
+    """Records each run of the agent it is installed on (see the module doc)."""
+
+    def __init__(self, collector: AER1AgentFrameworkCollector) -> None:
+        self.collector = collector
+
+    async def process(self, context: AgentContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        c = self.collector
+        name = _agent_name(context.agent)
+        outer = _CURRENT_AGENT.get()
+        _CURRENT_AGENT.set(name)
+        started = time.time()
+        messages_in = list(context.messages)
+        c._observe_approval_responses(name, messages_in)
+        try:
+            await call_next()
+        except BaseException as e:
+            _CURRENT_AGENT.set(outer)
+            c._record_turn_error(name, messages_in, started, e)
+            raise
+        result = context.result
+        if isinstance(result, ResponseStream):
+
+            def on_final(response: AgentResponse[Any]) -> None:
+                _CURRENT_AGENT.set(outer)
+                c._record_turn(name, messages_in, response, started)
+
+            context.stream_result_hooks.append(on_final)
+        else:
+            _CURRENT_AGENT.set(outer)
+            c._record_turn(name, messages_in, result, started)
+
+
+class _ChatRecorder(ChatMiddleware):
+    """Records the function calls the model proposed in each chat response."""
+
+    def __init__(self, collector: AER1AgentFrameworkCollector) -> None:
+        self.collector = collector
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        c = self.collector
+        name = _CURRENT_AGENT.get() or "assistant"
+        await call_next()
+        result = context.result
+        if isinstance(result, ResponseStream):
+
+            def on_final(response: ChatResponse[Any]) -> None:
+                c._record_proposals(name, response)
+
+            context.stream_result_hooks.append(on_final)
+        elif isinstance(result, ChatResponse):
+            c._record_proposals(name, result)
+
+
+class _FunctionRecorder(FunctionMiddleware):
+    """Records each executed tool call: call id, arguments, result or exception, timing."""
+
+    def __init__(self, collector: AER1AgentFrameworkCollector) -> None:
+        self.collector = collector
+
+    async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        c = self.collector
+        started = time.time()
+        try:
+            await call_next()
+        except BaseException as e:
+            c._record_call(context, started, error=e)
+            raise
+        c._record_call(context, started)
+
+
+def _agent_name(agent: Any) -> str:
+    name = getattr(agent, "name", None) or getattr(agent, "id", None)
+    return str(name) if name else type(agent).__name__
+
+
+class AER1AgentFrameworkCollector(Collector):
+    """An :class:`aer1.Collector` that observes Agent Framework agents and workflows."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: request id -> (kind, call id) of requests seen and not answered yet
+        self._pending: dict[str, tuple[str, str | None]] = {}
+        self._final_state: WorkflowRunState | None = None
+
+    # ----------------------------------------------------------------- agents
+
+    def middleware(self) -> list[AgentMiddleware | ChatMiddleware | FunctionMiddleware]:
+        """The three recorders, in the order to install them (last: innermost)."""
+        return [_AgentRecorder(self), _ChatRecorder(self), _FunctionRecorder(self)]
+
+    def observe(self, agent: SupportsAgentRun) -> SupportsAgentRun:
+        """Append this collector's middlewares to ``agent.middleware`` (once) and return the agent.
+
+        Appended last, our function middleware is the innermost one: it sees a call only
+        if every middleware before it let the call through, with the arguments it ran with.
+        """
+        current = list(getattr(agent, "middleware", None) or [])
+        if any(getattr(m, "collector", None) is self for m in current):
+            return agent
+        try:
+            agent.middleware = [*current, *self.middleware()]  # type: ignore[attr-defined]
+        except AttributeError as e:
+            raise TypeError(f"{type(agent).__name__} takes no middleware: got an agent without a middleware list, "
+                            "want an agent_framework Agent") from e
+        name = _agent_name(agent)
+        try:
+            self.register_agent(name, type=type(agent).__name__, description=getattr(agent, "description", None))
+        except ValueError as e:  # a second agent with the same name: its steps still carry the name
+            count_failure(self, f"agent {name!r} registration", e)
+        return agent
+
+    def _record_turn(self, name: str, messages_in: list[Message], response: Any, started: float) -> None:
+        try:
+            out: dict[str, Any] = {"input": _messages(messages_in)}
+            if isinstance(response, AgentResponse):
+                out["response"] = _messages(response.messages)
+                out["user_input_requests"] = [_content(r) for r in response.user_input_requests]
+                out["finish_reason"] = _plain(response.finish_reason)
+                for request in response.user_input_requests:
+                    self._record_approval_request(name, request)
+            else:
+                out["response"] = None
+            self.safe_record("agent_run", out, agent=name, kind="message", started_at=started)
+        except Exception as e:
+            count_failure(self, f"agent {name!r} turn", e)
+
+    def _record_turn_error(self, name: str, messages_in: list[Message], started: float, exc: BaseException) -> None:
+        try:
+            content = {"input": _messages(messages_in), "error": error_info(exc)}
+            self.safe_record("agent_run", content, agent=name, kind="error", status=failure_status(exc),
+                             started_at=started)
+        except Exception as e:
+            count_failure(self, f"agent {name!r} failure", e)
+
+    def _record_approval_request(self, name: str, request: Content) -> None:
+        call = _call_of(request)
+        if request.type != "function_approval_request" or call is None:
+            self.safe_record("user_input_request", {"request": _content(request)}, agent=name, kind="human_input")
+            return
+        content = {"request_id": request.id, "function": call.name, "arguments": _plain(call.arguments),
+                   "decision": "requested"}
+        self.safe_record(f"approve:{call.name}", content, agent=name, kind="approval", call_id=call.call_id or None)
+
+    def _observe_approval_responses(self, name: str, messages: list[Message]) -> None:
+        """Record each approval response an agent run receives; a denied call as cancelled."""
+        try:
+            responder = _RESPONDER.get() or DEFAULT_RESPONDER
+            for message in messages:
+                for item in message.contents:
+                    call = _call_of(item)
+                    if item.type != "function_approval_response" or call is None:
+                        continue
+                    approved = bool(item.approved)
+                    cid = call.call_id or None
+                    content = {"request_id": item.id, "function": call.name, "arguments": _plain(call.arguments),
+                               "decision": "approved" if approved else "denied", "responder": responder,
+                               "for_agent": name}
+                    self.safe_record(f"approve:{call.name}", content, agent=responder, kind="approval", call_id=cid)
+                    if not approved:
+                        self.safe_record(str(call.name), {"arguments": _plain(call.arguments), "executed": False,
+                                                          "reason": "approval denied"},
+                                         agent=name, kind="tool_call", status="cancelled", call_id=cid)
+        except Exception as e:
+            count_failure(self, f"agent {name!r} approval responses", e)
+
+    def _record_proposals(self, name: str, response: ChatResponse[Any]) -> None:
+        try:
+            for message in response.messages:
+                for item in message.contents:
+                    if item.type == "function_call":
+                        content = {"function": item.name, "arguments": _plain(item.arguments), "proposed": True}
+                        self.safe_record("function_call_proposed", content, agent=name, kind="message",
+                                         call_id=item.call_id or None)
+        except Exception as e:
+            count_failure(self, f"agent {name!r} model response", e)
+
+    def _record_call(self, context: FunctionInvocationContext, started: float, error: BaseException | None = None) -> None:
+        try:
+            name = _CURRENT_AGENT.get() or "assistant"
+            content: dict[str, Any] = {"arguments": _plain(context.arguments), "executed": True}
+            if error is None:
+                content["result"] = _plain(context.result)
+                status = "ok"
+            else:
+                content["error"] = error_info(error)
+                status = failure_status(error)
+            self.safe_record(str(context.function.name), content, agent=name, kind="tool_call", status=status,
+                             started_at=started, call_id=function_call_id(context))
+        except Exception as e:
+            count_failure(self, "tool call", e)
+
+    # -------------------------------------------------------------- workflows
+
+    def _observe_workflow(self, workflow: Workflow) -> None:
+        """Observe every agent the workflow runs (its participants' steps, surfaced or not)."""
+        for executor in workflow.get_executors_list():
+            if isinstance(executor, AgentExecutor):
+                self.observe(executor.agent)
+
+    async def run(
+        self,
+        workflow: Workflow,
+        message: Any = None,
+        *,
+        responses: Mapping[str, Any] | None = None,
+        responder: str | None = None,
+        **kwargs: Any,
+    ) -> WorkflowRunResult:
+        """Run ``workflow`` like ``workflow.run(...)`` and return its result, recording it."""
+        events = [event async for event in self.run_stream(workflow, message, responses=responses,
+                                                              responder=responder, **kwargs)]
+        return WorkflowRunResult([e for e in events if e.type != "status"], [e for e in events if e.type == "status"])
+
+    async def run_stream(
+        self,
+        workflow: Workflow,
+        message: Any = None,
+        *,
+        responses: Mapping[str, Any] | None = None,
+        responder: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[WorkflowEvent[Any]]:
+        """Yield every event of ``workflow.run(..., stream=True)`` unchanged, recording it.
+
+        ``responses`` answers pending ``request_info`` requests (as ``workflow.run`` takes
+        them); ``responder`` names who answered (default :data:`DEFAULT_RESPONDER`).
+        """
+        actor = workflow_actor(workflow)
+        try:
+            self._observe_workflow(workflow)
+            self.register_agent(actor, type=type(workflow).__name__)
+        except Exception as e:
+            count_failure(self, f"workflow {actor!r}", e)
+        token = _RESPONDER.set(responder)
+        try:
+            if message is not None:
+                self.safe_record("task", {"input": _plain(message)}, agent=actor, kind="task")
+            if responses:
+                self._record_responses(responses, responder or DEFAULT_RESPONDER)
+            stream = workflow.run(message, stream=True, responses=responses, **kwargs)
+            try:
+                async for event in stream:
+                    self._observe_event(actor, event)
+                    yield event
+            except BaseException as e:
+                self.safe_record("workflow_end", {"error": error_info(e)}, agent=actor, kind="termination",
+                                 status=failure_status(e))
+                raise
+            self._record_end(actor)
+        finally:
+            _RESPONDER.reset(token)
+
+    def _record_responses(self, responses: Mapping[str, Any], responder: str) -> None:
+        for request_id, response in responses.items():
+            kind, call_id = self._pending.pop(str(request_id), ("human_input", None))
+            if kind == "approval":
+                continue  # the agent run that receives it records the decision (with the call id)
+            self.safe_record("request_info_response", {"request_id": str(request_id), "response": _plain(response)},
+                             agent=responder, kind="human_input", call_id=call_id)
+
+    def _record_end(self, actor: str) -> None:
+        state = self._final_state
+        if state == WorkflowRunState.IDLE_WITH_PENDING_REQUESTS:
+            return  # paused: the run goes on when the responses come
+        content = {"final_state": state.value if state is not None else None, "reason": None,
+                   "note": "Agent Framework reports no structured stop reason; see spec/agent-framework.md"}
+        self.safe_record("workflow_end", content, agent=actor, kind="termination",
+                         status="error" if state == WorkflowRunState.FAILED else "ok")
+
+    def _observe_event(self, actor: str, event: WorkflowEvent[Any]) -> None:
+        """Record one workflow event (never raises: a failure is counted)."""
+        try:
+            self._record_event(actor, event)
+        except Exception as e:
+            count_failure(self, f"workflow event {getattr(event, 'type', '?')!r}", e)
+
+    def _record_event(self, actor: str, event: WorkflowEvent[Any]) -> None:
+        kind = event.type
+        data = event.data
+        if kind == "status":
+            self._final_state = event.state
+        elif kind == "group_chat":
+            self._record_group_chat(actor, data)
+        elif kind == "handoff_sent":
+            self.safe_record("handoff", {"source": data.source, "target": data.target}, agent=str(data.source),
+                             kind="handoff", target=str(data.target))
+        elif kind == "magentic_orchestrator":
+            self._record_magentic(actor, data)
+        elif kind == "request_info":
+            self._record_request(actor, event)
+        elif kind in ("output", "intermediate"):
+            self.safe_record(f"workflow_{kind}", {"executor_id": event.executor_id, "data": _plain(_data_of(data))},
+                             agent=str(event.executor_id or actor), kind="message")
+        elif kind == "executor_failed":
+            details = event.details
+            self.safe_record("executor_failed", {"executor_id": event.executor_id, "error": _details(details)},
+                             agent=str(event.executor_id or actor), kind="error", status="error")
+        elif kind == "failed":
+            self.safe_record("workflow_failed", {"error": _details(event.details)}, agent=actor, kind="error",
+                             status="error")
+        elif kind in ("error", "warning"):
+            self.safe_record(f"workflow_{kind}", {"data": _plain(data)}, agent=actor, kind="error" if kind == "error"
+                             else "message", status="error" if kind == "error" else "ok")
+
+    def _record_group_chat(self, actor: str, data: Any) -> None:
+        participant = str(data.participant_name)
+        content = {"round": data.round_index, "participant": participant}
+        if type(data).__name__ == "GroupChatRequestSentEvent":
+            self.safe_record("speaker_selection", content, agent=actor, kind="speaker_selection", target=participant)
+        else:
+            self.safe_record("group_chat_response", content, agent=actor, kind="message")
+
+    def _record_magentic(self, actor: str, data: Any) -> None:
+        event_type = getattr(getattr(data, "event_type", None), "value", None)
+        body = data.content
+        if event_type == "progress_ledger_updated":
+            ledger = body.to_dict()
+            target = ledger.get("next_speaker", {}).get("answer")
+            self.safe_record("speaker_selection", {"ledger": _plain(ledger)}, agent=actor, kind="speaker_selection",
+                             target=target if isinstance(target, str) and target else None)
+        else:
+            self.safe_record(f"magentic_{event_type}", {"content": _plain(body)}, agent=actor, kind="message")
+
+    def _record_request(self, actor: str, event: WorkflowEvent[Any]) -> None:
+        request_id = str(event.request_id)
+        data = event.data
+        if isinstance(data, Content) and data.type == "function_approval_request":
+            call = _call_of(data)
+            self._pending[request_id] = ("approval", call.call_id if call is not None else None)
+            return  # the agent run that asked records the request (with the call id)
+        self._pending[request_id] = ("human_input", None)
+        self.safe_record("request_info", {"request_id": request_id, "request": _plain(_data_of(data))},
+                         agent=str(event.source_executor_id or actor), kind="human_input")
+
+
+def _data_of(data: Any) -> Any:
+    """An event's payload as data: agent responses and updates by their messages or text."""
+    if isinstance(data, AgentResponse):
+        return _messages(data.messages)
+    messages = getattr(data, "messages", None)
+    if isinstance(messages, list):
+        return _messages(messages)
+    contents = getattr(data, "contents", None)
+    if isinstance(contents, list):
+        return {"author_name": getattr(data, "author_name", None), "contents": [_content(c) for c in contents]}
+    return data
+
+
+def _details(details: Any) -> dict[str, Any] | None:
+    if details is None:
+        return None
+    return {"type": _text(details.error_type), "message": _text(details.message),
+            "executor_id": details.executor_id}
