@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CALL_ID_METADATA_KEY", "function_call_id"]
+__all__ = ["CALL_ID_METADATA_KEY", "MAX_ROUNDS_ATTRIBUTE", "function_call_id", "max_rounds"]
 
 #: Key under which the function-invocation loop puts the model's call id into
 #: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
 CALL_ID_METADATA_KEY = "call_id"
+
+#: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
+MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
 
 
 def function_call_id(context: Any) -> str | None:
@@ -21,3 +24,12 @@ def function_call_id(context: Any) -> str | None:
     metadata = getattr(context, "metadata", None)
     value = metadata.get(CALL_ID_METADATA_KEY) if isinstance(metadata, dict) else None
     return value if isinstance(value, str) and value else None
+
+
+def max_rounds(workflow: Any) -> int | None:
+    """The round limit of the workflow's orchestrator (group chat, Magentic), or None if it has none."""
+    for executor in workflow.get_executors_list():
+        value = getattr(executor, MAX_ROUNDS_ATTRIBUTE, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None

@@ -52,13 +52,14 @@ from agent_framework import (
 
 from aer1 import Collector
 
-from ._af_internals import function_call_id
+from ._af_internals import function_call_id, max_rounds
 from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
     "DEFAULT_RESPONDER",
     "MAX_LISTED_MESSAGES",
     "MAX_TEXT_CHARS",
+    "STOP_REASON_NOTE",
     "WORKFLOW_ACTOR_PREFIX",
     "AER1AgentFrameworkCollector",
     "workflow_actor",
@@ -75,6 +76,12 @@ MAX_TEXT_CHARS = 16_000
 MAX_LISTED_MESSAGES = 64
 #: Workflow states that end a run (a paused run waits for responses: not an end).
 _FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
+
+#: Said by every ``termination`` step: the framework reports how a run ended, not why.
+STOP_REASON_NOTE = (
+    "Agent Framework reports no structured stop reason: final_state, rounds, max_rounds and the executor "
+    "of the closing output are what was observed"
+)
 
 #: The agent whose run the current task is in (chat and function middlewares name it as actor).
 _CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer1_af_agent", default=None)
@@ -231,7 +238,6 @@ class AER1AgentFrameworkCollector(Collector):
         super().__init__(*args, **kwargs)
         #: request id -> (kind, call id) of requests seen and not answered yet
         self._pending: dict[str, tuple[str, str | None]] = {}
-        self._final_state: WorkflowRunState | None = None
 
     # ----------------------------------------------------------------- agents
 
@@ -388,16 +394,17 @@ class AER1AgentFrameworkCollector(Collector):
                 self.safe_record("task", {"input": _plain(message)}, agent=actor, kind="task")
             if responses:
                 self._record_responses(responses, responder or DEFAULT_RESPONDER)
+            run = _Run(actor, max_rounds(workflow))
             stream = workflow.run(message, stream=True, responses=responses, **kwargs)
             try:
                 async for event in stream:
-                    self._observe_event(actor, event)
+                    self._observe_event(run, event)
                     yield event
             except BaseException as e:
                 self.safe_record("workflow_end", {"error": error_info(e)}, agent=actor, kind="termination",
                                  status=failure_status(e))
                 raise
-            self._record_end(actor)
+            self._record_end(run)
         finally:
             _RESPONDER.reset(token)
 
@@ -409,28 +416,40 @@ class AER1AgentFrameworkCollector(Collector):
             self.safe_record("request_info_response", {"request_id": str(request_id), "response": _plain(response)},
                              agent=responder, kind="human_input", call_id=call_id)
 
-    def _record_end(self, actor: str) -> None:
-        state = self._final_state
+    def _record_end(self, run: _Run) -> None:
+        """The ``termination`` step: what is known of the end (the framework gives no stop reason)."""
+        state = run.state
         if state == WorkflowRunState.IDLE_WITH_PENDING_REQUESTS:
             return  # paused: the run goes on when the responses come
-        content = {"final_state": state.value if state is not None else None, "reason": None,
-                   "note": "Agent Framework reports no structured stop reason; see spec/agent-framework.md"}
-        self.safe_record("workflow_end", content, agent=actor, kind="termination",
-                         status="error" if state == WorkflowRunState.FAILED else "ok")
+        content: dict[str, Any] = {
+            "final_state": state.value if state is not None else None,
+            "rounds": run.rounds,
+            "max_rounds": run.max_rounds,
+            "max_rounds_reached": run.max_rounds is not None and run.rounds >= run.max_rounds,
+            "closing_output_from": run.last_output_from,
+            "reason": None,
+            "note": STOP_REASON_NOTE,
+        }
+        status = "error" if state == WorkflowRunState.FAILED else "cancelled" if state == WorkflowRunState.CANCELLED \
+            else "ok"
+        self.safe_record("workflow_end", content, agent=run.actor, kind="termination", status=status)
 
-    def _observe_event(self, actor: str, event: WorkflowEvent[Any]) -> None:
+    def _observe_event(self, run: _Run, event: WorkflowEvent[Any]) -> None:
         """Record one workflow event (never raises: a failure is counted)."""
         try:
-            self._record_event(actor, event)
+            self._record_event(run, event)
         except Exception as e:
             count_failure(self, f"workflow event {getattr(event, 'type', '?')!r}", e)
 
-    def _record_event(self, actor: str, event: WorkflowEvent[Any]) -> None:
+    def _record_event(self, run: _Run, event: WorkflowEvent[Any]) -> None:
+        actor = run.actor
         kind = event.type
         data = event.data
         if kind == "status":
-            self._final_state = event.state
+            run.state = event.state
         elif kind == "group_chat":
+            if type(data).__name__ == "GroupChatRequestSentEvent":
+                run.rounds += 1
             self._record_group_chat(actor, data)
         elif kind == "handoff_sent":
             self.safe_record("handoff", {"source": data.source, "target": data.target}, agent=str(data.source),
@@ -440,6 +459,7 @@ class AER1AgentFrameworkCollector(Collector):
         elif kind == "request_info":
             self._record_request(actor, event)
         elif kind in ("output", "intermediate"):
+            run.last_output_from = event.executor_id
             self.safe_record(f"workflow_{kind}", {"executor_id": event.executor_id, "data": _plain(_data_of(data))},
                              agent=str(event.executor_id or actor), kind="message")
         elif kind == "executor_failed":
@@ -462,15 +482,12 @@ class AER1AgentFrameworkCollector(Collector):
             self.safe_record("group_chat_response", content, agent=actor, kind="message")
 
     def _record_magentic(self, actor: str, data: Any) -> None:
+        """The manager's plan and progress ledgers (its choice of speaker is the next group chat request)."""
         event_type = getattr(getattr(data, "event_type", None), "value", None)
         body = data.content
-        if event_type == "progress_ledger_updated":
-            ledger = body.to_dict()
-            target = ledger.get("next_speaker", {}).get("answer")
-            self.safe_record("speaker_selection", {"ledger": _plain(ledger)}, agent=actor, kind="speaker_selection",
-                             target=target if isinstance(target, str) and target else None)
-        else:
-            self.safe_record(f"magentic_{event_type}", {"content": _plain(body)}, agent=actor, kind="message")
+        to_dict = getattr(body, "to_dict", None)
+        self.safe_record(f"magentic_{event_type}", {"content": _plain(to_dict() if callable(to_dict) else body)},
+                         agent=actor, kind="message")
 
     def _record_request(self, actor: str, event: WorkflowEvent[Any]) -> None:
         request_id = str(event.request_id)
@@ -482,6 +499,17 @@ class AER1AgentFrameworkCollector(Collector):
         self._pending[request_id] = ("human_input", None)
         self.safe_record("request_info", {"request_id": request_id, "request": _plain(_data_of(data))},
                          agent=str(event.source_executor_id or actor), kind="human_input")
+
+
+class _Run:
+    """What one ``run_stream`` call has seen so far (for its ``termination`` step)."""
+
+    def __init__(self, actor: str, max_rounds: int | None) -> None:
+        self.actor = actor
+        self.max_rounds = max_rounds
+        self.rounds = 0
+        self.state: WorkflowRunState | None = None
+        self.last_output_from: str | None = None
 
 
 def _data_of(data: Any) -> Any:

@@ -1,0 +1,75 @@
+"""Each orchestration: the same events with and without aer1, exactly what happened in the receipt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
+
+from .conftest import Check
+from .workflows import ORCHESTRATIONS, signature
+
+WF = "workflow"
+
+
+def rows(receipt: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    """(kind, tool, agent, target or call id) of every step; workflow actors read as ``workflow``."""
+    out = []
+    for s in receipt["steps"]:
+        agent = WF if s["agent"].startswith("workflow:") else s["agent"]
+        out.append((s["kind"], s["tool"], agent, s.get("target") or s.get("call_id")))
+    return out
+
+
+TASK = ("task", "task", WF, None)
+END = ("termination", "workflow_end", WF, None)
+CLOSE = ("close", "close", "aer1", None)
+
+
+def selection(name: str) -> list[tuple[str, str, str, str | None]]:
+    return [("speaker_selection", "speaker_selection", WF, name), ("message", "agent_run", name, None),
+            ("message", "group_chat_response", WF, None)]
+
+
+EXPECTED = {
+    "sequential": [TASK, ("message", "function_call_proposed", "alice", "c1"), ("tool_call", "add", "alice", "c1"),
+                   ("message", "agent_run", "alice", None), ("message", "agent_run", "bob", None),
+                   ("message", "workflow_output", "bob", None), END, CLOSE],
+    "concurrent": [TASK, ("message", "agent_run", "alice", None), ("message", "agent_run", "bob", None),
+                   ("message", "workflow_output", "aggregator", None), END, CLOSE],
+    "group_chat": [TASK, *selection("alice"), *selection("bob"), *selection("alice"),
+                   ("message", "workflow_output", "group_chat_orchestrator", None), END, CLOSE],
+    "handoff": [TASK, ("message", "function_call_proposed", "alice", "h1"), ("message", "agent_run", "alice", None),
+                ("message", "workflow_output", "alice", None), ("message", "workflow_output", "alice", None),
+                ("handoff", "handoff", "alice", "bob"), ("message", "function_call_proposed", "bob", "c2"),
+                ("tool_call", "add", "bob", "c2"), ("message", "agent_run", "bob", None),
+                ("message", "workflow_output", "bob", None), ("message", "workflow_output", "bob", None),
+                ("message", "workflow_output", "bob", None), END, CLOSE],
+}
+
+
+async def events_of(name: str, collector: AER1AgentFrameworkCollector | None) -> list[tuple[Any, ...]]:
+    workflow, agents = ORCHESTRATIONS[name]()
+    if collector is None:
+        return [signature(e) async for e in workflow.run("plan the launch", stream=True)]
+    for agent in agents:  # the Magentic manager is no executor: observed by hand
+        collector.observe(agent)
+    return [signature(e) async for e in collector.run_stream(workflow, "plan the launch")]
+
+
+@pytest.mark.parametrize("name", sorted(ORCHESTRATIONS))
+async def test_same_events_with_and_without_aer1(name: str, collector: AER1AgentFrameworkCollector,
+                                                 check: Check) -> None:
+    plain = await events_of(name, None)
+    observed = await events_of(name, collector)
+    assert observed == plain
+    receipt, contents = check(collector)
+    got = rows(receipt)
+    assert got[0] == TASK and got[-2:] == [END, CLOSE]
+    if name in EXPECTED:
+        assert got == EXPECTED[name]
+    end = contents[len(got) - 1]
+    assert end["final_state"] == "IDLE"
+    assert contents[1] == {"input": "plan the launch"}
