@@ -47,6 +47,15 @@ EXPECTED = {
                 ("tool_call", "add", "bob", "c2"), ("message", "agent_run", "bob", None),
                 ("message", "workflow_output", "bob", None), ("message", "workflow_output", "bob", None),
                 ("message", "workflow_output", "bob", None), END, CLOSE],
+    "magentic": [TASK, *[("message", "agent_run", "manager", None)] * 3,
+                 ("message", "magentic_plan_created", WF, None), ("message", "magentic_progress_ledger_updated", WF, None),
+                 ("speaker_selection", "speaker_selection", WF, "alice"), ("message", "agent_run", "alice", None),
+                 ("message", "agent_run", "manager", None), ("message", "group_chat_response", WF, None),
+                 ("message", "magentic_progress_ledger_updated", WF, None),
+                 ("speaker_selection", "speaker_selection", WF, "bob"), ("message", "agent_run", "bob", None),
+                 ("message", "agent_run", "manager", None), ("message", "agent_run", "manager", None),
+                 ("message", "group_chat_response", WF, None), ("message", "magentic_progress_ledger_updated", WF, None),
+                 ("message", "workflow_output", "magentic_orchestrator", None), END, CLOSE],
 }
 
 
@@ -68,8 +77,29 @@ async def test_same_events_with_and_without_aer1(name: str, collector: AER1Agent
     receipt, contents = check(collector)
     got = rows(receipt)
     assert got[0] == TASK and got[-2:] == [END, CLOSE]
-    if name in EXPECTED:
-        assert got == EXPECTED[name]
+    assert got == EXPECTED[name]
     end = contents[len(got) - 1]
     assert end["final_state"] == "IDLE"
     assert contents[1] == {"input": "plan the launch"}
+
+
+async def test_group_chat_end_says_max_rounds(collector: AER1AgentFrameworkCollector, check: Check) -> None:
+    await events_of("group_chat", collector)
+    receipt, contents = check(collector)
+    end = contents[len(receipt["steps"]) - 1]
+    assert (end["rounds"], end["max_rounds"], end["max_rounds_reached"]) == (3, 3, True)
+    assert end["closing_output_from"] == "group_chat_orchestrator"
+    assert end["reason"] is None and "no structured stop reason" in end["note"]
+    selections = [contents[s["seq"]] for s in receipt["steps"] if s["kind"] == "speaker_selection"]
+    assert selections == [{"round": i, "participant": p} for i, p in enumerate(["alice", "bob", "alice"])]
+
+
+async def test_tool_call_recorded_with_arguments_result_and_call_id(collector: AER1AgentFrameworkCollector,
+                                                                    check: Check) -> None:
+    await events_of("sequential", collector)
+    receipt, contents = check(collector)
+    call = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
+    assert (call["tool"], call["agent"], call["call_id"]) == ("add", "alice", "c1")
+    got = contents[call["seq"]]
+    assert got["arguments"] == {"a": 1, "b": 2} and got["executed"] is True
+    assert got["result"][0]["type"] == "text" or "3" in str(got["result"]), got
