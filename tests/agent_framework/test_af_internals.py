@@ -1,0 +1,40 @@
+"""Canary: every private name of Agent Framework that the collector reads still means what it did."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware
+from agent_framework.orchestrations import GroupChatBuilder, GroupChatState
+
+from aer1.collectors import _af_internals
+from aer1.collectors._af_internals import CALL_ID_METADATA_KEY, function_call_id, max_rounds
+
+from .scripted import Call, ScriptedChatClient
+from .workflows import add
+
+
+class Spy(FunctionMiddleware):
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        self.seen.append(function_call_id(context))
+        await call_next()
+
+
+async def test_function_context_metadata_carries_the_call_id() -> None:
+    spy = Spy()
+    agent = Agent(client=ScriptedChatClient([Call("add", {"a": 1, "b": 1}, "canary-1"), "two"]), name="a",
+                  tools=[add], middleware=[spy])
+    await agent.run("add")
+    assert spy.seen == ["canary-1"], f"got {spy.seen} under metadata[{CALL_ID_METADATA_KEY!r}], want ['canary-1']"
+
+
+def test_group_chat_orchestrator_keeps_its_round_limit() -> None:
+    def first(state: GroupChatState) -> str:
+        return "a"
+
+    workflow = GroupChatBuilder(participants=[Agent(client=ScriptedChatClient([]), name="a")], selection_func=first,
+                                max_rounds=4).build()
+    assert max_rounds(workflow) == 4, f"got {max_rounds(workflow)}, want 4 ({_af_internals.MAX_ROUNDS_ATTRIBUTE})"
