@@ -331,7 +331,9 @@ class AER1AgentFrameworkCollector(Collector):
         except Exception as e:
             count_failure(self, f"agent {name!r} model response", e)
 
-    def _record_call(self, context: FunctionInvocationContext, started: float, error: BaseException | None = None) -> None:
+    def _record_call(
+        self, context: FunctionInvocationContext, started: float, error: BaseException | None = None
+    ) -> None:
         try:
             name = _CURRENT_AGENT.get() or "assistant"
             content: dict[str, Any] = {"arguments": _plain(context.arguments), "executed": True}

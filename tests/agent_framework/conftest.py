@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("agent_framework_orchestrations", reason="needs the agent-framework extra")
 
-from aer1.collectors.agent_framework import AER1AgentFrameworkCollector  # noqa: E402
+from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
-from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere  # noqa: E402
+from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
 
 Checked = tuple[dict[str, Any], dict[int, Any]]
 Check = Callable[[AER1AgentFrameworkCollector], Checked]

@@ -17,7 +17,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_example_handoff_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str], peer_verify_cli: PeerCli,
                                  peer_verify_workflow: PeerWorkflow, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLES))  # the example imports its sibling _outdir
-    spec = importlib.util.spec_from_file_location("agent_framework_handoff_example", EXAMPLES / "agent_framework_handoff.py")
+    path = EXAMPLES / "agent_framework_handoff.py"
+    spec = importlib.util.spec_from_file_location("agent_framework_handoff_example", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

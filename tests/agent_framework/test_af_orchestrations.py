@@ -26,6 +26,7 @@ def rows(receipt: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
 TASK = ("task", "task", WF, None)
 END = ("termination", "workflow_end", WF, None)
 CLOSE = ("close", "close", "aer1", None)
+LEDGER = ("message", "magentic_progress_ledger_updated", WF, None)
 
 
 def selection(name: str) -> list[tuple[str, str, str, str | None]]:
@@ -48,13 +49,13 @@ EXPECTED = {
                 ("message", "workflow_output", "bob", None), ("message", "workflow_output", "bob", None),
                 ("message", "workflow_output", "bob", None), END, CLOSE],
     "magentic": [TASK, *[("message", "agent_run", "manager", None)] * 3,
-                 ("message", "magentic_plan_created", WF, None), ("message", "magentic_progress_ledger_updated", WF, None),
+                 ("message", "magentic_plan_created", WF, None), LEDGER,
                  ("speaker_selection", "speaker_selection", WF, "alice"), ("message", "agent_run", "alice", None),
                  ("message", "agent_run", "manager", None), ("message", "group_chat_response", WF, None),
-                 ("message", "magentic_progress_ledger_updated", WF, None),
+                 LEDGER,
                  ("speaker_selection", "speaker_selection", WF, "bob"), ("message", "agent_run", "bob", None),
                  ("message", "agent_run", "manager", None), ("message", "agent_run", "manager", None),
-                 ("message", "group_chat_response", WF, None), ("message", "magentic_progress_ledger_updated", WF, None),
+                 ("message", "group_chat_response", WF, None), LEDGER,
                  ("message", "workflow_output", "magentic_orchestrator", None), END, CLOSE],
 }
 
