@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CALL_ID_METADATA_KEY", "MAX_ROUNDS_ATTRIBUTE", "function_call_id", "max_rounds"]
+__all__ = [
+    "ACTIVE_RUN_ATTRIBUTE",
+    "CALL_ID_METADATA_KEY",
+    "MAX_ROUNDS_ATTRIBUTE",
+    "active_run",
+    "function_call_id",
+    "max_rounds",
+]
 
 #: Key under which the function-invocation loop puts the model's call id into
 #: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
@@ -17,6 +24,18 @@ CALL_ID_METADATA_KEY = "call_id"
 
 #: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
 MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
+
+#: Attribute of a ``Workflow`` holding a weak reference to the event stream of its current
+#: run; ``workflow.run(stream=False)`` consumes that stream, so its update transforms see
+#: every event of a run that is not streamed to the caller.
+ACTIVE_RUN_ATTRIBUTE = "_active_run"
+
+
+def active_run(workflow: Any) -> Any:
+    """The ``ResponseStream`` of the workflow's current run, or None when it cannot be reached."""
+    ref = getattr(workflow, ACTIVE_RUN_ATTRIBUTE, None)
+    stream = ref() if callable(ref) else None
+    return stream if callable(getattr(stream, "with_update_transform", None)) else None
 
 
 def function_call_id(context: Any) -> str | None:

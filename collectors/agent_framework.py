@@ -52,7 +52,7 @@ from agent_framework import (
 
 from aer1 import Collector
 
-from ._af_internals import function_call_id, max_rounds
+from ._af_internals import active_run, function_call_id, max_rounds
 from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
@@ -85,8 +85,6 @@ STOP_REASON_NOTE = (
 
 #: The agent whose run the current task is in (chat and function middlewares name it as actor).
 _CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer1_af_agent", default=None)
-#: Who answers the requests of the current ``collector.run`` call (``responder=``).
-_RESPONDER: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer1_af_responder", default=None)
 
 
 def workflow_actor(workflow: Workflow) -> str:
@@ -238,6 +236,8 @@ class AER1AgentFrameworkCollector(Collector):
         super().__init__(*args, **kwargs)
         #: request id -> (kind, call id) of requests seen and not answered yet
         self._pending: dict[str, tuple[str, str | None]] = {}
+        #: call id -> who answered its approval request through ``run(responses=..., responder=...)``
+        self._approvers: dict[str, str] = {}
 
     # ----------------------------------------------------------------- agents
 
@@ -301,7 +301,6 @@ class AER1AgentFrameworkCollector(Collector):
     def _observe_approval_responses(self, name: str, messages: list[Message]) -> None:
         """Record each approval response an agent run receives; a denied call as cancelled."""
         try:
-            responder = _RESPONDER.get() or DEFAULT_RESPONDER
             for message in messages:
                 for item in message.contents:
                     call = _call_of(item)
@@ -309,6 +308,7 @@ class AER1AgentFrameworkCollector(Collector):
                         continue
                     approved = bool(item.approved)
                     cid = call.call_id or None
+                    responder = self._approvers.pop(cid, DEFAULT_RESPONDER) if cid else DEFAULT_RESPONDER
                     content = {"request_id": item.id, "function": call.name, "arguments": _plain(call.arguments),
                                "decision": "approved" if approved else "denied", "responder": responder,
                                "for_agent": name}
@@ -365,10 +365,26 @@ class AER1AgentFrameworkCollector(Collector):
         responder: str | None = None,
         **kwargs: Any,
     ) -> WorkflowRunResult:
-        """Run ``workflow`` like ``workflow.run(...)`` and return its result, recording it."""
-        events = [event async for event in self.run_stream(workflow, message, responses=responses,
-                                                              responder=responder, **kwargs)]
-        return WorkflowRunResult([e for e in events if e.type != "status"], [e for e in events if e.type == "status"])
+        """``await workflow.run(...)`` (not streamed, as the caller asked), recording each event as it happens.
+
+        The events are observed on the run's own event stream (see ``_af_internals.active_run``);
+        the result returned is the framework's own.
+        """
+        run = self._start(workflow, message, responses, responder)
+        pending: Awaitable[WorkflowRunResult] = workflow.run(message, responses=responses, **kwargs)
+        stream = active_run(workflow)
+        if stream is not None:
+            stream.with_update_transform(run.observer(self))
+        try:
+            result = await pending
+        except BaseException as e:
+            self._record_abort(run, e)
+            raise
+        if stream is None:  # a release without the private handle: record the events afterwards
+            for event in [*result.status_timeline(), *result]:
+                self._observe_event(run, event)
+        self._record_end(run)
+        return result
 
     async def run_stream(
         self,
@@ -379,42 +395,50 @@ class AER1AgentFrameworkCollector(Collector):
         responder: str | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[WorkflowEvent[Any]]:
-        """Yield every event of ``workflow.run(..., stream=True)`` unchanged, recording it.
+        """Yield every event of ``workflow.run(..., stream=True)`` unchanged, each recorded before it is yielded.
 
         ``responses`` answers pending ``request_info`` requests (as ``workflow.run`` takes
         them); ``responder`` names who answered (default :data:`DEFAULT_RESPONDER`).
         """
+        run = self._start(workflow, message, responses, responder)
+        stream = workflow.run(message, stream=True, responses=responses, **kwargs)
+        stream.with_update_transform(run.observer(self))
+        try:
+            async for event in stream:
+                yield event
+        except BaseException as e:
+            self._record_abort(run, e)
+            raise
+        self._record_end(run)
+
+    def _start(
+        self, workflow: Workflow, message: Any, responses: Mapping[str, Any] | None, responder: str | None
+    ) -> _Run:
+        """Observe the workflow's agents; record the task and the responses the run starts with."""
         actor = workflow_actor(workflow)
         try:
             self._observe_workflow(workflow)
             self.register_agent(actor, type=type(workflow).__name__)
         except Exception as e:
             count_failure(self, f"workflow {actor!r}", e)
-        token = _RESPONDER.set(responder)
-        try:
-            if message is not None:
-                self.safe_record("task", {"input": _plain(message)}, agent=actor, kind="task")
-            if responses:
-                self._record_responses(responses, responder or DEFAULT_RESPONDER)
-            run = _Run(actor, max_rounds(workflow))
-            stream = workflow.run(message, stream=True, responses=responses, **kwargs)
-            try:
-                async for event in stream:
-                    self._observe_event(run, event)
-                    yield event
-            except BaseException as e:
-                self.safe_record("workflow_end", {"error": error_info(e)}, agent=actor, kind="termination",
-                                 status=failure_status(e))
-                raise
-            self._record_end(run)
-        finally:
-            _RESPONDER.reset(token)
+        if message is not None:
+            self.safe_record("task", {"input": _plain(message)}, agent=actor, kind="task")
+        if responses:
+            self._record_responses(responses, responder or DEFAULT_RESPONDER)
+        return _Run(actor, max_rounds(workflow))
+
+    def _record_abort(self, run: _Run, exc: BaseException) -> None:
+        """The ``termination`` step of a run that raised (status ``error`` or ``cancelled``)."""
+        self.safe_record("workflow_end", {"error": error_info(exc), "final_state": _state(run.state)},
+                         agent=run.actor, kind="termination", status=failure_status(exc))
 
     def _record_responses(self, responses: Mapping[str, Any], responder: str) -> None:
         for request_id, response in responses.items():
             kind, call_id = self._pending.pop(str(request_id), ("human_input", None))
             if kind == "approval":
-                continue  # the agent run that receives it records the decision (with the call id)
+                if call_id is not None:  # the agent run that receives it records the decision and this responder
+                    self._approvers[call_id] = responder
+                continue
             self.safe_record("request_info_response", {"request_id": str(request_id), "response": _plain(response)},
                              agent=responder, kind="human_input", call_id=call_id)
 
@@ -424,7 +448,7 @@ class AER1AgentFrameworkCollector(Collector):
         if state == WorkflowRunState.IDLE_WITH_PENDING_REQUESTS:
             return  # paused: the run goes on when the responses come
         content: dict[str, Any] = {
-            "final_state": state.value if state is not None else None,
+            "final_state": _state(state),
             "rounds": run.rounds,
             "max_rounds": run.max_rounds,
             "max_rounds_reached": run.max_rounds is not None and run.rounds >= run.max_rounds,
@@ -512,6 +536,18 @@ class _Run:
         self.rounds = 0
         self.state: WorkflowRunState | None = None
         self.last_output_from: str | None = None
+
+    def observer(self, collector: AER1AgentFrameworkCollector) -> Callable[[WorkflowEvent[Any]], None]:
+        """An update transform for the run's event stream: records each event, changes none."""
+
+        def observe(event: WorkflowEvent[Any]) -> None:
+            collector._observe_event(self, event)
+
+        return observe
+
+
+def _state(state: WorkflowRunState | None) -> str | None:
+    return state.value if state is not None else None
 
 
 def _data_of(data: Any) -> Any:

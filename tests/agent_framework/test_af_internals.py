@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware
-from agent_framework.orchestrations import GroupChatBuilder, GroupChatState
+from agent_framework.orchestrations import GroupChatBuilder, GroupChatState, SequentialBuilder
 
 from aer1.collectors import _af_internals
-from aer1.collectors._af_internals import CALL_ID_METADATA_KEY, function_call_id, max_rounds
+from aer1.collectors._af_internals import CALL_ID_METADATA_KEY, active_run, function_call_id, max_rounds
 
 from .scripted import Call, ScriptedChatClient
 from .workflows import add
@@ -38,3 +38,14 @@ def test_group_chat_orchestrator_keeps_its_round_limit() -> None:
     workflow = GroupChatBuilder(participants=[Agent(client=ScriptedChatClient([]), name="a")], selection_func=first,
                                 max_rounds=4).build()
     assert max_rounds(workflow) == 4, f"got {max_rounds(workflow)}, want 4 ({_af_internals.MAX_ROUNDS_ATTRIBUTE})"
+
+
+async def test_workflow_keeps_the_stream_of_a_run_not_streamed() -> None:
+    workflow = SequentialBuilder(participants=[Agent(client=ScriptedChatClient(["hi"]), name="a")]).build()
+    pending = workflow.run("go")
+    stream = active_run(workflow)
+    assert stream is not None, f"got no stream under {_af_internals.ACTIVE_RUN_ATTRIBUTE!r}, want the run's"
+    seen: list[str] = []
+    stream.with_update_transform(lambda event: seen.append(event.type))
+    result = await pending
+    assert "output" in seen and len(seen) >= len(list(result)), f"got {seen}, want every event of the run"

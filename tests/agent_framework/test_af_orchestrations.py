@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agent_framework import Agent, WorkflowRunResult
+from agent_framework.orchestrations import SequentialBuilder
 
 from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
 from .conftest import Check
+from .scripted import ScriptedChatClient
 from .workflows import ORCHESTRATIONS, signature
 
 WF = "workflow"
@@ -104,3 +107,40 @@ async def test_tool_call_recorded_with_arguments_result_and_call_id(collector: A
     got = contents[call["seq"]]
     assert got["arguments"] == {"a": 1, "b": 2} and got["executed"] is True
     assert got["result"][0]["type"] == "text" or "3" in str(got["result"]), got
+
+
+def outputs(result: WorkflowRunResult) -> list[Any]:
+    return [signature(e) for e in result] + [result.get_final_state()]
+
+
+@pytest.mark.parametrize("name", sorted(ORCHESTRATIONS))
+async def test_run_returns_the_frameworks_own_result(name: str, collector: AER1AgentFrameworkCollector,
+                                                     check: Check) -> None:
+    plain_workflow, _ = ORCHESTRATIONS[name]()
+    plain = await plain_workflow.run("plan the launch", include_status_events=True)
+    workflow, agents = ORCHESTRATIONS[name]()
+    for agent in agents:
+        collector.observe(agent)
+    observed = await collector.run(workflow, "plan the launch", include_status_events=True)
+    assert type(observed) is type(plain)
+    assert outputs(observed) == outputs(plain)
+    assert [signature(e) for e in observed.status_timeline()] == [signature(e) for e in plain.status_timeline()]
+    receipt, _ = check(collector)
+    streamed = [r for r in EXPECTED[name] if r[1] != "workflow_output"]
+    got = rows(receipt)
+    assert [r for r in got if r[1] != "workflow_output"] == streamed
+    assert [r[2] for r in got if r[1] == "workflow_output"] == [e.executor_id for e in plain if e.type == "output"]
+
+
+async def test_executor_failure_recorded_and_raised(collector: AER1AgentFrameworkCollector, check: Check) -> None:
+    workflow = SequentialBuilder(participants=[Agent(client=ScriptedChatClient([]), name="mute")]).build()
+    with pytest.raises(AssertionError, match="script exhausted") as raised:
+        async for _ in collector.run_stream(workflow, "speak"):
+            pass
+    receipt, contents = check(collector)
+    assert receipt["status"] == "error"
+    assert rows(receipt) == [TASK, ("error", "executor_failed", "mute", None), ("error", "workflow_failed", WF, None),
+                             END, CLOSE]
+    assert contents[2]["error"]["type"] == "AssertionError"
+    end = receipt["steps"][3]
+    assert end["status"] == "error" and contents[4]["error"]["message"] == str(raised.value)
