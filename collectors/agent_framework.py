@@ -26,6 +26,7 @@ outputs and the final status. ``spec/agent-framework.md`` says what is observed 
 from __future__ import annotations
 
 import contextvars
+import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -57,8 +58,11 @@ from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
     "DEFAULT_RESPONDER",
+    "MAX_DEPTH",
+    "MAX_ITEMS",
     "MAX_LISTED_MESSAGES",
     "MAX_TEXT_CHARS",
+    "OMITTED_KEY",
     "STOP_REASON_NOTE",
     "WORKFLOW_ACTOR_PREFIX",
     "AER1AgentFrameworkCollector",
@@ -74,6 +78,12 @@ DEFAULT_RESPONDER = "user"
 MAX_TEXT_CHARS = 16_000
 #: Most messages listed per step; older ones are counted, not listed.
 MAX_LISTED_MESSAGES = 64
+#: Most items kept per list or mapping of untrusted data (arguments, results, request payloads).
+MAX_ITEMS = 256
+#: Deepest nesting kept of untrusted data; deeper values are kept as bounded text.
+MAX_DEPTH = 12
+#: Key that counts the entries of a mapping left out past :data:`MAX_ITEMS`.
+OMITTED_KEY = "(omitted entries)"
 #: Workflow states that end a run (a paused run waits for responses: not an end).
 _FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
 
@@ -95,47 +105,68 @@ def workflow_actor(workflow: Workflow) -> str:
 
 def _text(value: Any) -> str:
     """``value`` as text, cut to :data:`MAX_TEXT_CHARS` (the cut is said)."""
-    text = value if isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = repr(value)
+        except Exception as e:  # an object whose repr raises: say so instead
+            text = f"<{type(value).__name__}: repr failed with {type(e).__name__}>"
     if len(text) > MAX_TEXT_CHARS:
         return f"{text[:MAX_TEXT_CHARS]}... [{len(text) - MAX_TEXT_CHARS} more characters]"
     return text
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready ``value``: mappings and sequences kept (bounded), anything else as bounded text."""
+def _plain(value: Any, depth: int = 0) -> Any:
+    """JSON-ready ``value``, bounded: :data:`MAX_ITEMS` items per container, :data:`MAX_DEPTH` levels.
+
+    Mappings and sequences are kept (what is left out is counted), framework contents and
+    messages by their members, pydantic models by their fields, anything else as bounded text.
+    """
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
         return _text(value)
+    if depth >= MAX_DEPTH:
+        return _text(value)
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in list(value.items())[:MAX_LISTED_MESSAGES]}
+        out = {str(k): _plain(v, depth + 1) for k, v in itertools.islice(value.items(), MAX_ITEMS)}
+        if len(value) > MAX_ITEMS:
+            out[OMITTED_KEY] = len(value) - MAX_ITEMS
+        return out
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value[:MAX_LISTED_MESSAGES]]
+        items = [_plain(v, depth + 1) for v in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"... [{len(value) - MAX_ITEMS} more items]")
+        return items
     if isinstance(value, Content):
-        return _content(value)
+        return _content(value, depth + 1)
     if isinstance(value, Message):
-        return _message(value)
+        return _message(value, depth + 1)
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return _plain(dump())
+        try:
+            return _plain(dump(), depth + 1)
+        except Exception:  # a model that cannot dump itself: its text instead
+            return _text(value)
     return _text(value)
 
 
-def _content(item: Content) -> dict[str, Any]:
+def _content(item: Content, depth: int = 0) -> dict[str, Any]:
     """The parts of one content item a reader needs: its type and the members of that type."""
     out: dict[str, Any] = {"type": item.type}
     for name in ("text", "call_id", "name", "arguments", "result", "exception", "approved", "id"):
         value = getattr(item, name, None)
         if value is not None:
-            out[name] = _plain(value)
+            out[name] = _plain(value, depth + 1)
     call = getattr(item, "function_call", None)
     if isinstance(call, Content):
-        out["function_call"] = _content(call)
+        out["function_call"] = _content(call, depth + 1)
     return out
 
 
-def _message(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": str(message.role), "contents": [_content(c) for c in message.contents]}
+def _message(message: Message, depth: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": str(message.role), "contents": _plain(list(message.contents), depth)}
     if message.author_name:
         out["author_name"] = message.author_name
     return out
@@ -271,7 +302,7 @@ class AER1AgentFrameworkCollector(Collector):
             out: dict[str, Any] = {"input": _messages(messages_in)}
             if isinstance(response, AgentResponse):
                 out["response"] = _messages(response.messages)
-                out["user_input_requests"] = [_content(r) for r in response.user_input_requests]
+                out["user_input_requests"] = _plain(list(response.user_input_requests))
                 out["finish_reason"] = _plain(response.finish_reason)
                 for request in response.user_input_requests:
                     self._record_approval_request(name, request)
@@ -559,7 +590,7 @@ def _data_of(data: Any) -> Any:
         return _messages(messages)
     contents = getattr(data, "contents", None)
     if isinstance(contents, list):
-        return {"author_name": getattr(data, "author_name", None), "contents": [_content(c) for c in contents]}
+        return {"author_name": getattr(data, "author_name", None), "contents": _plain(list(contents))}
     return data
 
 
