@@ -13,9 +13,11 @@ __all__ = [
     "ACTIVE_RUN_ATTRIBUTE",
     "CALL_ID_METADATA_KEY",
     "MAX_ROUNDS_ATTRIBUTE",
+    "STREAM_ERROR_ATTRIBUTE",
     "active_run",
     "function_call_id",
     "max_rounds",
+    "stream_error",
 ]
 
 #: Key under which the function-invocation loop puts the model's call id into
@@ -52,3 +54,15 @@ def max_rounds(workflow: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
+
+
+#: Attribute of a ``ResponseStream`` holding the exception that ended it while its cleanup
+#: hooks run (None on a normal end); cleanup hooks take no arguments, so it is the only way
+#: a hook can tell a failed stream from a finished one.
+STREAM_ERROR_ATTRIBUTE = "_stream_error"
+
+
+def stream_error(stream: Any) -> BaseException | None:
+    """The exception that ended ``stream``, read from inside one of its cleanup hooks; None otherwise."""
+    value = getattr(stream, STREAM_ERROR_ATTRIBUTE, None)
+    return value if isinstance(value, BaseException) else None

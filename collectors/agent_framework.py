@@ -53,7 +53,7 @@ from agent_framework import (
 
 from aer1 import Collector
 
-from ._af_internals import active_run, function_call_id, max_rounds
+from ._af_internals import active_run, function_call_id, max_rounds, stream_error
 from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
@@ -206,12 +206,20 @@ class _AgentRecorder(AgentMiddleware):
             raise
         result = context.result
         if isinstance(result, ResponseStream):
+            stream = result
 
             def on_final(response: AgentResponse[Any]) -> None:
                 _CURRENT_AGENT.set(outer)
                 c._record_turn(name, messages_in, response, started)
 
+            def on_cleanup() -> None:  # runs when the stream ends; a failed stream gets no final response
+                error = stream_error(stream)
+                if error is not None:
+                    _CURRENT_AGENT.set(outer)
+                    c._record_turn_error(name, messages_in, started, error)
+
             context.stream_result_hooks.append(on_final)
+            context.stream_cleanup_hooks.append(on_cleanup)
         else:
             _CURRENT_AGENT.set(outer)
             c._record_turn(name, messages_in, result, started)

@@ -90,10 +90,16 @@ async def test_call_blocked_by_outer_middleware_is_proposed_not_executed(
     assert not any(k == "tool_call" for k, _, _ in kinds), kinds
 
 
-async def test_agent_failure_recorded_and_raised(collector: AER1AgentFrameworkCollector, check: Check) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+async def test_agent_failure_recorded_and_raised(stream: bool, collector: AER1AgentFrameworkCollector,
+                                                 check: Check) -> None:
     agent = collector.observe(Agent(client=ScriptedChatClient([]), name="empty"))
     with pytest.raises(AssertionError, match="script exhausted"):
-        await agent.run("hello")
+        if stream:
+            async for _ in agent.run("hello", stream=True):
+                pass
+        else:
+            await agent.run("hello")
     receipt, contents = check(collector)
     failure = receipt["steps"][0]
     assert (failure["kind"], failure["agent"], failure["status"]) == ("error", "empty", "error")

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware
+import pytest
+from agent_framework import Agent, FunctionInvocationContext, FunctionMiddleware, Message
 from agent_framework.orchestrations import GroupChatBuilder, GroupChatState, SequentialBuilder
 
 from aer1.collectors import _af_internals
-from aer1.collectors._af_internals import CALL_ID_METADATA_KEY, active_run, function_call_id, max_rounds
+from aer1.collectors._af_internals import (
+    CALL_ID_METADATA_KEY,
+    active_run,
+    function_call_id,
+    max_rounds,
+    stream_error,
+)
 
 from .scripted import Call, ScriptedChatClient
 from .workflows import add
@@ -49,3 +56,13 @@ async def test_workflow_keeps_the_stream_of_a_run_not_streamed() -> None:
     stream.with_update_transform(lambda event: seen.append(event.type))
     result = await pending
     assert "output" in seen and len(seen) >= len(list(result)), f"got {seen}, want every event of the run"
+
+
+async def test_a_failed_stream_shows_its_error_to_cleanup_hooks() -> None:
+    stream = ScriptedChatClient([]).get_response([Message(role="user", contents=["hi"])], stream=True)
+    seen: list[BaseException | None] = []
+    stream.with_cleanup_hook(lambda: seen.append(stream_error(stream)))
+    with pytest.raises(AssertionError, match="script exhausted") as raised:
+        async for _ in stream:
+            pass
+    assert seen == [raised.value], f"got {seen} under {_af_internals.STREAM_ERROR_ATTRIBUTE!r}, want the error"

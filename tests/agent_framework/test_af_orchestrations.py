@@ -156,8 +156,11 @@ async def test_executor_failure_recorded_and_raised(collector: AER1AgentFramewor
             pass
     receipt, contents = check(collector)
     assert receipt["status"] == "error"
-    assert_same_steps(rows(receipt), [TASK, ("error", "executor_failed", "mute", None),
+    assert_same_steps(rows(receipt), [TASK, ("error", "agent_run", "mute", None),
+                                      ("error", "executor_failed", "mute", None),
                                       ("error", "workflow_failed", WF, None), END, CLOSE])
-    assert contents[2]["error"]["type"] == "AssertionError"
-    end = receipt["steps"][3]
-    assert end["status"] == "error" and contents[4]["error"]["message"] == str(raised.value)
+    by_tool = {s["tool"]: contents[s["seq"]] for s in receipt["steps"]}
+    assert by_tool["agent_run"]["error"]["message"] == str(raised.value)  # the streamed run's own failure
+    assert by_tool["executor_failed"]["error"]["type"] == "AssertionError"
+    end = receipt["steps"][-2]
+    assert end["status"] == "error" and by_tool["workflow_end"]["error"]["message"] == str(raised.value)
