@@ -31,25 +31,31 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from agent_framework import (
-    AgentContext,
-    AgentExecutor,
-    AgentMiddleware,
-    AgentResponse,
-    ChatContext,
-    ChatMiddleware,
-    ChatResponse,
-    Content,
-    FunctionInvocationContext,
-    FunctionMiddleware,
-    Message,
-    ResponseStream,
-    SupportsAgentRun,
-    Workflow,
-    WorkflowEvent,
-    WorkflowRunResult,
-    WorkflowRunState,
-)
+try:
+    from agent_framework import (
+        AgentContext,
+        AgentExecutor,
+        AgentMiddleware,
+        AgentResponse,
+        ChatContext,
+        ChatMiddleware,
+        ChatResponse,
+        Content,
+        FunctionInvocationContext,
+        FunctionMiddleware,
+        Message,
+        ResponseStream,
+        SupportsAgentRun,
+        Workflow,
+        WorkflowEvent,
+        WorkflowRunResult,
+        WorkflowRunState,
+    )
+except ImportError as e:  # the extra is not installed: say how to install it
+    raise ImportError(
+        f"aer1.collectors.agent_framework needs Microsoft Agent Framework: got {e}, want it installed with "
+        "pip install 'aer1[agent-framework]'"
+    ) from e
 
 from aer1 import Collector
 

@@ -23,3 +23,15 @@ print("ok")
 def test_aer1_imports_without_agent_framework() -> None:
     done = subprocess.run([sys.executable, "-c", BLOCK], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
+
+
+def test_collector_without_the_extra_says_how_to_install_it() -> None:
+    code = BLOCK.replace('print("ok")', """
+try:
+    import aer1.collectors.agent_framework
+except ImportError as e:
+    print(e)
+""")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "pip install 'aer1[agent-framework]'" in done.stdout, done.stdout
