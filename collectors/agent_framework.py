@@ -29,7 +29,7 @@ import contextvars
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     from agent_framework import (
@@ -269,6 +269,9 @@ class _FunctionRecorder(FunctionMiddleware):
         c._record_call(context, started)
 
 
+_AgentT = TypeVar("_AgentT", bound=SupportsAgentRun)
+
+
 def _agent_name(agent: Any) -> str:
     name = getattr(agent, "name", None) or getattr(agent, "id", None)
     return str(name) if name else type(agent).__name__
@@ -290,7 +293,7 @@ class AER1AgentFrameworkCollector(Collector):
         """The three recorders, in the order to install them (last: innermost)."""
         return [_AgentRecorder(self), _ChatRecorder(self), _FunctionRecorder(self)]
 
-    def observe(self, agent: SupportsAgentRun) -> SupportsAgentRun:
+    def observe(self, agent: _AgentT) -> _AgentT:
         """Append this collector's middlewares to ``agent.middleware`` (once) and return the agent.
 
         Appended last, our function middleware is the innermost one: it sees a call only
