@@ -104,9 +104,14 @@ _CURRENT_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("aer
 
 
 def workflow_actor(workflow: Workflow) -> str:
-    """The actor of a workflow's own steps: ``workflow:<name>`` (or its id when unnamed)."""
-    name = getattr(workflow, "name", None) or getattr(workflow, "id", None) or "workflow"
-    return f"{WORKFLOW_ACTOR_PREFIX}{name}"
+    """The actor of a workflow's own steps: ``workflow:<name>/<id>``, one per workflow instance.
+
+    Two workflows from the same builder share a name, never an id; a run resumed with
+    ``responses=`` runs on the same instance, so it keeps its actor.
+    """
+    name = getattr(workflow, "name", None) or "workflow"
+    wid = getattr(workflow, "id", None)
+    return f"{WORKFLOW_ACTOR_PREFIX}{name}/{wid}" if wid else f"{WORKFLOW_ACTOR_PREFIX}{name}"
 
 
 def _text(value: Any) -> str:

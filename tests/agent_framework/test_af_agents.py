@@ -123,12 +123,13 @@ async def test_workflow_request_info_approval_resumed(collector: AER1AgentFramew
     reply = {requests[0].request_id: requests[0].data.to_function_approval_response(True)}
     await collector.run(workflow, responses=reply, responder="ops-lead")
     receipt, contents = check(collector)
+    actor = f"workflow:Sequential/{workflow.id}"
     got = [(s["kind"], s["tool"], s["agent"], s.get("call_id")) for s in receipt["steps"]]
     assert [g for g in got if g[0] in ("approval", "tool_call", "termination")] == [
         ("approval", "approve:transfer", "teller", "w1"),
         ("approval", "approve:transfer", "ops-lead", "w1"),
         ("tool_call", "transfer", "teller", "w1"),
-        ("termination", "workflow_end", "workflow:Sequential", None),
+        ("termination", "workflow_end", actor, None),
     ], got
     response = next(s for s in receipt["steps"] if s["agent"] == "ops-lead")
     assert contents[response["seq"]]["decision"] == "approved"

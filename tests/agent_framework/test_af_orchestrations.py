@@ -164,3 +164,18 @@ async def test_executor_failure_recorded_and_raised(collector: AER1AgentFramewor
     assert by_tool["executor_failed"]["error"]["type"] == "AssertionError"
     end = receipt["steps"][-2]
     assert end["status"] == "error" and by_tool["workflow_end"]["error"]["message"] == str(raised.value)
+
+
+async def test_two_workflows_share_a_collector_with_their_own_actors(collector: AER1AgentFrameworkCollector,
+                                                                     check: Check) -> None:
+    first, _ = ORCHESTRATIONS["concurrent"]()
+    second, _ = ORCHESTRATIONS["concurrent"]()
+    await collector.run(first, "one")
+    await collector.run(second, "two")
+    receipt, contents = check(collector)
+    tasks = [(s["agent"], contents[s["seq"]]["input"]) for s in receipt["steps"] if s["kind"] == "task"]
+    assert tasks == [(f"workflow:Concurrent/{first.id}", "one"), (f"workflow:Concurrent/{second.id}", "two")]
+    ends = [s["agent"] for s in receipt["steps"] if s["kind"] == "termination"]
+    assert ends == [tasks[0][0], tasks[1][0]]
+    listed = {a["name"]: a["type"] for a in receipt["agents"]}
+    assert listed[tasks[0][0]] == listed[tasks[1][0]] == "Workflow"
