@@ -75,8 +75,8 @@ __all__ = [
     "workflow_actor",
 ]
 
-#: Prefix of the ``agent`` of workflow-level steps (task, speaker selection, status). Agent
-#: Framework executor ids and agent names never start with it by our convention of naming.
+#: Prefix of the ``agent`` of workflow-level steps (task, speaker selection, end). ``observe``
+#: refuses an agent whose name starts with it, so no agent's steps read as a workflow's.
 WORKFLOW_ACTOR_PREFIX = "workflow:"
 #: The ``agent`` of a response to a ``request_info`` request when the caller names nobody.
 DEFAULT_RESPONDER = "user"
@@ -304,6 +304,10 @@ class AER1AgentFrameworkCollector(Collector):
         Appended last, our function middleware is the innermost one: it sees a call only
         if every middleware before it let the call through, with the arguments it ran with.
         """
+        name = _agent_name(agent)
+        if name.startswith(WORKFLOW_ACTOR_PREFIX):
+            raise ValueError(f"agent name {name!r} starts with {WORKFLOW_ACTOR_PREFIX!r}: got a workflow actor's "
+                             "name, want another name (it would read as a workflow's steps)")
         current = list(getattr(agent, "middleware", None) or [])
         if any(getattr(m, "collector", None) is self for m in current):
             return agent
@@ -312,7 +316,6 @@ class AER1AgentFrameworkCollector(Collector):
         except AttributeError as e:
             raise TypeError(f"{type(agent).__name__} takes no middleware: got an agent without a middleware list, "
                             "want an agent_framework Agent") from e
-        name = _agent_name(agent)
         try:
             self.register_agent(name, type=type(agent).__name__, description=getattr(agent, "description", None))
         except ValueError as e:  # a second agent with the same name: its steps still carry the name

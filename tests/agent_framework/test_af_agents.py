@@ -106,6 +106,11 @@ async def test_agent_failure_recorded_and_raised(stream: bool, collector: AER1Ag
     assert "script exhausted" in contents[1]["error"]["message"]
 
 
+def test_agent_named_like_a_workflow_is_refused(collector: AER1AgentFrameworkCollector) -> None:
+    with pytest.raises(ValueError, match="starts with 'workflow:'"):
+        collector.observe(Agent(client=ScriptedChatClient([]), name="workflow:Sequential"))
+
+
 def test_observe_is_idempotent(collector: AER1AgentFrameworkCollector) -> None:
     agent = Agent(client=ScriptedChatClient([]), name="once")
     collector.observe(agent)
