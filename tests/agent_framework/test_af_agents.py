@@ -118,26 +118,30 @@ def test_observe_is_idempotent(collector: AER1AgentFrameworkCollector) -> None:
     assert len(agent.middleware or []) == 3
 
 
-async def test_workflow_request_info_approval_resumed(collector: AER1AgentFrameworkCollector, check: Check) -> None:
+@pytest.mark.parametrize("approved", [True, False])
+async def test_workflow_request_info_approval_resumed(approved: bool, collector: AER1AgentFrameworkCollector,
+                                                      check: Check) -> None:
     teller = Agent(client=ScriptedChatClient([Call("transfer", {"amount": 9}, "w1"), "sent"]), name="teller",
                    tools=[transfer])
     workflow = SequentialBuilder(participants=[teller]).build()
     first = await collector.run(workflow, "move 9")
     requests = first.get_request_info_events()
     assert len(requests) == 1
-    reply = {requests[0].request_id: requests[0].data.to_function_approval_response(True)}
+    reply = {requests[0].request_id: requests[0].data.to_function_approval_response(approved)}
     await collector.run(workflow, responses=reply, responder="ops-lead")
     receipt, contents = check(collector)
     actor = f"workflow:Sequential/{workflow.id}"
-    got = [(s["kind"], s["tool"], s["agent"], s.get("call_id")) for s in receipt["steps"]]
+    got = [(s["kind"], s["tool"], s["agent"], s.get("call_id"), s["status"]) for s in receipt["steps"]]
     assert [g for g in got if g[0] in ("approval", "tool_call", "termination")] == [
-        ("approval", "approve:transfer", "teller", "w1"),
-        ("approval", "approve:transfer", "ops-lead", "w1"),
-        ("tool_call", "transfer", "teller", "w1"),
-        ("termination", "workflow_end", actor, None),
+        ("approval", "approve:transfer", "teller", "w1", "ok"),
+        ("approval", "approve:transfer", "ops-lead", "w1", "ok"),
+        ("tool_call", "transfer", "teller", "w1", "ok" if approved else "cancelled"),
+        ("termination", "workflow_end", actor, None, "ok"),
     ], got
     response = next(s for s in receipt["steps"] if s["agent"] == "ops-lead")
-    assert contents[response["seq"]]["decision"] == "approved"
+    assert contents[response["seq"]]["decision"] == ("approved" if approved else "denied")
+    call = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
+    assert contents[call["seq"]]["executed"] is approved
 
 
 async def test_human_input_request_and_response(collector: AER1AgentFrameworkCollector, check: Check) -> None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from agent_framework import Agent, WorkflowRunResult
-from agent_framework.orchestrations import SequentialBuilder
+from agent_framework.orchestrations import GroupChatBuilder, SequentialBuilder
 
 from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
 from .conftest import Check
 from .scripted import ScriptedChatClient
-from .workflows import ORCHESTRATIONS, signature
+from .workflows import ORCHESTRATIONS, agent, signature
 
 WF = "workflow"
 
@@ -179,3 +180,28 @@ async def test_two_workflows_share_a_collector_with_their_own_actors(collector: 
     assert ends == [tasks[0][0], tasks[1][0]]
     listed = {a["name"]: a["type"] for a in receipt["agents"]}
     assert listed[tasks[0][0]] == listed[tasks[1][0]] == "Workflow"
+
+
+def decision(terminate: bool, reason: str, speaker: str | None, final: str | None) -> str:
+    return json.dumps({"terminate": terminate, "reason": reason, "next_speaker": speaker, "final_message": final})
+
+
+async def test_group_chat_orchestrator_agent_decisions_recorded(collector: AER1AgentFrameworkCollector,
+                                                                check: Check) -> None:
+    boss = collector.observe(agent("boss", [decision(False, "alice first", "alice", None),
+                                            decision(False, "bob next", "bob", None),
+                                            decision(True, "both spoke", None, "all settled")]))
+    workflow = GroupChatBuilder(participants=[agent("alice", ["a1"]), agent("bob", ["b1"])],
+                                orchestrator_agent=boss).build()
+    await collector.run(workflow, "settle it")
+    receipt, contents = check(collector)
+    got = rows(receipt)
+    boss_turn = ("message", "agent_run", "boss", None)
+    assert_same_steps(got, [TASK, boss_turn, *selection("alice")[:2], boss_turn, selection("alice")[2],
+                            *selection("bob")[:2], boss_turn, selection("bob")[2],
+                            ("message", "workflow_output", "boss", None), END, CLOSE])
+    reasons = [contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
+               for s in receipt["steps"] if s["agent"] == "boss" and s["tool"] == "agent_run"]
+    assert [json.loads(r)["reason"] for r in reasons] == ["alice first", "bob next", "both spoke"]
+    end = contents[len(got) - 1]
+    assert (end["final_state"], end["rounds"], end["closing_output_from"]) == ("IDLE", 2, "boss")
