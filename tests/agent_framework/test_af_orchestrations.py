@@ -85,8 +85,8 @@ async def events_of(name: str, collector: AER1AgentFrameworkCollector | None) ->
     workflow, agents = ORCHESTRATIONS[name]()
     if collector is None:
         return [signature(e) async for e in workflow.run("plan the launch", stream=True)]
-    for agent in agents:  # the Magentic manager is no executor: observed by hand
-        collector.observe(agent)
+    for member in agents:  # the Magentic manager is no executor: observed by hand
+        collector.observe(member)
     return [signature(e) async for e in collector.run_stream(workflow, "plan the launch")]
 
 
@@ -137,8 +137,8 @@ async def test_run_returns_the_frameworks_own_result(name: str, collector: AER1A
     plain_workflow, _ = ORCHESTRATIONS[name]()
     plain = await plain_workflow.run("plan the launch", include_status_events=True)
     workflow, agents = ORCHESTRATIONS[name]()
-    for agent in agents:
-        collector.observe(agent)
+    for member in agents:
+        collector.observe(member)
     observed = await collector.run(workflow, "plan the launch", include_status_events=True)
     assert type(observed) is type(plain)
     assert outputs(observed) == outputs(plain)
