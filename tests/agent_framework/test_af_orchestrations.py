@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -205,3 +206,16 @@ async def test_group_chat_orchestrator_agent_decisions_recorded(collector: AER1A
     assert [json.loads(r)["reason"] for r in reasons] == ["alice first", "bob next", "both spoke"]
     end = contents[len(got) - 1]
     assert (end["final_state"], end["rounds"], end["closing_output_from"]) == ("IDLE", 2, "boss")
+
+
+async def test_caller_who_stops_reading_gets_a_cancelled_end(collector: AER1AgentFrameworkCollector,
+                                                             check: Check) -> None:
+    workflow, _ = ORCHESTRATIONS["sequential"]()
+    async with contextlib.aclosing(collector.run_stream(workflow, "plan the launch")) as events:
+        async for event in events:
+            if event.type == "executor_invoked":
+                break
+    receipt, contents = check(collector)
+    end = receipt["steps"][-2]
+    assert (end["kind"], end["status"]) == ("termination", "cancelled")
+    assert contents[end["seq"]]["error"]["type"] == "GeneratorExit"
