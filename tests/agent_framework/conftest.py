@@ -1,4 +1,4 @@
-"""Fixtures for the Agent Framework collector tests: skip without the extra, three-way receipt checks."""
+"""Fixtures for the Agent Framework collector tests: not collected without the extra, three-way receipt checks."""
 
 from __future__ import annotations
 
