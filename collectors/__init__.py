@@ -7,7 +7,8 @@ Nothing here imports an agent framework until a name is used:
 * ``observe_tools``, ``observe_code_executor``, ``observe_approval``,
   ``AER1InterventionHandler``, ``was_call_recorded``: autogen-core
   (``aer1.collectors.autogen_core``);
-* ``attach_legacy_hooks``, ``observe_groupchat``: pyautogen 0.2 (``aer1.collectors.legacy``).
+* ``attach_legacy_hooks``, ``observe_groupchat``: pyautogen 0.2 (``aer1.collectors.legacy``);
+* ``AER1AgentFrameworkCollector``: Microsoft Agent Framework (``aer1.collectors.agent_framework``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._collector import AER1AutoGenCollector
+    from .agent_framework import AER1AgentFrameworkCollector
     from .agentchat import AER1AgentWrapper
     from .autogen_core import (
         AER1InterventionHandler,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 #: Public name -> the submodule defining it (imported on first use).
 _EXPORTS = {
     "AER1AutoGenCollector": "._collector",
+    "AER1AgentFrameworkCollector": ".agent_framework",
     "AER1AgentWrapper": ".agentchat",
     "observe_tools": ".autogen_core",
     "observe_code_executor": ".autogen_core",
@@ -42,6 +45,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AER1AgentFrameworkCollector",
     "AER1AgentWrapper",
     "AER1AutoGenCollector",
     "AER1InterventionHandler",

@@ -1,0 +1,68 @@
+"""Every name of Microsoft Agent Framework that the collector reads and the framework does not document.
+
+One module, so that a release that renames one of them breaks one canary test
+(``tests/agent_framework/test_af_internals.py``) instead of silently emptying receipts.
+Tested with ``agent-framework-core`` 1.23 and ``agent-framework-orchestrations`` 1.4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ACTIVE_RUN_ATTRIBUTE",
+    "CALL_ID_METADATA_KEY",
+    "MAX_ROUNDS_ATTRIBUTE",
+    "STREAM_ERROR_ATTRIBUTE",
+    "active_run",
+    "function_call_id",
+    "max_rounds",
+    "stream_error",
+]
+
+#: Key under which the function-invocation loop puts the model's call id into
+#: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
+CALL_ID_METADATA_KEY = "call_id"
+
+#: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
+MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
+
+#: Attribute of a ``Workflow`` holding a weak reference to the event stream of its current
+#: run; ``workflow.run(stream=False)`` consumes that stream, so its update transforms see
+#: every event of a run that is not streamed to the caller.
+ACTIVE_RUN_ATTRIBUTE = "_active_run"
+
+
+def active_run(workflow: Any) -> Any:
+    """The ``ResponseStream`` of the workflow's current run, or None when it cannot be reached."""
+    ref = getattr(workflow, ACTIVE_RUN_ATTRIBUTE, None)
+    stream = ref() if callable(ref) else None
+    return stream if callable(getattr(stream, "with_update_transform", None)) else None
+
+
+def function_call_id(context: Any) -> str | None:
+    """The model's call id of the tool call a function middleware sees, or None if absent."""
+    metadata = getattr(context, "metadata", None)
+    value = metadata.get(CALL_ID_METADATA_KEY) if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def max_rounds(workflow: Any) -> int | None:
+    """The round limit of the workflow's orchestrator (group chat, Magentic), or None if it has none."""
+    for executor in workflow.get_executors_list():
+        value = getattr(executor, MAX_ROUNDS_ATTRIBUTE, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+#: Attribute of a ``ResponseStream`` holding the exception that ended it while its cleanup
+#: hooks run (None on a normal end); cleanup hooks take no arguments, so it is the only way
+#: a hook can tell a failed stream from a finished one.
+STREAM_ERROR_ATTRIBUTE = "_stream_error"
+
+
+def stream_error(stream: Any) -> BaseException | None:
+    """The exception that ended ``stream``, read from inside one of its cleanup hooks; None otherwise."""
+    value = getattr(stream, STREAM_ERROR_ATTRIBUTE, None)
+    return value if isinstance(value, BaseException) else None
