@@ -219,7 +219,8 @@ def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | No
     """
     raw, sig, kid = parse_signature(receipt.get("signature"))
     try:
-        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signing_input(receipt, payload_type) if message is None else message)
+        signed = signing_input(receipt, payload_type) if message is None else message
+        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signed)
     except InvalidSignature as e:
         raise SignatureInvalid(f"signature does not verify under key {kid}") from e
     return kid

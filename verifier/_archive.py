@@ -220,7 +220,7 @@ def _progress(total: int) -> Any:
     """A progress bar on standard error when it is a terminal, else None."""
     if total < 2 or not sys.stderr.isatty():
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
     return tqdm(total=total, file=sys.stderr, unit="receipt", leave=False, dynamic_ncols=True)
 

@@ -70,8 +70,6 @@ def _jobs(args: argparse.Namespace) -> int:
 def _check_outputs(args: argparse.Namespace) -> None:
     if (args.attest is None) != (args.output is None):
         raise CliError("--attest KEY and -o FILE go together")
-    if args.attest is not None and args.policy is None and not args.require:
-        pass  # a summary without a policy is allowed: it says so (policy null)
     for option, path in (("--junit", args.junit), ("-o", args.output)):
         if path is not None and os.path.isdir(path):
             raise CliError(f"{option} {path}: a directory, not a file")
@@ -82,6 +80,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
                 *, single: bool) -> int:
     """Verify ``files`` (one receipt: its full report; many: a line each and a summary)."""
     _check_outputs(args)
+    jobs = _jobs(args)
     opts = ArchiveOptions(
         evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
         expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
@@ -113,7 +112,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         elif not (args.only_failures and r.valid):
             print(r.to_text())
     else:
-        tally = run_archive(files, opts, jobs=_jobs(args), as_json=args.json, verbose=args.verbose,
+        tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
                             only_failures=args.only_failures, out=sys.stdout, sinks=sinks)
     if junit is not None:
         junit.close()

@@ -30,7 +30,7 @@ from ._stream import STREAM_MIN_BYTES
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 __all__ = [
     "FORMAT",
@@ -42,8 +42,8 @@ __all__ = [
     "RuleViolation",
     "apply_policy",
     "evidence_for",
-    "load_workflow",
     "load_policy",
+    "load_workflow",
     "parse_require",
 ]
 
@@ -163,8 +163,8 @@ def _only(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None
 
 
 def _typed(value: Any, kind: type | tuple[type, ...], where: str, want: str) -> Any:
-    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
-                                                                               else (kind,)):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise PolicyError(f"{where}: got {type(value).__name__} {value!r}, want {want}")
     return value
 
@@ -413,17 +413,15 @@ def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int]) -> dict[int,
 
 
 def _allow(policy: Policy, steps: list[Any], out: _Check) -> None:
-    for member, patterns, pick in (
-        ("agents", policy.agents, lambda s: s.get("kind") != CLOSE_KIND),
-        ("tools", policy.tools, lambda s: s.get("kind") == "tool_call"),
-    ):
+    for member, patterns in (("agents", policy.agents), ("tools", policy.tools)):
         if patterns is None:
             continue
         field_name = "agent" if member == "agents" else "tool"
         bad: dict[str, list[int]] = {}
         for s in steps:
             value = str(s.get(field_name))
-            if pick(s) and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+            picked = s.get("kind") != CLOSE_KIND if member == "agents" else s.get("kind") == "tool_call"
+            if picked and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
                 bad.setdefault(value, []).append(s["seq"])
         for value, seqs in bad.items():
             out.violate(f"allow.{member}", f"{field_name} {value!r} is not allowed", seqs,
