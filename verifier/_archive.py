@@ -20,7 +20,7 @@ from typing import IO, Any
 from . import verify_proof, verify_receipt
 from ._output import dump_json, one_line, unreadable_report
 from ._parse import MalformedInput, open_regular
-from ._policy import Policy, apply_policy, evidence_for, load_workflow
+from ._policy import POLICY_CHECK, Policy, apply_policy, evidence_for, load_workflow
 from ._report import PASS, Report
 
 __all__ = ["SCHEMA", "ArchiveOptions", "Outcome", "Tally", "run_archive", "verify_file"]
@@ -29,6 +29,8 @@ __all__ = ["SCHEMA", "ArchiveOptions", "Outcome", "Tally", "run_archive", "verif
 SCHEMA = "aer1-verdict-v1"
 #: Files handed to a worker at a time: large enough to amortize the hand-over, small enough to stream.
 _CHUNK = 16
+#: Chunks per worker handed out before the results before them are read: bounds what waits in memory.
+_WINDOW_CHUNKS = 8
 #: Unreadable files named in the summary (the count is always exact).
 MAX_UNREADABLE_LISTED = 100
 _DIGEST_CHUNK = 1024 * 1024
@@ -134,8 +136,10 @@ def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jo
         return
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    window = jobs * _CHUNK * _WINDOW_CHUNKS  # results a slow reader can leave waiting, at most
     with ctx.Pool(min(jobs, len(tasks))) as pool:
-        yield from pool.imap(worker, tasks, chunksize=_CHUNK)
+        for start in range(0, len(tasks), window):
+            yield from pool.imap(worker, tasks[start:start + window], chunksize=_CHUNK)
 
 
 class Tally:
@@ -206,7 +210,9 @@ def short_line(r: Report) -> str:
     if r.malformed:
         return one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}")
     if r.valid:
-        return one_line(f"{r.source}: VALID ({r.basis_text()})")
+        policy = next((c for c in r.checks if c.name == POLICY_CHECK and c.status == PASS), None)
+        held = f"; {policy.detail}" if policy is not None else ""
+        return one_line(f"{r.source}: VALID ({r.basis_text()}{held})")
     first = r.failures[0].reason if r.failures else "see the full report (--verbose)"
     return one_line(f"{r.source}: INVALID: {first}")
 

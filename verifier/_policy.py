@@ -573,9 +573,10 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
         else:
             _steps_rules(policy, report, workflow, evidence, out)
     if result.status != FAIL:
-        n = len(policy.require) + len(policy.rules)
-        result.passed(f"policy {policy.name!r} holds ({n} requirements and rules"
-                      + (f", file sha256 {policy.digest[:16]}" if policy.digest else "") + ")")
+        if policy.digest is None:
+            result.passed(f"required {', '.join(sorted(policy.require))}: all PASS")
+        else:
+            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})")
     return sorted(set(out.rules))
 
 

@@ -231,6 +231,8 @@ def _run(argv: Sequence[str] | None) -> int:
     expected_head = _hex_arg("--expected-head", args.expected_head)
     files = _expand(args.paths)
     _refuse_for_proofs(args, files)
+    if files[0][0] == _STDIN and (args.junit or args.attest):
+        raise CliError("--junit and --attest name the files verified: not with - (standard input)")
     if files[0][0] != _STDIN:
         return auditor_run(args, files, policy, trusted, expected_root, expected_head,
                            single=len(files) == 1 and not os.path.isdir(args.paths[0]))

@@ -176,3 +176,13 @@ def test_auditor_option_misuse_is_one_line(tmp_path: Path, run_cli: Run, args: l
     r = payment_run(tmp_path / "r.json", None)
     code, out, err = run_cli(r, *args) if "--summary" not in args else run_cli(*args)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_standard_input_takes_the_policy_and_refuses_named_outputs(tmp_path: Path) -> None:
+    r = payment_run(tmp_path / "r.json", None)
+    cmd = [sys.executable, "-m", "aer1.verifier.cli", "-", "--require", "evidence", "--json"]
+    done = subprocess.run(cmd, input=r.read_bytes(), capture_output=True)
+    doc = json.loads(done.stdout)
+    assert done.returncode == 1 and doc["failures"][-1]["rule"] == "require.evidence"
+    done = subprocess.run([*cmd, "--junit", str(tmp_path / "j.xml")], input=r.read_bytes(), capture_output=True)
+    assert done.returncode == 2 and "standard input" in json.loads(done.stdout)["error"]
