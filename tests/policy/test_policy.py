@@ -255,3 +255,43 @@ def test_outputs_follow_the_verdict_schema(tmp_path: Path, run_cli: Run, verdict
                  [tmp_path / "nothing"], [r, "--policy", tmp_path / "missing.toml"]):
         _, out, _ = run_cli(*args, "--json")
         verdict_schema.validate(json.loads(out))
+
+
+def _calls(tmp_path: Path, steps: list[tuple[str, dict[str, Any], str | None]]) -> Path:
+    c = Collector(goal="variants")
+    for tool, content, call_id in steps:
+        c.record(tool, content, agent="payments", call_id=call_id)
+    return Path(c.save(tmp_path / "v.json"))
+
+
+_APPROVED = {"decision": "approved", "tool": "pay"}
+_PAY = {"arguments": {"amount": 1, "payee": "acct_00112233"}}
+
+
+@pytest.mark.parametrize(("steps", "rule", "seqs"), [
+    ([("pay", _PAY, "c1"), ("approval", _APPROVED, "c1")], "pay approved", [1]),  # approved only afterwards
+    ([("approval", {"decision": "approved", "tool": "wire"}, "c1"), ("pay", _PAY, "c1")], "pay approved", [2]),
+    ([("approval", {"decision": "pending", "tool": "pay"}, "c1"), ("pay", _PAY, "c1")], "pay approved", [2]),
+    ([("approval", _APPROVED, None), ("pay", _PAY, "c1")], "pay approved", [2]),  # no call id on the approval
+    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": {"amount": True, "payee": "acct_00112233"}}, "c1")],
+     "pay cap", [2]),  # a boolean is not a number
+    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": "{not json"}, "c1")], "pay cap", [2]),
+    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": {"payee": "acct_00112233"}}, "c1")], "pay cap", [2]),
+])
+def test_rule_variants_that_must_fail(tmp_path: Path, run_cli: Run, steps: list[Any], rule: str,
+                                      seqs: list[int]) -> None:
+    r = _calls(tmp_path, steps)
+    violations = _violations(run_cli(r, "--policy", _policy(tmp_path, PAY_RULES), "--json")[1])
+    assert (rule, seqs) in violations, violations
+
+
+def test_code_approval_without_call_ids_in_the_autogen_core_form(tmp_path: Path, run_cli: Run) -> None:
+    rules = '[[rule]]\nname = "code approved"\nform = "approved_before"\nkind = "code_execution"\n'
+    ok = _calls(tmp_path, [("approval", {"approved": True, "code": "print(1)"}, None),
+                           ("code_execution", {"code": "print(1)"}, None)])
+    assert run_cli(ok, "--policy", _policy(tmp_path, rules))[0] == 0
+    denied = _calls(tmp_path, [("approval", {"approved": False, "code": "print(1)"}, None),
+                               ("code_execution", {"code": "print(1)"}, None)])
+    out = run_cli(denied, "--policy", _policy(tmp_path, rules), "--json")[1]
+    assert _violations(out) == [("code approved", [2])]
+    assert "the approval at step 1 was not approved" in json.loads(out)["failures"][0]["message"]
