@@ -84,8 +84,11 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     if why is not None:
         return Outcome(unreadable_report(path, why))
     if is_proof or opts.proof:
-        return Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
-                                    trusted_key_ids=opts.trusted))
+        proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
+                                     trusted_key_ids=opts.trusted))
+        if opts.policy is not None:  # a proof has no chain, evidence or steps: what needs them fails
+            proof.rules = apply_policy(proof.report, opts.policy, None, None)
+        return proof
     before = _stat(path)
     report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
                             expected_root=opts.expected_root, expected_head=opts.expected_head)
@@ -124,7 +127,10 @@ class _Worker:
         self.opts = opts
 
     def __call__(self, task: tuple[str, bool, str | None]) -> Outcome:
-        return verify_file(task, self.opts)
+        try:
+            return verify_file(task, self.opts)
+        except Exception as e:  # one file's failure is its result: the stream (and its JSON) goes on
+            return Outcome(unreadable_report(task[0], f"internal error: {type(e).__name__}: {e}"))
 
 
 def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int) -> Iterator[Outcome]:
