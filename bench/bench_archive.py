@@ -6,7 +6,8 @@ Makes a folder of N receipts (each a real ``Collector`` run of N - 1 recorded st
 the close step, signed, with its evidence file), then measures, each in a fresh process:
 
 * ours: ``aer1-verify DIR --jobs 1`` and ``--jobs 2`` (every check: members, sequence,
-  Merkle root, chain, signature, evidence; one line per receipt and the summary);
+  Merkle root, chain, signature, evidence; one line per receipt and the summary), then
+  the same receipts without their evidence files (every check but evidence);
 * the peer: the aer1-verify 0.2.19 CLI (``main`` of its module, called once per file in one
   process, since it takes one receipt per call and starting 10,000 processes would measure
   Python's start-up). It checks less: members and the Merkle root, no chain, no signature,
@@ -97,11 +98,16 @@ def run(receipts: int = RECEIPTS, steps: int = STEPS) -> list[dict[str, Any]]:
         folder.mkdir()
         subprocess.run([sys.executable, __file__, "--generate", str(folder), str(receipts), str(steps)],
                        check=True, timeout=_TIMEOUT_S)
+        bare = work / "no-evidence"  # the same receipts without their evidence files
+        shutil.copytree(folder, bare, ignore=shutil.ignore_patterns("*.evidence.jsonl"))
         rows = []
         for jobs in (1, 2):
             m = _measure([sys.executable, "-m", "aer1.verifier.cli", str(folder), "--jobs", str(jobs)])
             rows.append({"name": f"ours, --jobs {jobs} (all checks: members, sequence, root, chain, signature, "
                                  "evidence)", **m})
+        for jobs in (1, 2):
+            m = _measure([sys.executable, "-m", "aer1.verifier.cli", str(bare), "--jobs", str(jobs)])
+            rows.append({"name": f"ours, --jobs {jobs}, no evidence files (all checks but evidence)", **m})
         env = {**os.environ, "PYTHONPATH": f"{PEER_DIR}{os.pathsep}{Path(__file__).parent}"}
         m = _measure([sys.executable, __file__, "--peer-run", str(folder)], env=env)
         rows.append({"name": "peer aer1-verify 0.2.19 CLI, one process (checks less: members and root only)", **m})

@@ -70,12 +70,16 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _status_of(wf: dict[str, Any] | None) -> str | None:
-    """The receipt's ``status`` member (with ``closed_by`` when present), for the summary."""
-    if wf is None or not isinstance(wf.get("status"), str):
+def _status_of(report: Report, wf: dict[str, Any] | None) -> str | None:
+    """The receipt's ``status`` member (with ``closed_by`` when recovered), when the chain check bound it."""
+    chain = report.check("chain")
+    if chain.status != PASS:
         return None
-    closed = wf.get("closed_by")
-    return f"{wf['status']} (closed by {closed})" if isinstance(closed, str) else str(wf["status"])
+    status = chain.facts.get("status", wf.get("status") if wf is not None else None)
+    if not isinstance(status, str):
+        return None
+    closed = chain.facts.get("closed_by")
+    return f"{status} (closed by {closed})" if closed not in (None, "finalize") else status
 
 
 def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Outcome:
@@ -95,11 +99,13 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     outcome = Outcome(report)
     evidence = evidence_for(path, opts.evidence)
     wf = None
-    if not report.malformed and report.check("chain").status == PASS:  # members bound: worth counting
-        wf, _ = load_workflow(path)
+    chain = report.check("chain")
+    if not report.malformed and chain.status == PASS and (
+            "status" not in chain.facts or opts.policy is not None and opts.policy.needs_workflow):
+        wf, _ = load_workflow(path)  # streamed receipts, and policies that read steps: parsed once more
     if opts.policy is not None:
         outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
-    outcome.status = _status_of(wf)
+    outcome.status = _status_of(report, wf)
     if opts.digests:
         try:
             outcome.sha256 = file_sha256(path)
