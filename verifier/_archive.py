@@ -101,7 +101,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     wf = None
     chain = report.check("chain")
     if not report.malformed and chain.status == PASS and (
-            "status" not in chain.facts or opts.policy is not None and opts.policy.needs_workflow):
+            "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
         wf, _ = load_workflow(path)  # streamed receipts, and policies that read steps: parsed once more
     if opts.policy is not None:
         outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
