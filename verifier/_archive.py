@@ -202,18 +202,20 @@ class Tally:
         }
 
     def text(self) -> list[str]:
-        """The summary as lines of text."""
+        """The summary as lines of text, the counts by verdict last."""
         v = self.verdicts
-        lines = [f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})"]
+        lines = []
         for title, counts in (("by signer key", self.signers), ("by status", self.statuses),
                               ("by rule violated", self.rules)):
             if counts:
-                lines.append(f"  {title}: " + ", ".join(f"{one_line(k)} {n}" for k, n in sorted(counts.items())))
+                lines.append(f"{title}: " + ", ".join(f"{one_line(k)} {n}" for k, n in sorted(counts.items())))
         if self.unreadable_count:
-            lines.append(f"  unreadable: {self.unreadable_count}")
-            lines.extend(f"    {u}" for u in self.unreadable)
+            lines.append(f"unreadable: {self.unreadable_count}")
+            lines.extend(f"  {u}" for u in self.unreadable)
             if self.unreadable_count > len(self.unreadable):
-                lines.append(f"    ... and {self.unreadable_count - len(self.unreadable)} more")
+                lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more")
+        # the counts last: a script reading the last line gets them
+        lines.append(f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})")
         return lines
 
 
