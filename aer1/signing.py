@@ -83,10 +83,13 @@ def pae(payload_type: bytes, body: bytes) -> bytes:
     )
 
 
-def signing_input(receipt: Mapping[str, Any]) -> bytes:
-    """The exact bytes signed for ``receipt`` (its ``signature`` member left out)."""
+def signing_input(receipt: Mapping[str, Any], payload_type: bytes = PAYLOAD_TYPE) -> bytes:
+    """The exact bytes signed for ``receipt`` (its ``signature`` member left out).
+
+    ``payload_type``: the type tag; other signed documents (verification summaries) use their own.
+    """
     body = {k: v for k, v in receipt.items() if k != "signature"}
-    return pae(PAYLOAD_TYPE, exact_bytes(body))
+    return pae(payload_type, exact_bytes(body))
 
 
 def _raw_public(key: Ed25519PublicKey) -> bytes:
@@ -168,11 +171,12 @@ def load_public_key(source: Any) -> Ed25519PublicKey:
     return key
 
 
-def sign_receipt(receipt: Mapping[str, Any], private_key: Ed25519PrivateKey) -> dict[str, str]:
-    """The ``signature`` member for ``receipt``."""
+def sign_receipt(receipt: Mapping[str, Any], private_key: Ed25519PrivateKey,
+                 payload_type: bytes = PAYLOAD_TYPE) -> dict[str, str]:
+    """The ``signature`` member for ``receipt`` (or another document of type ``payload_type``)."""
     public = private_key.public_key()
     raw = _raw_public(public)
-    sig = private_key.sign(signing_input(receipt))
+    sig = private_key.sign(signing_input(receipt, payload_type))
     return {
         "alg": ALGORITHM,
         "key_id": key_id(raw),
@@ -215,7 +219,8 @@ def parse_signature(member: Any) -> tuple[bytes, bytes, str]:
     return raw, sig, kid
 
 
-def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | None = None) -> str:
+def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | None = None,
+                     payload_type: bytes = PAYLOAD_TYPE) -> str:
     """Verify the receipt's signature under its embedded key; returns the key id.
 
     ``message``: the signed bytes, when the caller already built them (the streaming
@@ -225,7 +230,8 @@ def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | No
     """
     raw, sig, kid = parse_signature(receipt.get("signature"))
     try:
-        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signing_input(receipt) if message is None else message)
+        signed = signing_input(receipt, payload_type) if message is None else message
+        Ed25519PublicKey.from_public_bytes(raw).verify(sig, signed)
     except InvalidSignature as e:
         raise SignatureInvalid(f"signature does not verify under key {kid}") from e
     return kid

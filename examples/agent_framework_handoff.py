@@ -32,10 +32,8 @@ from agent_framework import (
 )
 from agent_framework.orchestrations import HandoffBuilder
 
-from aer1 import verify_receipt
-from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
-from aer1.signing import generate_key_pair, key_id, load_public_key
-from aer1.timeline import format_timeline
+from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
+from aer1.collectors import AER1AgentFrameworkCollector
 
 
 class ScriptClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):

@@ -343,6 +343,7 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
                     expected=want, actual=last["receipt_hash"])
         return
     result.facts["closed_by"] = wf.get("closed_by", "finalize")
+    result.facts["status"] = wf.get("status")  # bound by the close step: an archive summary counts it
     result.passed(f"{n} links, derived receipt ids, chain_head and close step verified"
                   + ("; closed by recovery from a journal" if "closed_by" in wf else ""))
 

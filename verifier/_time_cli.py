@@ -10,7 +10,7 @@ from ._keyring import load_keyring
 from ._output import CliError
 from ._timestamp import load_tsa_trust
 
-__all__ = ["add_time_arguments", "time_options", "trusted_with_keyring"]
+__all__ = ["add_time_arguments", "load_time_options", "time_options", "trusted_with_keyring"]
 
 
 def add_time_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,18 +22,23 @@ def add_time_arguments(p: argparse.ArgumentParser) -> None:
                    help="keyring (spec/keys.md): its keys are trusted, within their windows and until revoked")
 
 
+def load_time_options(tsa_roots: str | None, tsa_policy: str | None, keyring: str | None) -> dict[str, Any]:
+    """``verify_receipt`` keyword arguments from the files named; ValueError when one cannot be used."""
+    trust = load_tsa_trust(tsa_roots, tsa_policy) if tsa_roots is not None else None
+    if keyring is not None and os.path.isdir(keyring):
+        raise ValueError(f"--keyring {keyring}: a directory, not a keyring file")
+    ring = load_keyring(keyring) if keyring is not None else None
+    return {"tsa_trust": trust, "keyring": ring}
+
+
 def time_options(args: argparse.Namespace) -> dict[str, Any]:
     """``verify_receipt`` keyword arguments from the options; CliError when one cannot be used."""
     if args.tsa_policy is not None and args.tsa_roots is None:
         raise CliError("--tsa-policy goes with --tsa-roots")
     try:
-        trust = load_tsa_trust(args.tsa_roots, args.tsa_policy) if args.tsa_roots is not None else None
-        if args.keyring is not None and os.path.isdir(args.keyring):
-            raise ValueError(f"--keyring {args.keyring}: a directory, not a keyring file")
-        keyring = load_keyring(args.keyring) if args.keyring is not None else None
+        return load_time_options(args.tsa_roots, args.tsa_policy, args.keyring)
     except ValueError as e:
         raise CliError(str(e)) from e
-    return {"tsa_trust": trust, "keyring": keyring}
 
 
 def trusted_with_keyring(trusted: set[str] | None, options: dict[str, Any]) -> set[str] | None:

@@ -18,7 +18,10 @@ from typing import Any
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyFileError, key_id, load_public_key
 from . import verify_proof, verify_receipt
+from ._archive import SCHEMA, report_doc
+from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
 from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
+from ._policy import Policy, apply_policy
 from ._report import NOT_CHECKED, Report
 from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
 
@@ -39,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         "signature, evidence.",
         epilog="Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input.",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH",
                    help="receipt file, - for standard input, or a directory: every *.json under it "
                    "(*.proof.json as proofs)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -53,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--receipt", metavar="FILE",
                    help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
     add_time_arguments(p)
+    add_auditor_options(p)
     return p
 
 
@@ -183,7 +187,7 @@ def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, st
 
 
 def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
-                  expected_head: str | None, timing: dict[str, Any]) -> Report:
+                  expected_head: str | None, timing: dict[str, Any], policy: Policy | None = None) -> Report:
     """Standard input, spooled to a private file first: a large receipt is then streamed like a file.
 
     With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
@@ -205,6 +209,8 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
         else:
             report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
                                     expected_root=expected_root, expected_head=expected_head, **timing)
+            if policy is not None:
+                apply_policy(report, policy, spooled, args.evidence)
     report.source = "(standard input)"
     evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
     if args.evidence is None and evidence_check is not None and evidence_check.status == NOT_CHECKED:
@@ -216,22 +222,31 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
 
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if args.summary is not None:
+        return check_summary_file(args, _trusted_ids(args))
+    if not args.paths:
+        raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")
     if args.evidence and len(args.paths) != 1:
         raise CliError("--evidence goes with exactly one receipt")
     if args.evidence:
         _regular("--evidence", args.evidence, "an evidence file")
     timing = time_options(args)
-    trusted = trusted_with_keyring(_trusted_ids(args), timing)
+    policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
     files = _expand(args.paths)
     _refuse_for_proofs(args, files)
+    if files[0][0] == _STDIN and (args.junit or args.attest):
+        raise CliError("--junit and --attest name the files verified: not with - (standard input)")
+    if files[0][0] != _STDIN:
+        return auditor_run(args, files, policy, trusted, expected_root, expected_head,
+                           single=len(files) == 1 and not os.path.isdir(args.paths[0]))
     reports: list[Report] = []
     for path, is_proof, why in files:
         if why is not None:
             reports.append(unreadable_report(path, why))
         elif path == _STDIN:
-            reports.append(_verify_stdin(args, trusted, expected_root, expected_head, timing))
+            reports.append(_verify_stdin(args, trusted, expected_root, expected_head, timing, policy))
         elif is_proof or args.proof:
             reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
                                         trusted_key_ids=trusted))
@@ -246,7 +261,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.json:
         doc: Any
         if single:
-            doc = reports[0].to_dict()
+            doc = report_doc(reports[0])
         else:
             doc = {
                 "verdict": "VALID" if code == 0 else ("INVALID" if code == 1 else "MALFORMED"),
@@ -272,7 +287,7 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``aer1-verify``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    return run_cli(_PROG, args, _run, {"verdict": "MALFORMED"})
+    return run_cli(_PROG, args, _run, {"schema": SCHEMA, "verdict": "MALFORMED"})
 
 
 if __name__ == "__main__":

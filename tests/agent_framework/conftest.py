@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..receipts import PeerCli, PeerWorkflow, evidence_contents, verify_everywhere
+from ..receipts import Peers, evidence_contents, verify_everywhere
 
 HAVE_EXTRA = importlib.util.find_spec("agent_framework_orchestrations") is not None
 if not HAVE_EXTRA and os.environ.get("CI") == "true":  # `make test` installs it: under CI a skip would hide a gap
@@ -31,7 +31,7 @@ def collector() -> AER1AgentFrameworkCollector:
 
 
 @pytest.fixture
-def check(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWorkflow) -> Check:
+def check(tmp_path: Path, peers: Peers | None) -> Check:
     """Finalize, save, verify with ours (evidence included) and both peers; (receipt, contents by seq)."""
 
     def run(collector: AER1AgentFrameworkCollector) -> Checked:
@@ -40,7 +40,7 @@ def check(tmp_path: Path, peer_verify_cli: PeerCli, peer_verify_workflow: PeerWo
         assert collector.recording_failures == 0, f"got {collector.recording_failures} recording failures, want 0"
         path = tmp_path / f"{collector.workflow_id}.json"
         collector.save(path, workflow=receipt)
-        verify_everywhere(path, receipt, peer_verify_cli, peer_verify_workflow)
+        verify_everywhere(path, receipt, peers)
         return receipt, evidence_contents(path)
 
     return run

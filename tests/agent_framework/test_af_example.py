@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from ..receipts import PeerCli, PeerWorkflow, verify_everywhere
+from ..receipts import Peers, verify_everywhere
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_example_handoff_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str], peer_verify_cli: PeerCli,
-                                 peer_verify_workflow: PeerWorkflow, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_example_handoff_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str], peers: Peers | None,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLES))  # the example imports its sibling _outdir
     path = EXAMPLES / "agent_framework_handoff.py"
     spec = importlib.util.spec_from_file_location("agent_framework_handoff_example", path)
@@ -35,5 +35,5 @@ def test_example_handoff_offline(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ]
     assert [k[:1] for k in kinds[-2:]] == [("termination",), ("close",)]
     assert kinds[-2][1].startswith("workflow:Handoff/") and kinds[-1][1] == "aer1"
-    verify_everywhere(tmp_path / "receipt.json", receipt, peer_verify_cli, peer_verify_workflow)
+    verify_everywhere(tmp_path / "receipt.json", receipt, peers)
     assert "agent_framework_handoff_example" not in sys.modules

@@ -33,6 +33,7 @@ FORMAT_LAYER = {
     "aer1.merkle",
     "aer1.receipt",
     "aer1.signing",
+    "aer1.timefmt",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
 PRODUCERS = {"aer1.collector", "aer1.journal", "aer1.evidence", "aer1.redact", "aer1.recover", "aer1.groupchat",

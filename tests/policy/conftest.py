@@ -1,0 +1,67 @@
+"""Receipts for the policy and archive tests, recorded through the core collector API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aer1 import Collector
+from aer1.signing import generate_key_pair, key_id, load_public_key
+from aer1.verifier.cli import main as verify_main
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "spec" / "verdict-schema.json"
+POLICIES = Path(__file__).resolve().parents[2] / "examples" / "policies"
+
+
+@pytest.fixture(scope="session")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, Path, str]:
+    """A signing key: (private PEM, path of its public key, its key id)."""
+    private, public = generate_key_pair()
+    pub = tmp_path_factory.mktemp("keys") / "ops.pub"
+    pub.write_bytes(public)
+    return private, pub, key_id(load_public_key(public))
+
+
+def payment_run(path: Path, private: bytes | None, *, amount: float = 120, approve: bool = True,
+                approval_call: str = "c1", extra: Callable[[Collector], None] | None = None) -> Path:
+    """A payment workflow: task, approval (groupchat form), the pay tool call, termination; saved."""
+    c = Collector(goal="pay the invoice", signing_key=private)
+    c.record("task", {"task": "pay invoice 7"}, agent="user")
+    c.record("approval", {"approval_id": "apr_1", "call_id": approval_call, "tool": "pay",
+                          "arguments": {"amount": amount, "payee": "acct_00112233"},
+                          "decision": "approved" if approve else "denied", "reason": "ok", "edited": False},
+             agent="payments", call_id=approval_call)
+    c.record("pay", {"call_id": "c1", "name": "pay", "arguments": json.dumps({"amount": amount,
+                                                                              "payee": "acct_00112233"}),
+                     "result": "paid"}, agent="payments", call_id="c1")
+    c.record("termination", {"reason": "done"}, agent="manager")
+    if extra is not None:
+        extra(c)
+    c.save(path)
+    return path
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``aer1-verify`` in-process: (exit code, stdout, stderr)."""
+
+    def run(*args: Any) -> tuple[int, str, str]:
+        code = verify_main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def verdict_schema() -> Any:
+    """A validator for spec/verdict-schema.json (itself checked against its metaschema)."""
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)

@@ -1,0 +1,195 @@
+"""Signed verification summaries: ``--attest KEY -o FILE`` writes one, ``--summary FILE`` re-checks it.
+
+A summary names each receipt verified (its path and SHA-256, and its evidence file's), the
+verdict and what it rested on, the policy (its file's digest), the verifier version and
+the time. It is signed with the receipts' Ed25519 construction (spec/signature.md) under
+its own type tag, so a receipt signature can never pass as a summary signature or the
+reverse. Re-checking a summary verifies its signature and re-hashes every file it names.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .. import __version__
+from ..canonical import CanonicalizationError
+from ..signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
+from ..timefmt import format_ns, now_ns
+from ._archive import SCHEMA, Outcome, Tally, file_sha256
+from ._output import CliError, one_line
+from ._parse import MalformedInput, parse_strict, read_limited
+from ._policy import Policy
+from ._report import FAIL, NOT_CHECKED, PASS, CheckResult
+
+__all__ = ["SUMMARY_PAYLOAD_TYPE", "SUMMARY_TYPE", "SummaryWriter", "check_summary"]
+
+SUMMARY_TYPE = "aer1-verification-summary"
+SUMMARY_VERSION = "1"
+#: The type tag signed with a summary (a receipt's is ``application/vnd.aer1.workflow-receipt+json``).
+SUMMARY_PAYLOAD_TYPE = b"application/vnd.aer1.verification-summary+json"
+_MEMBERS = frozenset({"type", "version", "verifier", "verified_at", "policy", "options", "verdict", "summary",
+                      "receipts", "signature"})
+#: A summary file is read whole; one entry per receipt stays well under this at the file-count limit.
+MAX_SUMMARY_BYTES = 256 * 1024 * 1024
+
+
+class SummaryWriter:
+    """Collects one short entry per receipt, then writes the signed summary."""
+
+    def __init__(self, key_path: str, out: str, policy: Policy | None, options: dict[str, Any]) -> None:
+        try:
+            self.key = load_private_key(key_path)
+        except ValueError as e:
+            raise CliError(f"--attest {key_path}: {e}") from e
+        self.out = out
+        self.policy = policy
+        self.options = options
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, o: Outcome) -> None:
+        """One receipt's entry: what was verified (its bytes' digest) and the verdict."""
+        r = o.report
+        self.entries.append({
+            "path": r.source,
+            "sha256": o.sha256,
+            "evidence_sha256": o.evidence_sha256,
+            "verdict": r.verdict,
+            "workflow_id": r.workflow_id,
+            "basis": None if r.malformed else r.basis(),
+            "reasons": sorted({f.check for f in r.failures}),
+            "rules": list(o.rules),
+        })
+
+    def write(self, tally: Tally) -> None:
+        """Sign and write the summary (to a temporary beside ``out``, then renamed)."""
+        doc: dict[str, Any] = {
+            "type": SUMMARY_TYPE,
+            "version": SUMMARY_VERSION,
+            "verifier": {"name": "aer1-verify", "version": __version__, "schema": SCHEMA},
+            "verified_at": format_ns(now_ns()),
+            "policy": None if self.policy is None else self.policy.describe(),
+            "options": self.options,
+            "verdict": tally.verdict,
+            "summary": dict(tally.verdicts),
+            "receipts": self.entries,
+        }
+        doc["signature"] = sign_receipt(doc, self.key, SUMMARY_PAYLOAD_TYPE)
+        from ._output import dump_json
+
+        tmp = f"{self.out}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(dump_json(doc))
+            os.replace(tmp, self.out)
+        except OSError as e:
+            raise CliError(f"-o {self.out}: {e.strerror or e}") from e
+
+
+def _entries_ok(doc: dict[str, Any]) -> str | None:
+    receipts = doc.get("receipts")
+    if not isinstance(receipts, list):
+        return "receipts is not a list"
+    for i, e in enumerate(receipts):
+        if not isinstance(e, dict) or not isinstance(e.get("path"), str):
+            return f"receipts[{i}] has no path"
+        for k in ("sha256", "evidence_sha256"):
+            if e.get(k) is not None and not isinstance(e.get(k), str):
+                return f"receipts[{i}].{k} is not a string"
+    return None
+
+
+def _same_bytes(entry: dict[str, Any]) -> str | None:
+    """Why the files an entry names are not the bytes it signed for, or None when they are."""
+    path = entry["path"]
+    for what, member, name in (("receipt", "sha256", path), ("evidence", "evidence_sha256", None)):
+        want = entry.get(member)
+        if member == "evidence_sha256":
+            if want is None:
+                continue
+            from ..receipt import evidence_path_for
+
+            name = evidence_path_for(path)
+        if want is None:
+            return f"no {what} digest was recorded"
+        assert name is not None
+        try:
+            got = file_sha256(name)
+        except (MalformedInput, OSError) as e:
+            return f"{what} {name} cannot be read: {e}"
+        if got != want:
+            return f"{what} {name} changed (got sha256 {got}, want {want})"
+    return None
+
+
+def check_summary(path: str, trusted: set[str] | None) -> tuple[list[CheckResult], dict[str, Any]]:
+    """Re-check a summary: its form, its signature (trusted when ``trusted`` names its key), the files."""
+    c_parse, c_members, c_sig, c_files = (CheckResult(1, "parse"), CheckResult(2, "members"),
+                                          CheckResult(3, "signature"), CheckResult(4, "receipts"))
+    checks = [c_parse, c_members, c_sig, c_files]
+    facts: dict[str, Any] = {"source": path}
+    try:
+        doc: Any = parse_strict(read_limited(path, MAX_SUMMARY_BYTES), what=path)
+    except MalformedInput as e:
+        c_parse.fail(str(e))
+        for c in checks[1:]:
+            c.skip("the summary could not be parsed")
+        return checks, facts
+    c_parse.passed("strict UTF-8 JSON")
+    why = None
+    if not isinstance(doc, dict) or doc.get("type") != SUMMARY_TYPE or doc.get("version") != SUMMARY_VERSION:
+        why = f"not a verification summary (want type {SUMMARY_TYPE!r}, version {SUMMARY_VERSION!r})"
+    elif set(doc) != _MEMBERS:
+        why = f"members: got {sorted(doc)}, want {sorted(_MEMBERS)}"
+    else:
+        why = _entries_ok(doc)
+    if why is not None:
+        c_members.fail(why)
+        for c in checks[2:]:
+            c.skip("members check failed")
+        return checks, facts
+    c_members.passed(f"{len(doc['receipts'])} receipts named")
+    facts.update(verdict=doc["verdict"], verified_at=doc["verified_at"], policy=doc["policy"],
+                 verifier=doc["verifier"], receipts=len(doc["receipts"]))
+    try:
+        parse_signature(doc["signature"])
+        kid = verify_signature(doc, None, SUMMARY_PAYLOAD_TYPE)
+    except SignatureInvalid as e:
+        c_sig.fail(str(e))
+    except (ValueError, CanonicalizationError) as e:
+        c_sig.fail(f"could not verify: {e}")
+    else:
+        facts["key_id"] = kid
+        facts["trusted"] = trusted is not None and kid in trusted
+        if trusted is None:
+            c_sig.passed(f"valid signature; signed by an untrusted key {kid} (give --key for authenticity)")
+        elif kid in trusted:
+            c_sig.passed(f"valid signature by trusted key {kid}")
+        else:
+            c_sig.fail(f"signed by an untrusted key {kid}", expected=" or ".join(sorted(trusted)), actual=kid)
+    if c_sig.status == FAIL:
+        c_files.skip("signature check failed: the digests it names are not trusted")
+        return checks, facts
+    changed = 0
+    for i, entry in enumerate(doc["receipts"]):
+        problem = _same_bytes(entry)
+        if problem is not None:
+            changed += 1
+            if len(c_files.failures) < 100:
+                c_files.fail(one_line(f"{entry['path']}: {problem}"), seq=i + 1)
+    if changed:
+        c_files.detail = f"{changed} of {len(doc['receipts'])} files are not the bytes summarized; " + c_files.detail
+    else:
+        c_files.passed(f"all {len(doc['receipts'])} receipts (and evidence files named) are the same bytes")
+    return checks, facts
+
+
+def summary_verdict(checks: list[CheckResult]) -> tuple[str, int]:
+    """VALID (0) when every check passed or was not needed, INVALID (1), MALFORMED (2)."""
+    if checks[0].status == FAIL or checks[1].status == FAIL:
+        return "MALFORMED", 2
+    if any(c.status == FAIL for c in checks):
+        return "INVALID", 1
+    if any(c.status == NOT_CHECKED for c in checks):
+        return "INVALID", 1
+    return ("VALID", 0) if all(c.status == PASS for c in checks) else ("INVALID", 1)

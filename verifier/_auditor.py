@@ -1,0 +1,149 @@
+"""The auditor's side of ``aer1-verify``: policies, archive runs, JUnit, signed summaries.
+
+Kept apart from ``cli.py`` so that the command's base options stay in one place and these
+in another: ``add_auditor_options`` adds the options, ``auditor_run`` runs files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_file
+from ._attest import SummaryWriter, check_summary, summary_verdict
+from ._junit import JUnitWriter
+from ._output import CliError, dump_json, one_line
+from ._policy import Policy, PolicyError, load_policy, parse_require
+
+__all__ = ["add_auditor_options", "auditor_run", "build_policy", "check_summary_file"]
+
+
+def add_auditor_options(p: argparse.ArgumentParser) -> None:
+    """The options for auditors: what must hold, how an archive runs, what it writes."""
+    p.add_argument("--require", metavar="LIST", action="append", default=[],
+                   help="checks that must PASS, comma-separated: chain, signature, evidence, timestamp")
+    p.add_argument("--policy", metavar="FILE", help="a TOML policy file (spec/policy.md)")
+    p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
+                   help="worker processes for many receipts (default: the number of cores)")
+    p.add_argument("--verbose", "-v", action="store_true", help="full report for every receipt of a folder")
+    p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file, a test case per receipt")
+    p.add_argument("--attest", metavar="KEY", help="sign a verification summary with this private key (with -o)")
+    p.add_argument("-o", "--output", metavar="FILE", help="where --attest writes the signed summary")
+    p.add_argument("--summary", metavar="FILE", help="re-check a signed summary and the files it names")
+
+
+def build_policy(args: argparse.Namespace, trusted: set[str] | None) -> tuple[Policy | None, set[str] | None]:
+    """The policy to apply (``--policy`` plus ``--require``) and the trusted key ids it implies.
+
+    A policy's ``signers`` are key ids: with no ``--key``/``--trusted-keys``, they are the
+    trusted keys; with both, the signer must be in both. ``--require signature`` with no
+    trusted key at all is refused: a signature by a key nobody trusts proves nothing.
+    """
+    try:
+        policy = load_policy(args.policy) if args.policy else None
+        names = frozenset().union(*(parse_require(r) for r in args.require))
+    except PolicyError as e:
+        raise CliError(str(e)) from e
+    if names:
+        policy = (policy or Policy()).with_requirements(names)
+    if policy is None:
+        return None, trusted
+    if policy.signers is not None and trusted is None:
+        trusted = set(policy.signers)
+    if "signature" in policy.require and trusted is None:
+        raise CliError("signature is required, but no key is trusted: give --key, --trusted-keys or "
+                       "a policy's [require] signers")
+    return policy, trusted
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    if args.jobs is None:
+        return os.cpu_count() or 1
+    if args.jobs < 1:
+        raise CliError(f"--jobs: got {args.jobs}, want at least 1")
+    return int(args.jobs)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    if (args.attest is None) != (args.output is None):
+        raise CliError("--attest KEY and -o FILE go together")
+    for option, path in (("--junit", args.junit), ("-o", args.output)):
+        if path is not None and os.path.isdir(path):
+            raise CliError(f"{option} {path}: a directory, not a file")
+
+
+def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | None]], policy: Policy | None,
+                trusted: set[str] | None, expected_root: str | None, expected_head: str | None,
+                *, single: bool) -> int:
+    """Verify ``files`` (one receipt: its full report; many: a line each and a summary)."""
+    _check_outputs(args)
+    jobs = _jobs(args)
+    opts = ArchiveOptions(
+        evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
+        expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
+        policy=policy, digests=args.attest is not None,
+        tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
+    )
+    sinks: list[Any] = []
+    junit = JUnitWriter(args.junit) if args.junit else None
+    summary = None
+    if args.attest is not None:
+        summary = SummaryWriter(args.attest, args.output, policy, {
+            "trusted_key_ids": None if trusted is None else sorted(trusted),
+            "expected_root": expected_root, "expected_head": expected_head,
+        })
+    sinks = [s for s in (junit, summary) if s is not None]
+    if single:
+        tally = Tally()
+        outcome = verify_file(files[0], opts)
+        tally.add(outcome)
+        for s in sinks:
+            s.add(outcome)
+        r = outcome.report
+        if args.json:
+            from ._archive import report_doc
+
+            sys.stdout.write(dump_json(report_doc(r)))
+        elif r.malformed:
+            print(short_line(r))
+            print(one_line(f"aer1-verify: {r.checks[0].detail}"), file=sys.stderr)
+        elif not (args.only_failures and r.valid):
+            print(r.to_text())
+    else:
+        tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
+                            only_failures=args.only_failures, out=sys.stdout, sinks=sinks)
+    if junit is not None:
+        junit.close()
+    if summary is not None:
+        summary.write(tally)
+    return tally.exit_code
+
+
+def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> int:
+    """``--summary FILE``: the summary's own checks, then its verdict; exit 0, 1 or 2."""
+    if args.paths or args.policy or args.require or args.attest or args.junit:
+        raise CliError("--summary FILE goes alone (with --key/--trusted-keys and --json)")
+    checks, facts = check_summary(args.summary, trusted)
+    verdict, code = summary_verdict(checks)
+    if args.json:
+        sys.stdout.write(dump_json({
+            "kind": "summary", "source": args.summary, "verdict": verdict, "exit_code": code,
+            "checks": [c.to_dict() for c in checks], "summarized": {k: v for k, v in facts.items() if k != "source"},
+        }))
+        return code
+    print(one_line(f"{args.summary}: {verdict}"))
+    for c in checks:
+        print(one_line(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}"))
+        for f in c.failures[1:5]:
+            print(one_line(f"  {'':<14} {'':<11} {f.reason}"))
+    if verdict == "VALID":
+        signer = "trusted key" if facts.get("trusted") else "an untrusted key"
+        print(one_line(f"verdict: VALID (summary of {facts.get('receipts')} receipts, signed by {signer} "
+                       f"{facts.get('key_id')}, made {facts.get('verified_at')}; it said {facts.get('verdict')})"))
+    else:
+        bad = next((c for c in checks if c.status != "PASS"), checks[-1])
+        print(one_line(f"verdict: {verdict}: {bad.name}: {bad.detail}"))
+    return code

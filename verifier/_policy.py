@@ -1,0 +1,591 @@
+"""Auditor policies: what must hold of a receipt beyond its own checks, failing closed.
+
+A policy (``--require`` shorthands, a ``--policy`` TOML file, or both) adds one check,
+``policy``, to a receipt's report. It can only add failures, so a receipt that is INVALID
+without it stays INVALID. Every violation names its rule and the step seqs involved. The
+file format and each rule form's meaning are in ``spec/policy.md``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import math
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..canonical import CanonicalizationError, exact_bytes
+from ..chain import PROFILE
+from ..errors import MalformedInputError
+from ..limits import MAX_PARSE_COST_BYTES, parse_cost
+from ..receipt import CLOSE_KIND, evidence_path_for
+from ._evidence import evidence_lines, parse_evidence_line
+from ._parse import MalformedInput, parse_strict, read_limited
+from ._report import FAIL, PASS, CheckResult, Failure, Report
+from ._stream import STREAM_MIN_BYTES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+__all__ = [
+    "FORMAT",
+    "POLICY_CHECK",
+    "REQUIREMENTS",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "RuleViolation",
+    "apply_policy",
+    "evidence_for",
+    "load_policy",
+    "load_workflow",
+    "parse_require",
+]
+
+#: The check a policy adds to a report; also the reason code of each violation.
+POLICY_CHECK = "policy"
+#: The one policy file format this verifier reads.
+FORMAT = "aer1-policy-v1"
+#: ``--require`` shorthands: each demands the check of that name with status PASS.
+REQUIREMENTS = ("chain", "signature", "evidence", "timestamp")
+#: A policy file is read whole: it is a short, human-written file.
+MAX_POLICY_BYTES = 1024 * 1024
+#: Trace rules and allow-list patterns per policy.
+MAX_RULES = 1000
+#: Violations listed per rule (the count beyond is stated).
+MAX_SEQS_LISTED = 20
+#: A tool call's ``arguments`` JSON string is parsed under this size (larger: the rule fails).
+MAX_ARGUMENTS_BYTES = 1024 * 1024
+#: Rule forms (``form = ...``) and the members each takes besides ``name`` and ``form``.
+FORMS: dict[str, frozenset[str]] = {
+    "approved_before": frozenset({"kind", "tool"}),
+    "argument": frozenset({"tool", "argument", "max", "min", "pattern"}),
+    "none_after": frozenset({"kind", "tool", "after"}),
+    "at_most": frozenset({"kind", "tool", "count"}),
+}
+_CONTENT_FORMS = frozenset({"approved_before", "argument"})
+_REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps"})
+_ALLOW_KEYS = frozenset({"agents", "tools"})
+_TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule"})
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_APPROVAL = "approval"
+
+
+class PolicyError(MalformedInputError):
+    """A policy that cannot be used (unreadable, unknown member or rule form): a usage error."""
+
+
+@dataclass(frozen=True)
+class RuleViolation(Failure):
+    """A failure of the ``policy`` check: which rule (its name from the file) and which steps."""
+
+    rule: str = ""
+    seqs: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: a failure plus ``rule`` and ``seqs``."""
+        return {**super().to_dict(), "rule": self.rule, "seqs": list(self.seqs)}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One trace rule; patterns are shell-style (``*``, ``?``, ``[...]``), matched case-sensitively."""
+
+    name: str
+    form: str
+    kind: str = "*"
+    tool: str = "*"
+    after: str = "termination"
+    count: int = 0
+    argument: tuple[str, ...] = ()
+    max: float | None = None
+    min: float | None = None
+    pattern: str | None = None
+
+    def matches(self, step: Mapping[str, Any]) -> bool:
+        """True when ``step`` is one this rule constrains (the close step never is)."""
+        kind = step.get("kind")
+        return (isinstance(kind, str) and kind != CLOSE_KIND and fnmatch.fnmatchcase(kind, self.kind)
+                and fnmatch.fnmatchcase(str(step.get("tool")), self.tool))
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What an auditor requires of every receipt; empty members require nothing."""
+
+    name: str = "--require"
+    digest: str | None = None
+    require: frozenset[str] = frozenset()
+    signers: frozenset[str] | None = None
+    root_pinned: bool = False
+    head_pinned: bool = False
+    profile: str | None = None
+    statuses: frozenset[str] | None = None
+    max_steps: int | None = None
+    agents: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None
+    rules: tuple[Rule, ...] = field(default=())
+
+    @property
+    def needs_workflow(self) -> bool:
+        """True when evaluating needs the receipt's members and steps, not only the report."""
+        return bool(self.statuses is not None or self.agents is not None or self.tools is not None or self.rules)
+
+    def with_requirements(self, names: Iterable[str]) -> Policy:
+        """This policy with the ``--require`` shorthands ``names`` added."""
+        return replace(self, require=self.require | frozenset(names))
+
+    def describe(self) -> dict[str, Any]:
+        """What the policy is, for a summary: its name, file digest and shorthands."""
+        return {"name": self.name, "digest": self.digest, "require": sorted(self.require)}
+
+
+def parse_require(text: str) -> frozenset[str]:
+    """The ``--require`` list (``chain,signature``); an unknown name is a usage error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise PolicyError(f"--require: got {text!r}, want a comma-separated list of {', '.join(REQUIREMENTS)}")
+    for n in names:
+        if n not in REQUIREMENTS:
+            raise PolicyError(f"--require: unknown requirement {n!r} (want one of {', '.join(REQUIREMENTS)})")
+    return frozenset(names)
+
+
+def _only(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise PolicyError(f"{where}: unknown member {unknown[0]!r} (want one of {', '.join(sorted(allowed))})")
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], where: str, want: str) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise PolicyError(f"{where}: got {type(value).__name__} {value!r}, want {want}")
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    _typed(value, list, where, "a list of strings")
+    if len(value) > MAX_RULES:
+        raise PolicyError(f"{where}: more than {MAX_RULES} entries")
+    return tuple(_typed(v, str, where, "a list of strings") for v in value)
+
+
+def _number(value: Any, where: str) -> float:
+    _typed(value, (int, float), where, "a number")
+    if not math.isfinite(value):
+        raise PolicyError(f"{where}: got {value!r}, want a finite number")
+    return float(value)
+
+
+def _rule(table: Any, index: int) -> Rule:
+    where = f"rule {index}"
+    _typed(table, dict, where, "a table")
+    name = _typed(table.get("name"), str, f"{where}: name", "a non-empty string")
+    if not name:
+        raise PolicyError(f"{where}: name is empty")
+    where = f"rule {name!r}"
+    form = table.get("form")
+    if form not in FORMS:
+        raise PolicyError(f"{where}: unknown rule form {form!r} (want one of {', '.join(FORMS)})")
+    _only(table, FORMS[form] | {"name", "form"}, where)
+    args: dict[str, Any] = {}
+    for key in ("kind", "tool", "after"):
+        if key in table:
+            args[key] = _typed(table[key], str, f"{where}: {key}", "a string (pattern)")
+    if form == "approved_before":
+        args.setdefault("kind", "tool_call")
+    if form == "argument":
+        path = _typed(table.get("argument"), str, f"{where}: argument", "a dotted argument name")
+        if not path or any(not part for part in path.split(".")):
+            raise PolicyError(f"{where}: argument: got {path!r}, want a dotted argument name")
+        args["argument"] = tuple(path.split("."))
+        args["kind"] = "tool_call"
+        for bound in ("max", "min"):
+            if bound in table:
+                args[bound] = _number(table[bound], f"{where}: {bound}")
+        if "pattern" in table:
+            pattern = _typed(table["pattern"], str, f"{where}: pattern", "a regular expression")
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise PolicyError(f"{where}: pattern {pattern!r} is not a regular expression: {e}") from e
+            args["pattern"] = pattern
+        if not {"max", "min", "pattern"} & set(table):
+            raise PolicyError(f"{where}: an argument rule needs max, min or pattern")
+    if form == "at_most":
+        count = _typed(table.get("count"), int, f"{where}: count", "an integer >= 0")
+        if count < 0:
+            raise PolicyError(f"{where}: count: got {count}, want an integer >= 0")
+        args["count"] = count
+    return Rule(name=name, form=form, **args)
+
+
+def load_policy(path: str) -> Policy:
+    """Read and check a policy file; anything it cannot use is a :class:`PolicyError`."""
+    try:
+        data = read_limited(path, MAX_POLICY_BYTES)
+    except MalformedInput as e:
+        raise PolicyError(f"--policy {path}: {e}") from e
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise PolicyError(f"--policy {path}: not a TOML file: {e}") from e
+    try:
+        return _policy(doc, hashlib.sha256(data).hexdigest())
+    except PolicyError as e:
+        raise PolicyError(f"--policy {path}: {e}") from e
+
+
+def _policy(doc: dict[str, Any], digest: str) -> Policy:
+    _only(doc, _TOP_KEYS, "top level")
+    if doc.get("format") != FORMAT:
+        raise PolicyError(f"format: got {doc.get('format')!r}, want {FORMAT!r}")
+    name = _typed(doc.get("name", "policy"), str, "name", "a string")
+    req = _typed(doc.get("require", {}), dict, "[require]", "a table")
+    _only(req, _REQUIRE_KEYS, "[require]")
+    require = set()
+    for key in (*REQUIREMENTS, "root_pinned", "head_pinned"):
+        if _typed(req.get(key, False), bool, f"[require] {key}", "true or false") and key in REQUIREMENTS:
+            require.add(key)
+    signers = None
+    if "signers" in req:
+        signers = frozenset(_strings(req["signers"], "[require] signers"))
+        bad = sorted(s for s in signers if not _HEX64.fullmatch(s))
+        if bad or not signers:
+            raise PolicyError(f"[require] signers: got {bad[0] if bad else 'an empty list'!r}, "
+                              "want key ids (64 lowercase hex characters)")
+    profile = req.get("profile")
+    if profile is not None and profile != PROFILE:
+        raise PolicyError(f"[require] profile: got {profile!r}, want {PROFILE!r}")
+    statuses = frozenset(_strings(req["status"], "[require] status")) if "status" in req else None
+    max_steps = None
+    if "max_steps" in req:
+        max_steps = _typed(req["max_steps"], int, "[require] max_steps", "an integer >= 1")
+        if max_steps < 1:
+            raise PolicyError(f"[require] max_steps: got {max_steps}, want an integer >= 1")
+    allow = _typed(doc.get("allow", {}), dict, "[allow]", "a table")
+    _only(allow, _ALLOW_KEYS, "[allow]")
+    rules_doc = _typed(doc.get("rule", []), list, "[[rule]]", "an array of tables")
+    if len(rules_doc) > MAX_RULES:
+        raise PolicyError(f"[[rule]]: more than {MAX_RULES} rules")
+    rules = tuple(_rule(r, i + 1) for i, r in enumerate(rules_doc))
+    names = [r.name for r in rules]
+    if len(set(names)) != len(names):
+        raise PolicyError(f"[[rule]]: two rules are named {next(n for n in names if names.count(n) > 1)!r}")
+    return Policy(
+        name=name,
+        digest=digest,
+        require=frozenset(require),
+        signers=signers,
+        root_pinned=bool(req.get("root_pinned", False)),
+        head_pinned=bool(req.get("head_pinned", False)),
+        profile=profile,
+        statuses=statuses,
+        max_steps=max_steps,
+        agents=_strings(allow["agents"], "[allow] agents") if "agents" in allow else None,
+        tools=_strings(allow["tools"], "[allow] tools") if "tools" in allow else None,
+        rules=rules,
+    )
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+class _Check:
+    """Collects violations into the ``policy`` check result."""
+
+    def __init__(self, result: CheckResult) -> None:
+        self.result = result
+        self.rules: list[str] = []
+
+    def violate(self, rule: str, message: str, seqs: Sequence[int] = (), *, expected: Any = None,
+                actual: Any = None) -> None:
+        listed = tuple(seqs[:MAX_SEQS_LISTED])
+        more = f" (and {len(seqs) - len(listed)} more)" if len(seqs) > len(listed) else ""
+        where = f"steps {', '.join(map(str, listed))}{more}: " if len(seqs) > 1 else ""
+        self.result.failures.append(RuleViolation(
+            POLICY_CHECK, f"rule {rule}: {where}{message}", listed[0] if len(listed) == 1 else None,
+            None if expected is None else str(expected), None if actual is None else str(actual),
+            rule=rule, seqs=listed))
+        self.result.status = FAIL
+        if not self.result.detail:
+            self.result.detail = self.result.failures[0].reason
+        self.rules.append(rule)
+
+
+def _status(report: Report, name: str) -> str | None:
+    return next((c.status for c in report.checks if c.name == name), None)
+
+
+def _requirements(policy: Policy, report: Report, out: _Check) -> None:
+    for name in sorted(policy.require):
+        status = _status(report, name)
+        if status is None:
+            out.violate(f"require.{name}", f"no {name} check ran, so it cannot be shown to hold",
+                        expected=PASS, actual="no such check")
+        elif status != PASS:
+            detail = report.check(name).detail
+            out.violate(f"require.{name}", f"the {name} check did not pass: {detail}", expected=PASS, actual=status)
+    basis = report.basis()
+    if policy.signers is not None and basis.get("key_id") not in policy.signers:
+        out.violate("require.signers", "not signed by a key the policy names",
+                    expected=" or ".join(sorted(policy.signers)), actual=basis.get("key_id") or basis.get("signature"))
+    for pin, wanted in (("root", policy.root_pinned), ("head", policy.head_pinned)):
+        if wanted and basis.get(pin) != "pinned":
+            out.violate(f"require.{pin}_pinned", f"the {pin} is not pinned (give --expected-{pin})",
+                        expected="pinned", actual=basis.get(pin))
+    if policy.profile is not None and (report.profile != policy.profile or _status(report, "chain") != PASS):
+        out.violate("require.profile", "the receipt is not a checked receipt of this profile",
+                    expected=policy.profile, actual=report.profile or "no profile")
+    if policy.max_steps is not None and (report.steps is None or report.steps > policy.max_steps):
+        out.violate("require.max_steps", "too many steps", expected=f"at most {policy.max_steps}",
+                    actual=report.steps)
+
+
+def load_workflow(path: str) -> tuple[dict[str, Any] | None, str]:
+    """The receipt at ``path`` parsed again, or None and why it cannot be."""
+    try:
+        data = read_limited(path, STREAM_MIN_BYTES - 1)
+        if parse_cost(data) > MAX_PARSE_COST_BYTES:
+            raise MalformedInput("costly to hold parsed")
+        wf = parse_strict(data, what=path)
+    except MalformedInput as e:
+        return None, f"the receipt cannot be read again for the policy: {e}"
+    if not isinstance(wf, dict) or not isinstance(wf.get("steps"), list):
+        return None, "the receipt has no steps"
+    return wf, ""
+
+
+def _is_approved(content: Any) -> bool:
+    """An approval content that records a decision to approve (groupchat or autogen-core form)."""
+    return isinstance(content, dict) and (content.get("decision") == "approved" or content.get("approved") is True)
+
+
+def _argument(content: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
+    args = content.get("arguments") if isinstance(content, dict) else None
+    if isinstance(args, str):
+        if len(args) > MAX_ARGUMENTS_BYTES:
+            return False, f"arguments over {MAX_ARGUMENTS_BYTES} bytes"
+        try:
+            args = parse_strict(args.encode("utf-8", "surrogatepass"), what="arguments")
+        except MalformedInput as e:
+            return False, f"arguments are not JSON: {e}"
+    value: Any = args
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            return False, f"no argument {'.'.join(path)}"
+        value = value[part]
+    return True, value
+
+
+def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int]) -> dict[int, Any]:
+    """The evidence content of each step in ``seqs``, each re-hashed against its step's receipt_hash.
+
+    Called only after the evidence check passed, so line N + 1 holds step N; re-hashing
+    binds each content used here to the receipt even if the file changed since.
+    """
+    steps = wf["steps"]
+    out: dict[int, Any] = {}
+    if not seqs:
+        return out
+    last = max(seqs)
+    for number, line in evidence_lines(evidence):
+        seq = number - 1
+        if seq in seqs:
+            record = parse_evidence_line(line, number)
+            content = record.get("content") if isinstance(record, dict) else None
+            try:
+                digest = hashlib.sha256(exact_bytes(content)).hexdigest()
+            except CanonicalizationError as e:
+                raise MalformedInput(f"evidence line {number}: {e}") from e
+            if not isinstance(record, dict) or record.get("seq") != seq or digest != steps[seq - 1]["receipt_hash"]:
+                raise MalformedInput(f"evidence line {number} no longer matches step {seq}")
+            out[seq] = content
+        if seq >= last:
+            break
+    return out
+
+
+def _allow(policy: Policy, steps: list[Any], out: _Check) -> None:
+    for member, patterns in (("agents", policy.agents), ("tools", policy.tools)):
+        if patterns is None:
+            continue
+        field_name = "agent" if member == "agents" else "tool"
+        bad: dict[str, list[int]] = {}
+        for s in steps:
+            value = str(s.get(field_name))
+            picked = s.get("kind") != CLOSE_KIND if member == "agents" else s.get("kind") == "tool_call"
+            if picked and not any(fnmatch.fnmatchcase(value, p) for p in patterns):
+                bad.setdefault(value, []).append(s["seq"])
+        for value, seqs in bad.items():
+            out.violate(f"allow.{member}", f"{field_name} {value!r} is not allowed", seqs,
+                        expected=" | ".join(patterns), actual=value)
+
+
+def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out: _Check) -> None:
+    open_approvals: list[Mapping[str, Any]] = []
+    for s in steps:
+        if s.get("kind") == _APPROVAL:
+            open_approvals.append(s)
+            continue
+        if not rule.matches(s):
+            continue
+        call_id = s.get("call_id")
+        found = None
+        denied = None
+        for a in open_approvals:
+            content = contents.get(a["seq"])
+            tool = content.get("tool") if isinstance(content, dict) else None
+            if a.get("call_id") != call_id or (tool is not None and s.get("kind") == "tool_call" and tool != s["tool"]):
+                continue
+            if _is_approved(content):
+                found = a
+                break
+            denied = a
+        if found is not None:
+            open_approvals.remove(found)  # one approval lets one step through
+            continue
+        which = f"call id {call_id}" if call_id is not None else "no call id"
+        why = f"; the approval at step {denied['seq']} was not approved" if denied is not None else ""
+        out.violate(rule.name, f"{s.get('kind')} {s.get('tool')!r} has no approved approval before it ({which}){why}",
+                    [s["seq"]])
+
+
+def _argument_rule(rule: Rule, steps: list[Any], contents: dict[int, Any], out: _Check) -> None:
+    name = ".".join(rule.argument)
+    for s in steps:
+        if not rule.matches(s):
+            continue
+        ok, value = _argument(contents.get(s["seq"]), rule.argument)
+        if not ok:
+            out.violate(rule.name, f"tool {s['tool']!r}: {value}", [s["seq"]])
+            continue
+        if rule.max is not None or rule.min is not None:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number:
+                out.violate(rule.name, f"tool {s['tool']!r}: argument {name} is not a number", [s["seq"]],
+                            expected="a number", actual=repr(value)[:80])
+                continue
+            if rule.max is not None and value > rule.max:
+                out.violate(rule.name, f"tool {s['tool']!r}: argument {name} is too large", [s["seq"]],
+                            expected=f"at most {rule.max:g}", actual=value)
+            if rule.min is not None and value < rule.min:
+                out.violate(rule.name, f"tool {s['tool']!r}: argument {name} is too small", [s["seq"]],
+                            expected=f"at least {rule.min:g}", actual=value)
+        if rule.pattern is not None and not (isinstance(value, str) and re.fullmatch(rule.pattern, value)):
+            out.violate(rule.name, f"tool {s['tool']!r}: argument {name} does not match", [s["seq"]],
+                        expected=f"/{rule.pattern}/", actual=repr(value)[:80])
+
+
+def _none_after(rule: Rule, steps: list[Any], out: _Check) -> None:
+    start = next((i for i, s in enumerate(steps) if fnmatch.fnmatchcase(str(s.get("kind")), rule.after)), None)
+    if start is None:
+        return
+    seqs = [s["seq"] for s in steps[start + 1:] if rule.matches(s)]
+    if seqs:
+        out.violate(rule.name, f"{rule.kind} step after the {rule.after} at step {steps[start]['seq']}", seqs)
+
+
+def _at_most(rule: Rule, steps: list[Any], out: _Check) -> None:
+    seqs = [s["seq"] for s in steps if rule.matches(s)]
+    if len(seqs) > rule.count:
+        out.violate(rule.name, f"{len(seqs)} steps match, more than {rule.count}", seqs[rule.count:],
+                    expected=f"at most {rule.count}", actual=len(seqs))
+
+
+def _steps_rules(policy: Policy, report: Report, wf: dict[str, Any], evidence: str | None, out: _Check) -> None:
+    steps = wf["steps"]
+    if policy.statuses is not None and wf.get("status") not in policy.statuses:
+        out.violate("require.status", "receipt status not allowed", expected=" or ".join(sorted(policy.statuses)),
+                    actual=wf.get("status"))
+    _allow(policy, steps, out)
+    needed: set[int] = set()
+    content_rules = [r for r in policy.rules if r.form in _CONTENT_FORMS]
+    for r in content_rules:
+        needed.update(s["seq"] for s in steps
+                      if (r.form == "approved_before" and s.get("kind") == _APPROVAL) or (r.form == "argument"
+                                                                                          and r.matches(s)))
+    contents: dict[int, Any] = {}
+    missing = None
+    if content_rules:
+        if _status(report, "evidence") != PASS or evidence is None:
+            missing = "it needs the step contents, and the evidence check did not pass"
+        else:
+            try:
+                contents = _contents(wf, evidence, needed)
+            except (MalformedInput, OSError) as e:
+                missing = f"it needs the step contents, and the evidence cannot be read again: {e}"
+    for rule in policy.rules:
+        if rule.form in _CONTENT_FORMS and missing is not None:
+            out.violate(rule.name, missing, expected="evidence checked", actual=_status(report, "evidence"))
+        elif rule.form == "approved_before":
+            _approved_before(rule, steps, contents, out)
+        elif rule.form == "argument":
+            _argument_rule(rule, steps, contents, out)
+        elif rule.form == "none_after":
+            _none_after(rule, steps, out)
+        else:
+            _at_most(rule, steps, out)
+
+
+def _workflow_parts(policy: Policy) -> list[str]:
+    names = [f"rule {r.name}" for r in policy.rules]
+    names += [f"allow.{m}" for m, v in (("agents", policy.agents), ("tools", policy.tools)) if v is not None]
+    return names + (["require.status"] if policy.statuses is not None else [])
+
+
+def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: str | None,
+                 workflow: dict[str, Any] | None = None) -> list[str]:
+    """Add the ``policy`` check to ``report``; returns the names of the rules violated.
+
+    ``receipt``: the file verified (read again when the policy looks at steps), or
+    ``workflow``: the receipt already parsed. ``evidence``: the evidence file the report
+    checked. Whatever cannot be evaluated fails, naming why: nothing passes vacuously.
+    """
+    result = CheckResult(len(report.checks) + 1, POLICY_CHECK)
+    report.checks.append(result)
+    out = _Check(result)
+    if report.malformed:
+        result.skip("the receipt could not be read")
+        return []
+    _requirements(policy, report, out)
+    if policy.needs_workflow:
+        why = ""
+        if _status(report, "chain") != PASS:
+            why = "the steps are not bound: the chain check did not pass"
+        elif workflow is None and receipt is not None:
+            workflow, why = load_workflow(receipt)
+        elif workflow is None:
+            why = "the receipt is not available to evaluate rules over its steps"
+        if workflow is not None and not why and (workflow.get("workflow_id") != report.workflow_id
+                                                 or len(workflow["steps"]) != report.steps):
+            why = "the receipt changed while it was verified"
+        if why or workflow is None:
+            for part in _workflow_parts(policy):
+                rule = part.removeprefix("rule ")
+                out.violate(rule, why, expected="evaluated", actual="not evaluated")
+        else:
+            _steps_rules(policy, report, workflow, evidence, out)
+    if result.status != FAIL:
+        if policy.digest is None:
+            result.passed(f"required {', '.join(sorted(policy.require))}: all PASS")
+        else:
+            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})")
+    return sorted(set(out.rules))
+
+
+def evidence_for(receipt: str | None, explicit: str | os.PathLike[str] | None) -> str | None:
+    """The evidence file the verifier used for ``receipt``: ``--evidence`` or the one beside it."""
+    if explicit is not None:
+        return os.fspath(explicit)
+    if receipt is None:
+        return None
+    beside = evidence_path_for(receipt)
+    return beside if os.path.lexists(beside) else None
