@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from hashlib import sha256
 from time import time_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -52,6 +52,9 @@ from .receipt import (
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from .timefmt import format_ns
+
+if TYPE_CHECKING:
+    from .bundle import LinkedChild
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
 
@@ -164,6 +167,8 @@ class Collector:
         self._final_args: tuple[Any, ...] | None = None
         self.recording_failures = 0
         self.late_records = 0
+        #: Child receipts bound by :meth:`link`, kept for :meth:`save_bundle`.
+        self.linked_children: list[LinkedChild] = []
         #: The crash-safe journal (``journal=`` path), or None; see :mod:`aer1.journal`.
         self.journal: Journal | None = None if journal is None else Journal(
             journal,
@@ -365,6 +370,18 @@ class Collector:
         with self._lock:
             self.recording_failures += 1
         log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, exc)
+
+    def link(self, child: Any, **options: Any) -> dict[str, Any]:
+        """Record a ``link`` step binding a child receipt (or finalized child Collector); see :mod:`aer1.bundle`."""
+        from .bundle import link_child
+
+        return link_child(self, child, **options)
+
+    def save_bundle(self, folder: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> list[str]:
+        """Save this receipt and every linked child into ``folder`` (for ``aer1-verify --bundle``)."""
+        from .bundle import save_bundle
+
+        return save_bundle(self, folder, workflow)
 
     def register_agent(
         self, name: str, *, type: str, description: str | None = None, config: Any = None

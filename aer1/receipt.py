@@ -45,6 +45,7 @@ KINDS = (
     "approval",
     "human_input",
     "error",
+    "link",
     "close",
 )
 CLOSE_KIND = "close"

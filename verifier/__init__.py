@@ -22,6 +22,7 @@ from typing import Any
 
 from ..chain import PROFILE
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
+from ..link import LINK_KIND
 from ..receipt import evidence_path_for
 from ._checks import (
     check_chain,
@@ -131,6 +132,10 @@ def verify_receipt(
     report.steps = len(wf["steps"])
     report.profile = PROFILE if profile else None
     check_sequence(wf["steps"], c_seq)
+    links = sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND)
+    if links:
+        report.notes.append(f"{links} link step(s) bind child receipts that were not followed here: "
+                            "verify the bundle with aer1-verify --bundle")
     check_merkle(wf, c_merkle)
     if profile:
         check_chain(wf, c_chain)
