@@ -20,7 +20,6 @@ import orjson
 
 from .link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_status
 from .receipt import evidence_path_for
-from .recover import _write_atomic
 
 if TYPE_CHECKING:
     from .collector import Collector
@@ -132,6 +131,18 @@ def _flatten(children: list[LinkedChild]) -> list[LinkedChild]:
     return out
 
 
+def _write_file(path: str, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a private temporary file beside it, then a rename)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".aer1-bundle-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def save_bundle(parent: Collector, folder: str | os.PathLike[str],
                 workflow: Mapping[str, Any] | None = None) -> list[str]:
     """Write the parent (``receipt.json``) and every linked descendant into ``folder``.
@@ -144,8 +155,8 @@ def save_bundle(parent: Collector, folder: str | os.PathLike[str],
     paths = [parent.save(os.path.join(target, BUNDLE_ROOT_NAME), workflow=workflow)]
     for c in _flatten(parent.linked_children):
         path = os.path.join(target, child_file_name(c.receipt["workflow_id"]))
-        _write_atomic(path, orjson.dumps(c.receipt, option=orjson.OPT_INDENT_2) + b"\n")
+        _write_file(path, orjson.dumps(c.receipt, option=orjson.OPT_INDENT_2) + b"\n")
         if c.evidence is not None:
-            _write_atomic(evidence_path_for(path), c.evidence)
+            _write_file(evidence_path_for(path), c.evidence)
         paths.append(path)
     return paths
