@@ -136,3 +136,25 @@ def test_single_receipt_verification_says_links_were_not_followed(tmp_path: Path
     assert report.valid
     assert any("1 link step(s)" in n and "--bundle" in n for n in report.notes), report.notes
     assert json.loads(Path(path).read_text())["steps"][0]["kind"] == "link"
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("target", [None, "", "not-a-uuid", "5EE854AD-E8F8-4969-A9E9-6B3004E79381"])
+def test_a_link_step_without_a_child_workflow_id_fails_members(target: str | None) -> None:
+    """Even a producer that re-chains correctly cannot emit a link that names no child."""
+    from aer1.chain import step_digest_hex, uuid8_from_hex
+
+    parent = Collector(goal="plan", _ids=("11111111-1111-4111-8111-111111111111",
+                                          "22222222-2222-4222-8222-222222222222"))
+    parent.link(child_run("research").finalize())
+    receipt = parent.finalize()
+    step = receipt["steps"][0]
+    if target is None:
+        del step["target"]
+    else:
+        step["target"] = target
+    step["receipt_id"] = uuid8_from_hex(step_digest_hex(step, flat=True))
+    report = verify_receipt(receipt)
+    assert report.check("members").status == "FAIL"
+    want = "target is not a non-empty string" if target == "" else "link step target is not the child's workflow_id"
+    assert want in report.failures[0].reason, report.failures
