@@ -371,6 +371,14 @@ class Collector:
             self.recording_failures += 1
         log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, exc)
 
+    def child(self, goal: str, **options: Any) -> Collector:
+        """A collector for a nested run, to be linked into this one: same key, redaction, evidence, session."""
+        settings: dict[str, Any] = {"session_id": self.session_id, "signing_key": self._signing_key,
+                                    "verify_url": self.verify_url, "evidence": self._sink is not None,
+                                    "redact": self._redact if self._redact is not None else False}
+        settings.update(options)
+        return Collector(goal, **settings)
+
     def link(self, child: Any, **options: Any) -> dict[str, Any]:
         """Record a ``link`` step binding a child receipt (or finalized child Collector); see :mod:`aer1.bundle`."""
         from .bundle import link_child
