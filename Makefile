@@ -14,7 +14,7 @@ AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[agentchat,legacy,dev]"
+	$(PY) -m pip install -q -e ".[agentchat,grpc,legacy,dev]"
 	touch $(STAMP)
 
 $(AG2_STAMP): pyproject.toml

@@ -24,7 +24,7 @@ from .receipt import evidence_path_for
 if TYPE_CHECKING:
     from .collector import Collector
 
-__all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "link_child", "save_bundle"]
+__all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "evidence_bytes", "link_child", "save_bundle"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -44,20 +44,28 @@ def child_file_name(workflow_id: str) -> str:
     return f"{workflow_id}.json"
 
 
+def evidence_bytes(collector: Collector, receipt: Mapping[str, Any]) -> bytes | None:
+    """The evidence file of ``collector``'s finalized ``receipt``, as bytes (None without evidence).
+
+    For sending a receipt to another process or machine with its evidence: nothing is
+    assumed about a shared disk.
+    """
+    with tempfile.TemporaryDirectory(prefix="aer1-link-") as folder:
+        path = collector.save(os.path.join(folder, "child.json"), workflow=receipt)
+        evidence_file = evidence_path_for(path)
+        if not os.path.exists(evidence_file):
+            return None
+        with open(evidence_file, "rb") as f:
+            return f.read()
+
+
 def _parse_child(child: Any) -> tuple[dict[str, Any], bytes | None, list[LinkedChild]]:
     """(receipt, evidence bytes or None, grandchildren) from what was given as ``child``."""
     from .collector import Collector
 
     if isinstance(child, Collector):
         receipt = child.finalize()
-        with tempfile.TemporaryDirectory(prefix="aer1-link-") as folder:
-            path = child.save(os.path.join(folder, "child.json"), workflow=receipt)
-            evidence_file = evidence_path_for(path)
-            evidence = None
-            if os.path.exists(evidence_file):
-                with open(evidence_file, "rb") as f:
-                    evidence = f.read()
-        return receipt, evidence, list(child.linked_children)
+        return receipt, evidence_bytes(child, receipt), list(child.linked_children)
     if isinstance(child, (bytes, bytearray, memoryview)):
         from .verifier._parse import MalformedInput, parse_strict
 
