@@ -11,9 +11,13 @@ names the links it could not follow.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import stat
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,11 +28,23 @@ from ._checks import _is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import Report
 
-__all__ = ["FOLLOWED", "LINK_FAILED", "NOT_FOLLOWED", "BundleError", "BundleReport", "LinkResult", "verify_bundle"]
+__all__ = [
+    "FOLLOWED",
+    "LINK_FAILED",
+    "NOT_FOLLOWED",
+    "PARALLEL_MIN_BYTES",
+    "BundleError",
+    "BundleReport",
+    "LinkResult",
+    "verify_bundle",
+]
 
 FOLLOWED = "followed"
 NOT_FOLLOWED = "not followed"
 LINK_FAILED = "FAIL"
+#: Receipt bytes in a bundle from which its receipts are verified in parallel processes
+#: (below it, starting the processes costs more than they save).
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 _RECEIPT_SUFFIX = ".json"
 _PROOF_SUFFIX = ".proof.json"
 
@@ -198,6 +214,31 @@ def _read_links(node: Node) -> str | None:
     return None
 
 
+def _examine(path: str) -> tuple[Node, str | None]:
+    """Verify one receipt file and read its link steps (in a pool process for large bundles)."""
+    from . import verify_receipt
+
+    node = Node(path, verify_receipt(path))
+    return node, None if node.report.malformed else _read_links(node)
+
+
+def _examine_all(files: list[str], jobs: int | None) -> list[tuple[Node, str | None]]:
+    """Every file examined, in order: side by side in ``jobs`` processes when the bundle is large."""
+    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(files))
+    if workers > 1:
+        total = 0
+        for path in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(path).st_size
+        if total >= PARALLEL_MIN_BYTES:
+            try:
+                with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                    return list(pool.map(_examine, files))
+            except (OSError, BrokenProcessPool):
+                pass  # no processes to be had here: verify in this one
+    return [_examine(path) for path in files]
+
+
 def _follow(bundle: BundleReport, node: Node, by_id: dict[str, Node], reached: set[str]) -> None:
     """Follow every link step of ``node`` (depth first, each child at most once)."""
     stack: list[Node] = [node]
@@ -257,8 +298,12 @@ def verify_bundle(
     trusted_key_ids: Iterable[str] | None = None,
     expected_root: str | None = None,
     expected_head: str | None = None,
+    jobs: int | None = None,
 ) -> BundleReport:
     """Verify every receipt in ``folder``, find the root, follow and check every link.
+
+    ``jobs``: processes that verify receipts side by side (default: one per core); a bundle
+    smaller than :data:`PARALLEL_MIN_BYTES` is verified in this process.
 
     ``trusted_key_ids``, ``expected_root`` and ``expected_head`` apply to the root: each
     followed child is bound to it by its link (workflow and receipt ids, Merkle root,
@@ -273,14 +318,14 @@ def verify_bundle(
         raise BundleError(f"{source}: {e.strerror or e}") from e
     if not stat.S_ISDIR(mode):
         raise BundleError(f"{source}: not a folder (a bundle is a folder of receipts)")
-    nodes = [Node(path, verify_receipt(path)) for path in _receipt_files(source)]
+    examined = _examine_all(_receipt_files(source), jobs)
+    nodes = [node for node, _ in examined]
     bundle = BundleReport(source, nodes)
     by_id: dict[str, Node] = {}
-    for node in nodes:
+    for node, why in examined:
         if node.report.malformed:
             bundle.failures.append(f"{node.source}: unreadable: {node.report.checks[0].detail}")
             continue
-        why = _read_links(node)
         if why is not None:
             bundle.failures.append(why)
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +237,27 @@ def test_usage_errors_are_one_line(tmp_path: Path, args: list[str], why: str) ->
     assert why in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     code, doc = verify_bundle_cli(*argv)
     assert code == 2 and doc["verdict"] == "MALFORMED" and why in json.dumps(doc)
+
+
+def test_parallel_verification_gives_the_same_report(
+    bundle: tuple[Path, list[str], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large bundles are verified in a process pool: same verdict, tree and reports as in one process."""
+    from aer1.verifier import _bundle
+
+    folder, paths, _ = bundle
+    Path(paths[3]).unlink()  # one link not followed, so the comparison covers that too
+    serial = _bundle.verify_bundle(folder, jobs=1).to_dict()
+    pools: list[int] = []
+
+    class CountedPool(ProcessPoolExecutor):
+        def __init__(self, max_workers: int, **options: Any) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers, **options)
+
+    monkeypatch.setattr(_bundle, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(_bundle, "ProcessPoolExecutor", CountedPool)
+    parallel = _bundle.verify_bundle(folder, jobs=2).to_dict()
+    assert pools == [2], "the bundle was not verified in a pool"
+    assert parallel == serial
+    assert serial["links"]["not_followed"] == 1
