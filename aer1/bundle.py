@@ -65,7 +65,7 @@ def _parse_child(child: Any) -> tuple[dict[str, Any], bytes | None, list[LinkedC
 
     if isinstance(child, Collector):
         receipt = child.finalize()
-        return receipt, evidence_bytes(child, receipt), list(child.linked_children)
+        return receipt, evidence_bytes(child, receipt), list(child.linked_children.values())
     if isinstance(child, (bytes, bytearray, memoryview)):
         from .verifier._parse import MalformedInput, parse_strict
 
@@ -119,13 +119,13 @@ def link_child(
     content = link_content(receipt)  # raises LinkError before any check reads a malformed child
     if _UUID.fullmatch(content["workflow_id"]) is None:
         raise LinkError(f"the child's workflow_id is not a lowercase UUID, got {content['workflow_id']!r}")
-    if any(c.receipt["workflow_id"] == content["workflow_id"] for c in parent.linked_children):
+    if content["workflow_id"] in parent.linked_children:
         raise LinkError(f"workflow {content['workflow_id']} is already linked into this receipt")
     if verify:
         _check_child(receipt, evidence)
     header = parent.record(LINK_KIND, content, kind=LINK_KIND, agent=agent, status=link_status(receipt["status"]),
                            target=content["workflow_id"], started_at=started_at, ended_at=ended_at)
-    parent.linked_children.append(LinkedChild(receipt, evidence, header["seq"], grandchildren))
+    parent.linked_children[content["workflow_id"]] = LinkedChild(receipt, evidence, header["seq"], grandchildren)
     return header
 
 
@@ -161,7 +161,7 @@ def save_bundle(parent: Collector, folder: str | os.PathLike[str],
     target = os.fspath(folder)
     os.makedirs(target, exist_ok=True)
     paths = [parent.save(os.path.join(target, BUNDLE_ROOT_NAME), workflow=workflow)]
-    for c in _flatten(parent.linked_children):
+    for c in _flatten(list(parent.linked_children.values())):
         path = os.path.join(target, child_file_name(c.receipt["workflow_id"]))
         _write_file(path, orjson.dumps(c.receipt, option=orjson.OPT_INDENT_2) + b"\n")
         if c.evidence is not None:

@@ -168,7 +168,7 @@ class Collector:
         self.recording_failures = 0
         self.late_records = 0
         #: Child receipts bound by :meth:`link`, kept for :meth:`save_bundle`.
-        self.linked_children: list[LinkedChild] = []
+        self.linked_children: dict[str, LinkedChild] = {}  # by workflow_id, in link order
         #: The crash-safe journal (``journal=`` path), or None; see :mod:`aer1.journal`.
         self.journal: Journal | None = None if journal is None else Journal(
             journal,

@@ -103,7 +103,7 @@ async def test_flatten_stays_the_default() -> None:
     receipt = collector.finalize()
     kinds = [(s["kind"], s["agent"]) for s in receipt["steps"]]
     assert ("tool_call", "worker") in kinds and not any(k == "link" for k, _ in kinds)
-    assert collector.linked_children == []
+    assert collector.linked_children == {}
 
 
 def test_unknown_nested_mode_is_refused() -> None:

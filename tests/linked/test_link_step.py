@@ -71,7 +71,7 @@ def test_a_child_that_does_not_verify_is_refused() -> None:
     parent = Collector(goal="plan")
     with pytest.raises(LinkError, match="does not verify: chain: step 3: close step does not match"):
         parent.link(receipt)
-    assert parent.step_count == 0 and parent.linked_children == []
+    assert parent.step_count == 0 and parent.linked_children == {}
 
 
 @pytest.mark.unverified_receipts
