@@ -31,6 +31,7 @@ from ._report import Report
 __all__ = [
     "FOLLOWED",
     "LINK_FAILED",
+    "MAX_LINK_DEPTH",
     "NOT_FOLLOWED",
     "PARALLEL_MIN_BYTES",
     "BundleError",
@@ -45,6 +46,8 @@ LINK_FAILED = "FAIL"
 #: Receipt bytes in a bundle from which its receipts are verified in parallel processes
 #: (below it, starting the processes costs more than they save).
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+#: Deepest chain of links followed from the root (the report nests one level per link).
+MAX_LINK_DEPTH = 64
 _RECEIPT_SUFFIX = ".json"
 _PROOF_SUFFIX = ".proof.json"
 
@@ -123,8 +126,11 @@ class BundleReport:
         """What a VALID verdict rests on: the root's basis and how many links were followed."""
         assert self.root is not None
         missing = [link for link in self.links if link.result == NOT_FOLLOWED]
+        followed = [link.child for link in self.links if link.result == FOLLOWED and link.child is not None]
+        evidence = sum(child.report.basis()["evidence"] == "checked" for child in followed)
         parts = [f"bundle of {len(self.nodes)} receipts", f"root: {self.root.report.basis_text()}",
-                 f"{len(self.links)} links, {self.count(FOLLOWED)} followed"]
+                 f"{len(self.links)} links, {self.count(FOLLOWED)} followed",
+                 f"children's evidence checked for {evidence} of {len(followed)}"]
         if missing:
             parts.append(f"{len(missing)} NOT FOLLOWED: " + ", ".join(
                 f"step {link.seq} of {link.parent} -> {link.target}" for link in missing))
@@ -241,20 +247,23 @@ def _examine_all(files: list[str], jobs: int | None) -> list[tuple[Node, str | N
 
 def _follow(bundle: BundleReport, node: Node, by_id: dict[str, Node], reached: set[str]) -> None:
     """Follow every link step of ``node`` (depth first, each child at most once)."""
-    stack: list[Node] = [node]
+    stack: list[tuple[Node, int]] = [(node, 0)]
     while stack:
-        current = stack.pop()
-        pending: list[Node] = []
+        current, depth = stack.pop()
+        pending: list[tuple[Node, int]] = []
         for seq, target, rhash, status in current.link_steps:
             parent = current.workflow_id or current.source
             if not _is_uuid(target):
                 link = LinkResult(parent, seq, None, LINK_FAILED, "the link step names no child workflow_id (target)")
             elif target not in by_id:
                 link = LinkResult(parent, seq, target, NOT_FOLLOWED, "the child is not in the bundle")
+            elif depth + 1 > MAX_LINK_DEPTH:
+                link = LinkResult(parent, seq, target, LINK_FAILED,
+                                  f"the tree is deeper than {MAX_LINK_DEPTH} links: not followed further")
             else:
                 link = _check_link(parent, seq, target, rhash, status, by_id[target], reached)
                 if link.result == FOLLOWED and link.child is not None:
-                    pending.append(link.child)
+                    pending.append((link.child, depth + 1))
             current.links.append(link)
             bundle.links.append(link)
             if link.result == LINK_FAILED:

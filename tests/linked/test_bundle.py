@@ -261,3 +261,32 @@ def test_parallel_verification_gives_the_same_report(
     assert pools == [2], "the bundle was not verified in a pool"
     assert parallel == serial
     assert serial["links"]["not_followed"] == 1
+
+
+def test_a_tree_deeper_than_the_limit_fails_without_a_traceback(tmp_path: Path) -> None:
+    from aer1.verifier._bundle import MAX_LINK_DEPTH
+
+    child: Collector | None = None
+    for depth in range(MAX_LINK_DEPTH + 1, -1, -1):
+        c = Collector(goal=f"level {depth}", evidence=False)
+        if child is not None:
+            c.link(child)
+        child = c
+    assert child is not None
+    folder = tmp_path / "deep"
+    child.save_bundle(folder, child.finalize())
+    code, doc = verify_bundle_cli(str(folder))
+    assert code == 1
+    assert any(f"deeper than {MAX_LINK_DEPTH} links" in f for f in doc["failures"]), doc["failures"][:3]
+    code, text, err = verify_bundle_text(str(folder))
+    assert code == 1 and err == "" and "deeper than" in text
+
+
+def test_verdict_counts_children_whose_evidence_was_checked(
+    bundle: tuple[Path, list[str], dict[str, Any]]
+) -> None:
+    folder, paths, _ = bundle
+    Path(paths[3]).with_suffix(".evidence.jsonl").unlink()
+    code, doc = verify_bundle_cli(str(folder))
+    assert code == 0, doc["failures"]
+    assert "children's evidence checked for 2 of 3" in doc["basis"]
