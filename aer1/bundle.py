@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "evidence_bytes", "link_child", "save_bundle"]
 
+_LINKING = threading.Lock()
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -119,13 +121,15 @@ def link_child(
     content = link_content(receipt)  # raises LinkError before any check reads a malformed child
     if _UUID.fullmatch(content["workflow_id"]) is None:
         raise LinkError(f"the child's workflow_id is not a lowercase UUID, got {content['workflow_id']!r}")
-    if content["workflow_id"] in parent.linked_children:
-        raise LinkError(f"workflow {content['workflow_id']} is already linked into this receipt")
     if verify:
         _check_child(receipt, evidence)
-    header = parent.record(LINK_KIND, content, kind=LINK_KIND, agent=agent, status=link_status(receipt["status"]),
-                           target=content["workflow_id"], started_at=started_at, ended_at=ended_at)
-    parent.linked_children[content["workflow_id"]] = LinkedChild(receipt, evidence, header["seq"], grandchildren)
+    with _LINKING:  # one link step per child, even when two threads link the same child
+        if content["workflow_id"] in parent.linked_children:
+            raise LinkError(f"workflow {content['workflow_id']} is already linked into this receipt")
+        header = parent.record(LINK_KIND, content, kind=LINK_KIND, agent=agent,
+                               status=link_status(receipt["status"]), target=content["workflow_id"],
+                               started_at=started_at, ended_at=ended_at)
+        parent.linked_children[content["workflow_id"]] = LinkedChild(receipt, evidence, header["seq"], grandchildren)
     return header
 
 
@@ -160,8 +164,14 @@ def save_bundle(parent: Collector, folder: str | os.PathLike[str],
     """
     target = os.fspath(folder)
     os.makedirs(target, exist_ok=True)
+    children = _flatten(list(parent.linked_children.values()))
+    names = {BUNDLE_ROOT_NAME, *(child_file_name(c.receipt["workflow_id"]) for c in children)}
+    stale = sorted(n for n in os.listdir(target) if n.endswith(".json") and n not in names)
+    if stale:  # the verifier would find receipts that are not in this tree
+        raise FileExistsError(f"{target} already holds other receipts ({', '.join(stale[:3])}): "
+                              "save a bundle into an empty folder")
     paths = [parent.save(os.path.join(target, BUNDLE_ROOT_NAME), workflow=workflow)]
-    for c in _flatten(list(parent.linked_children.values())):
+    for c in children:
         path = os.path.join(target, child_file_name(c.receipt["workflow_id"]))
         _write_file(path, orjson.dumps(c.receipt, option=orjson.OPT_INDENT_2) + b"\n")
         if c.evidence is not None:

@@ -158,3 +158,16 @@ def test_a_link_step_without_a_child_workflow_id_fails_members(target: str | Non
     assert report.check("members").status == "FAIL"
     want = "target is not a non-empty string" if target == "" else "link step target is not the child's workflow_id"
     assert want in report.failures[0].reason, report.failures
+
+
+def test_save_bundle_refuses_a_folder_with_other_receipts(tmp_path: Path) -> None:
+    """Another run's receipt left in the folder would make the saved bundle fail verification."""
+    stale = child_run("yesterday")
+    stale.save(tmp_path / "old.json", stale.finalize())
+    parent = Collector(goal="plan")
+    parent.link(child_run("research").finalize())
+    with pytest.raises(FileExistsError, match=r"already holds other receipts \(old.json\)"):
+        parent.save_bundle(tmp_path, parent.finalize())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.evidence.jsonl", "old.json"]
+    again = parent.save_bundle(tmp_path / "fresh", parent.finalize())
+    assert parent.save_bundle(tmp_path / "fresh", parent.finalize()) == again  # saving again is fine
