@@ -8,6 +8,7 @@ run's, a link step edited, an extra receipt, two receipts with one workflow_id.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -290,3 +291,51 @@ def test_verdict_counts_children_whose_evidence_was_checked(
     code, doc = verify_bundle_cli(str(folder))
     assert code == 0, doc["failures"]
     assert "children's evidence checked for 2 of 3" in doc["basis"]
+
+
+@pytest.mark.unverified_receipts
+def test_signed_root_protects_the_tree_against_a_rechained_parent(tmp_path: Path) -> None:
+    """Without a key, a parent can be rewritten to link a forged child; a trusted signature stops it."""
+    from aer1.canonical import exact_bytes
+    from aer1.chain import step_digest_hex, uuid8_from_hex
+    from aer1.link import link_content
+    from aer1.merkle import merkle_root_hex
+    from aer1.receipt import close_content
+    from aer1.signing import generate_key_pair
+
+    private, public = generate_key_pair()
+    (tmp_path / "k.pub").write_bytes(public)
+    folder = tmp_path / "bundle"
+    _, receipt, paths = tree(folder, signing_key=private)
+    assert verify_bundle_cli(str(folder), "--key", str(tmp_path / "k.pub"))[0] == 0
+
+    # The attacker replaces child B by a run of their own and re-chains the parent to match.
+    forged = child_run("pricing, forged", steps=3)
+    Path(paths[3]).unlink()
+    Path(paths[3]).with_suffix(".evidence.jsonl").unlink()
+    forged_receipt = forged.finalize()
+    forged.save(folder / "forged.json", forged_receipt)
+    parent = json.loads(Path(paths[0]).read_text())
+    Path(paths[0]).with_suffix(".evidence.jsonl").unlink()
+    parent.pop("signature")
+    link = parent["steps"][2]
+    link["target"], link["receipt_hash"] = forged_receipt["workflow_id"], link_hash(link_content(forged_receipt))
+    prev = link["prev_digest"]
+    for step in parent["steps"][2:]:
+        step["prev_digest"] = prev
+        if step["kind"] == "close":
+            step["receipt_hash"] = hashlib.sha256(exact_bytes(close_content(parent, len(parent["steps"])))).hexdigest()
+        prev = step_digest_hex(step, flat=True)
+        step["receipt_id"] = uuid8_from_hex(prev)
+    parent["chain_head"] = prev
+    parent["merkle_root"] = merkle_root_hex([s["receipt_id"] for s in parent["steps"]])
+    Path(paths[0]).write_text(json.dumps(parent))
+
+    code, doc = verify_bundle_cli(str(folder))
+    assert code == 0, doc["failures"]  # consistent: only a key or a pinned root can tell
+    code, doc = verify_bundle_cli(str(folder), "--key", str(tmp_path / "k.pub"))
+    assert code == 1
+    assert "not signed, but a trusted key was required" in doc["failures"][0], doc["failures"]
+    code, doc = verify_bundle_cli(str(folder), "--expected-root", receipt["merkle_root"])
+    assert code == 1
+    assert "merkle_root differs from the expected root" in doc["failures"][0], doc["failures"]
