@@ -171,3 +171,23 @@ def test_save_bundle_refuses_a_folder_with_other_receipts(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.evidence.jsonl", "old.json"]
     again = parent.save_bundle(tmp_path / "fresh", parent.finalize())
     assert parent.save_bundle(tmp_path / "fresh", parent.finalize()) == again  # saving again is fine
+
+
+def test_one_child_disclosed_alone_with_a_proof_of_its_link() -> None:
+    """The auditor sees the child and one proof, never the parent's other steps (spec/linked.md)."""
+    from aer1.proof import build_step_proof
+    from aer1.verifier import verify_proof
+
+    child = child_run("research").finalize()
+    parent = Collector(goal="plan")
+    parent.record("message", {"content": "private planning"}, agent="planner")
+    step = parent.link(child, agent="research-team")
+    receipt = parent.finalize()
+    proof = build_step_proof(receipt, step["seq"], content=link_content(child))
+    report = verify_proof(proof, expected_root=receipt["merkle_root"])
+    assert report.valid, [f.reason for f in report.failures]
+    proved = proof["step"]
+    assert proved["kind"] == LINK_KIND and proved["target"] == child["workflow_id"]
+    assert proved["receipt_hash"] == link_hash(link_content(child))
+    other = child_run("other").finalize()
+    assert proved["receipt_hash"] != link_hash(link_content(other))
