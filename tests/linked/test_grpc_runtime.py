@@ -33,8 +33,8 @@ from .helpers import verify_bundle_cli
 ROOT = Path(__file__).resolve().parents[2]
 #: Guards against a hang of the runtime (it times nothing out by itself); never a measurement.
 GUARD_S = 60.0
-#: How long the starter waits for a worker's receipt before recording that it did not come.
-RECEIPT_WAIT_S = 2.0
+#: How long the starter waits for the killed worker's receipt before recording that it did not come.
+DEAD_WORKER_WAIT_S = 2.0
 
 
 def _free_port() -> int:
@@ -120,8 +120,9 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
         w2.end(signal.SIGKILL)
         stalled.cancel()
 
-        linked = await asyncio.wait_for(collect_worker_receipts(starter, parent, ["w1", "w2"],
-                                                                timeout=RECEIPT_WAIT_S), GUARD_S)
+        # w1 answers (generous guard); w2 is dead, so its wait always runs out.
+        linked = await collect_worker_receipts(starter, parent, ["w1"], timeout=GUARD_S)
+        linked.update(await collect_worker_receipts(starter, parent, ["w2"], timeout=DEAD_WORKER_WAIT_S))
     finally:
         await asyncio.wait_for(starter.stop(), GUARD_S)
     assert linked["w1"] is not None and linked["w2"] is None
