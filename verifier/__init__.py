@@ -24,6 +24,7 @@ from ..chain import PROFILE
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..link import LINK_KIND
 from ..receipt import evidence_path_for
+from ._bundle import links_note
 from ._checks import (
     check_chain,
     check_expected,
@@ -134,8 +135,7 @@ def verify_receipt(
     check_sequence(wf["steps"], c_seq)
     links = sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND)
     if links:
-        report.notes.append(f"{links} link step(s) bind child receipts that were not followed here: "
-                            "verify the bundle with aer1-verify --bundle")
+        report.notes.append(links_note(links))
     check_merkle(wf, c_merkle)
     if profile:
         check_chain(wf, c_chain)

@@ -37,6 +37,7 @@ __all__ = [
     "BundleError",
     "BundleReport",
     "LinkResult",
+    "links_note",
     "verify_bundle",
 ]
 
@@ -50,6 +51,12 @@ PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 MAX_LINK_DEPTH = 64
 _RECEIPT_SUFFIX = ".json"
 _PROOF_SUFFIX = ".proof.json"
+
+
+def links_note(count: int) -> str:
+    """The note on a receipt verified alone whose ``count`` link steps were not followed."""
+    return (f"{count} link step(s) bind child receipts that were not followed here: "
+            "verify the bundle with aer1-verify --bundle")
 
 
 class BundleError(ValueError):

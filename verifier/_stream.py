@@ -31,9 +31,11 @@ import orjson
 from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..limits import MAX_VALUE_BYTES
+from ..link import LINK_KIND
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
+from ._bundle import links_note
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
 from ._output import unreadable_report
@@ -200,6 +202,7 @@ class _Walker:
         self.steps_seen = False
         # members: failures of the step checks, grouped by step (the in-memory path cuts off after 20)
         self.step_members = CheckResult(2, "members")
+        self.links = 0  # link steps: their children are not followed here
         self.member_groups: list[tuple[int, int]] = []
         self.member_failures = 0
         self.broken = False  # a step failed its members check: the later checks will not run
@@ -302,6 +305,8 @@ class _Walker:
         elif has_prev and not self.profile:
             raise _Fallback("a later step claims the profile")
         self.last = step
+        if type(step) is dict and step.get("kind") == LINK_KIND:
+            self.links += 1
         flat = False
         before = self.member_failures
         if _check_step(step, i, self.profile, self.step_members):
@@ -537,6 +542,8 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     report.steps = walker.n
     report.profile = PROFILE if walker.profile else None
     walker.sequence(c_seq)
+    if walker.links:
+        report.notes.append(links_note(walker.links))
     walker.seen, walker.seen_full = {}, {}
     walker.merkle(c_merkle)
     walker.leaves = bytearray()

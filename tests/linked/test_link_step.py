@@ -191,3 +191,17 @@ def test_one_child_disclosed_alone_with_a_proof_of_its_link() -> None:
     assert proved["receipt_hash"] == link_hash(link_content(child))
     other = child_run("other").finalize()
     assert proved["receipt_hash"] != link_hash(link_content(other))
+
+
+def test_streamed_verification_says_links_were_not_followed_too(tmp_path: Path) -> None:
+    """Large receipts are streamed: the note must not depend on which path verified them."""
+    from aer1.verifier._stream import verify_streaming
+
+    parent = Collector(goal="plan")
+    parent.link(child_run("a").finalize())
+    parent.link(child_run("b").finalize())
+    path = parent.save(tmp_path / "p.json")
+    report = verify_streaming(path, evidence=None, trusted_key_ids=None, expected_root=None, expected_head=None,
+                              in_memory_ok=False)
+    assert report is not None and report.valid, report and [f.reason for f in report.failures]
+    assert any(n.startswith("2 link step(s)") for n in report.notes), report.notes
