@@ -5,8 +5,9 @@ cut, a JSON member replaced by another value, a file emptied or removed), and ru
 verifier in text and JSON form: exit 0, 1 or 2, JSON stays JSON, nothing on standard
 error but one line, never the last-resort "internal error". An edit of a receipt never
 leaves the verdict VALID unless that receipt was dropped from the tree (a removed child is
-a link not followed, and that is what the verdict must say). Evidence edits are only held to "no traceback" here: check 7 compares each line's content with its
-step, not the line's own copy of ``receipt_hash`` (spec/evidence.md).
+a link not followed, and that is what the verdict must say). Evidence edits are only held
+to "no traceback" here: check 7 compares each line's content with its step, not the line's
+own copy of ``receipt_hash`` (spec/evidence.md).
 """
 
 from __future__ import annotations
