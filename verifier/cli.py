@@ -276,7 +276,8 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
         raise CliError("--bundle goes with exactly one folder")
     for option, given in (("--evidence", args.evidence), ("--proof", args.proof), ("--receipt", args.receipt)):
         if given:
-            raise CliError(f"{option} cannot apply to a bundle (each receipt's evidence is beside it)")
+            raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder, "
+                           "each with its evidence beside it)")
     try:
         bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
                                expected_head=expected_head)

@@ -226,6 +226,8 @@ def test_trusted_key_required_of_the_root(bundle: tuple[Path, list[str], dict[st
     (["A", "B"], "exactly one folder"),
     (["-"], "exactly one folder"),
     (["DIR", "--evidence", "FILE"], "--evidence cannot apply to a bundle"),
+    (["DIR", "--proof"], "--proof cannot apply to a bundle"),
+    (["DIR", "--expected-root", "xyz"], "--expected-root must be 64 hex characters"),
 ])
 def test_usage_errors_are_one_line(tmp_path: Path, args: list[str], why: str) -> None:
     (tmp_path / "empty").mkdir()
