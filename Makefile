@@ -19,7 +19,7 @@ PEER_PACKAGES := aer1-verify==0.2.19 aer1-autogen==0.1.15
 $(STAMP): pyproject.toml tests/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[agentchat,legacy,agent-framework,dev]" -c tests/constraints.txt
+	$(PY) -m pip install -q -e ".[agentchat,grpc,legacy,agent-framework,dev]" -c tests/constraints.txt
 	touch $(STAMP)
 
 $(AG2_STAMP): pyproject.toml

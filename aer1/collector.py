@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from hashlib import sha256
 from time import time_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -53,6 +53,9 @@ from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from .timefmt import format_ns
 from .timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
+
+if TYPE_CHECKING:
+    from .bundle import LinkedChild
 
 __all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
 
@@ -159,6 +162,8 @@ class Collector:
         self._final_args: tuple[Any, ...] | None = None
         self.recording_failures = 0
         self.late_records = 0
+        #: Child receipts bound by :meth:`link`, kept for :meth:`save_bundle`.
+        self.linked_children: dict[str, LinkedChild] = {}  # by workflow_id, in link order
         #: The crash-safe journal (``journal=`` path), or None; see :mod:`aer1.journal`.
         self.journal: Journal | None = None if journal is None else Journal(
             journal,
@@ -360,6 +365,26 @@ class Collector:
         with self._lock:
             self.recording_failures += 1
         log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, exc)
+
+    def child(self, goal: str, **options: Any) -> Collector:
+        """A collector for a nested run, to be linked into this one: same key, redaction, evidence, session."""
+        settings: dict[str, Any] = {"session_id": self.session_id, "signing_key": self._signing_key,
+                                    "verify_url": self.verify_url, "evidence": self._sink is not None,
+                                    "redact": self._redact if self._redact is not None else False}
+        settings.update(options)
+        return Collector(goal, **settings)
+
+    def link(self, child: Any, **options: Any) -> dict[str, Any]:
+        """Record a ``link`` step binding a child receipt (or finalized child Collector); see :mod:`aer1.bundle`."""
+        from .bundle import link_child
+
+        return link_child(self, child, **options)
+
+    def save_bundle(self, folder: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> list[str]:
+        """Save this receipt and every linked child into ``folder`` (for ``aer1-verify --bundle``)."""
+        from .bundle import save_bundle
+
+        return save_bundle(self, folder, workflow)
 
     def register_agent(
         self, name: str, *, type: str, description: str | None = None, config: Any = None

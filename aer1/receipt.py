@@ -82,6 +82,7 @@ KINDS = (
     "approval",
     "human_input",
     "error",
+    "link",
     "close",
 )
 CLOSE_KIND = "close"

@@ -225,6 +225,10 @@ def _handoff_targets(agent: Any) -> dict[str, str]:
 
 # ------------------------------------------------------------------ per-collector state
 
+#: ``AER1AgentWrapper(nested=...)``: inner agents' actions recorded in the same chain ...
+NESTED_FLATTEN = "flatten"
+#: ... or in a child receipt linked from it.
+NESTED_LINK = "link"
 #: The actor of a message whose ``source`` is empty (a step's agent cannot be).
 UNNAMED_SOURCE = "(no source)"
 #: Most message ids remembered per collector to record each inbound message once.
@@ -291,8 +295,9 @@ class _Turn:
     (``nested``).
     """
 
-    __slots__ = ("agent", "collector", "handoff_calls", "handoff_targets", "nested", "nested_in", "reply_to",
-                 "requests", "seen", "started", "sub_turns", "thoughts", "wrapper")  # fmt: skip
+    __slots__ = ("agent", "child", "child_started", "collector", "handoff_calls", "handoff_targets", "nested",
+                 "nested_in", "reply_to", "requests", "seen", "started", "sub_turns", "thoughts",
+                 "wrapper")  # fmt: skip
 
     def __init__(
         self,
@@ -318,6 +323,9 @@ class _Turn:
         self.thoughts: list[Any] = []
         self.nested: dict[str, Any] | None = None
         self.sub_turns: dict[str, _Turn] = {}
+        # nested="link": the child collector of the inner run since this turn's last step
+        self.child: Collector | None = None
+        self.child_started = 0.0
 
     def handle(self, handler: _Handler, item: Any) -> None:
         """Apply ``handler`` (the one ``_HANDLERS`` holds for the item's class) to ``item``; never raises."""
@@ -347,11 +355,35 @@ class _Turn:
             return  # the inner agent's own wrapper records it
         sub = self.sub_turns.get(source)
         if sub is None:
-            sub = self.sub_turns[source] = _Turn(self.collector, source, nested_in=self.agent, seen=self.seen)
+            collector = self.collector
+            if self.wrapper is not None and self.wrapper._link_nested:
+                if self.child is None:
+                    self.child, self.child_started = self.collector.child(f"nested run in {self.agent}"), time.time()
+                collector = self.child
+            sub = self.sub_turns[source] = _Turn(collector, source, nested_in=self.agent,
+                                                 seen=self.seen if collector is self.collector else None)
         handler(sub, item)
+
+    def _link_child(self) -> str | None:
+        """nested="link": close the inner run's child receipt and link it here; its workflow_id."""
+        child, self.child = self.child, None
+        if child is None:
+            return None
+        self.sub_turns = {}
+        try:
+            self.collector.link(child, agent=self.agent, started_at=self.child_started, ended_at=time.time(),
+                                verify=False)
+        except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+            count_failure(self.collector, f"the nested run in {self.agent!r}", e)
+            return None
+        return child.workflow_id
 
     def _nesting(self, content: dict[str, Any]) -> dict[str, Any]:
         """Add (once) the inner run seen since the last step, and what this turn is nested in."""
+        if self.child is not None:
+            linked = self._link_child()
+            if linked is not None and self.nested is not None:
+                self.nested["linked_workflow_id"] = linked
         if self.nested is not None:
             content["nested"] = self.nested
             self.nested = None
@@ -675,11 +707,20 @@ class AER1AgentWrapper(BaseChatAgent):
     collector) records each turn in the wrapper that ran it. Observing tools with their
     own timing is opt-in: build the agent with ``observe_tools(tools, collector, agent=name)``.
 
+    ``nested``: what happens to the actions of agents the wrapped agent runs (a
+    SocietyOfMindAgent's team, an AgentTool's agent) when they are not wrapped themselves.
+    ``"flatten"`` (the default) records them in this collector under their own names;
+    ``"link"`` records each inner run (what happened between two steps of this agent) into a
+    child collector whose receipt is linked, with a ``link`` step, just before the step that
+    follows it (spec/linked.md); save the tree with ``collector.save_bundle(folder)``.
+
     ``dump_component()`` returns the wrapped agent's component model (observation is
     not configuration: wrap the loaded agent again), and raises what AutoGen raises.
     """
 
-    def __init__(self, agent: ChatAgent, collector: Collector) -> None:
+    def __init__(self, agent: ChatAgent, collector: Collector, *, nested: str = NESTED_FLATTEN) -> None:
+        if nested not in (NESTED_FLATTEN, NESTED_LINK):
+            raise ValueError(f"nested must be {NESTED_FLATTEN!r} or {NESTED_LINK!r}, got {nested!r}")
         if isinstance(agent, AER1AgentWrapper):
             raise ValueError(f"agent {agent.name!r} is already wrapped by AER1AgentWrapper")
         if not isinstance(agent, ChatAgent):
@@ -689,6 +730,7 @@ class AER1AgentWrapper(BaseChatAgent):
         super().__init__(name=agent.name, description=agent.description)
         self._inner = agent
         self._collector = collector
+        self._link_nested = nested == NESTED_LINK
         # The collector when it also records team runs (turn order, pending termination).
         self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._handoff_targets = _handoff_targets(agent)

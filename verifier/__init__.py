@@ -24,6 +24,7 @@ from typing import Any
 
 from ..keyring import KeyEntry
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
+from ..link import LINK_KIND
 from ..receipt import evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import claims_profile
@@ -106,4 +107,5 @@ def verify_receipt(
     return steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence,
                          beside=None if source is None else evidence_path_for(source),
                          trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
-                         tsa_trust=tsa_trust, keyring=keyring)
+                         tsa_trust=tsa_trust, keyring=keyring,
+                         links=sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..chain import PROFILE
 from ..keyring import KeyEntry
+from ._bundle import links_note
 from ._checks import check_expected, check_signature
 from ._evidence import check_evidence
 from ._keyring import check_key
@@ -43,18 +44,22 @@ def steps_checked(
     signed: Callable[[], bytes | bytearray] | None = None,
     tsa_trust: TsaTrust | None = None,
     keyring: Mapping[str, KeyEntry] | None = None,
+    links: int = 0,
 ) -> Report:
     """Checks 3 to 10 of a receipt whose members passed check 2, and the report's summary fields.
 
     ``evidence_view``: the receipt as the evidence check reads it (its steps' receipt_hash);
     ``beside``: where the evidence was looked for, named when there is none; ``signed``: builds the
-    signed bytes when the caller can (called last, once the other checks freed their state).
+    signed bytes when the caller can (called last, once the other checks freed their state);
+    ``links``: how many link steps the receipt holds (their children are not followed here).
     """
     _, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected, c_time, c_key = report.checks
     report.workflow_id = wf["workflow_id"]
     report.steps = checker.n
     report.profile = PROFILE if checker.profile else None
     checker.sequence_result(c_seq)
+    if links:
+        report.notes.append(links_note(links))
     checker.merkle_result(wf, c_merkle)
     if checker.profile:
         checker.chain_result(wf, c_chain)

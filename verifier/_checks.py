@@ -13,6 +13,7 @@ from rfc3339_validator import validate_rfc3339
 from ..canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
 from ..chain import PROFILE
 from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
+from ..link import LINK_KIND
 from ..receipt import (
     AGENT_MEMBERS,
     CLOSE_AGENT,
@@ -245,10 +246,19 @@ def _profile_step_ok(step: Any) -> bool:
     return True
 
 
+def _link_target_ok(step: Mapping[str, Any], seq: int, result: CheckResult) -> bool:
+    """A link step names its child: ``target`` is the child's workflow_id (spec/linked.md)."""
+    if _is_uuid(step.get("target")):
+        return True
+    result.fail("link step target is not the child's workflow_id (a lowercase UUID)", seq=seq,
+                actual=repr(step.get("target")))
+    return False
+
+
 def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     seq = i + 1
     if profile and _profile_step_ok(step):
-        return True
+        return step["kind"] != LINK_KIND or _link_target_ok(step, seq, result)
     if not isinstance(step, dict):
         result.fail("step is not an object", seq=seq)
         return False
@@ -305,6 +315,8 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
             result.fail(f"{name} is not UTC with microseconds (YYYY-MM-DDTHH:MM:SS.ffffffZ)", seq=seq,
                         actual=step[name])
             ok = False
+    if ok and step["kind"] == LINK_KIND:
+        ok = _link_target_ok(step, seq, result)
     extra = set(step) - _PROFILE_STEP_MEMBERS
     if extra:
         result.fail(f"members outside the profile: {', '.join(sorted(extra))}", seq=seq)

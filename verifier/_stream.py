@@ -33,6 +33,7 @@ import orjson
 from ..canonical import CanonicalizationError, exact_bytes
 from ..keyring import KeyEntry
 from ..limits import MAX_VALUE_BYTES
+from ..link import LINK_KIND
 from ..receipt import evidence_path_for
 from ..signing import PAYLOAD_TYPE, pae
 from ._assemble import fresh_checks, skip_rest, steps_checked
@@ -193,6 +194,7 @@ class _Walker:
         self.rest: dict[str, Any] = {}
         self.checker: StepChecker | None = None  # made at the first step, when the profile claim is known
         self.steps_seen = False
+        self.links = 0  # link steps: their children are not followed here
         self.stopped = False  # reading stopped once the members check failed past its cut-off
         # signature: the JCS bytes of every step, comma-separated, spilled to a file; evidence: receipt hashes
         self.spill = spill
@@ -280,6 +282,8 @@ class _Walker:
         flat = checker.feed(step) and checker.profile and span <= MAX_STRING_CHARS
         if checker.settled:
             raise _Settled
+        if type(step) is dict and step.get("kind") == LINK_KIND:
+            self.links += 1
         if not flat:
             check_json_value([[step]])  # the step sits two levels down, as in the whole document
         if checker.broken:
@@ -408,4 +412,4 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     return steps_checked(report, wf, checker, evidence_view={**wf, "steps": _Hashes(walker.hashes)},
                          evidence=evidence, beside=beside, trusted_key_ids=trusted_key_ids,
                          expected_root=expected_root, expected_head=expected_head, signed=walker.signing_input,
-                         tsa_trust=tsa_trust, keyring=keyring)
+                         tsa_trust=tsa_trust, keyring=keyring, links=walker.links)

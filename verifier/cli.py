@@ -20,6 +20,7 @@ from ..signing import KeyFileError, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._archive import SCHEMA, report_doc
 from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
+from ._bundle import BundleError, verify_bundle
 from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
 from ._policy import Policy, apply_policy
 from ._report import NOT_CHECKED, Report
@@ -53,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--expected-root", metavar="HEX", help="merkle_root kept elsewhere")
     p.add_argument("--expected-head", metavar="HEX", help="chain_head kept elsewhere")
     p.add_argument("--proof", action="store_true", help="PATH is a one-step inclusion proof")
+    p.add_argument("--bundle", action="store_true",
+                   help="PATH is a bundle folder: a parent receipt and its linked children, verified as one tree")
     p.add_argument("--receipt", metavar="FILE",
                    help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
     add_time_arguments(p)
@@ -234,6 +237,8 @@ def _run(argv: Sequence[str] | None) -> int:
     policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
+    if args.bundle:
+        return _run_bundle(args, trusted, expected_root, expected_head)
     files = _expand(args.paths)
     _refuse_for_proofs(args, files)
     if files[0][0] == _STDIN and (args.junit or args.attest):
@@ -282,6 +287,29 @@ def _run(argv: Sequence[str] | None) -> int:
     if code == 2 and not args.json and single:
         print(one_line(f"{_PROG}: {reports[0].checks[0].detail}"), file=sys.stderr)
     return code
+
+
+def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
+                expected_head: str | None) -> int:
+    """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
+    if len(args.paths) != 1 or args.paths[0] == _STDIN:
+        raise CliError("--bundle goes with exactly one folder")
+    refused = (("--evidence", args.evidence), ("--proof", args.proof), ("--receipt", args.receipt),
+               ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),
+               ("--tsa-policy", args.tsa_policy), ("--keyring", args.keyring), ("--junit", args.junit),
+               ("--attest", args.attest), ("--only-failures", args.only_failures), ("--verbose", args.verbose),
+               ("--jobs", args.jobs))
+    for option, given in refused:
+        if given:
+            raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "
+                           "checks 1 to 8, each with its evidence beside it)")
+    try:
+        bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
+                               expected_head=expected_head)
+    except BundleError as e:
+        raise CliError(str(e)) from e
+    sys.stdout.write(dump_json(bundle.to_dict()) if args.json else bundle.to_text() + "\n")
+    return bundle.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,6 +30,7 @@ FORMAT_LAYER = {
     "aer1.imprint",
     "aer1.keyring",
     "aer1.limits",
+    "aer1.link",
     "aer1.merkle",
     "aer1.receipt",
     "aer1.signing",

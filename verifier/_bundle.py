@@ -1,0 +1,380 @@
+"""Bundle verification: a parent receipt and its linked children, checked as one tree.
+
+A bundle is a folder of receipts (each with its evidence beside it, when disclosed).
+Every receipt is verified on its own; the root is ``receipt.json`` (as saved by the
+collector), or else the one receipt no other links to;
+each ``link`` step of a receipt in the tree is followed to the child with the step's
+``target`` workflow_id and checked against it (spec/linked.md). A child that is not in
+the bundle leaves its link "not followed": the tree still verifies, and the verdict
+names the links it could not follow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import stat
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..canonical import CanonicalizationError
+from ..errors import UsageError
+from ..limits import MAX_FILES
+from ..link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
+from ._checks import _is_uuid
+from ._parse import MalformedInput, parse_strict, read_limited
+from ._report import Report
+
+__all__ = [
+    "FOLLOWED",
+    "LINK_FAILED",
+    "MAX_LINK_DEPTH",
+    "NOT_FOLLOWED",
+    "PARALLEL_MIN_BYTES",
+    "BundleError",
+    "BundleReport",
+    "LinkResult",
+    "links_note",
+    "verify_bundle",
+]
+
+FOLLOWED = "followed"
+NOT_FOLLOWED = "not followed"
+LINK_FAILED = "FAIL"
+#: Receipt bytes in a bundle from which its receipts are verified in parallel processes
+#: (below it, starting the processes costs more than they save).
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+#: Deepest chain of links followed from the root (the report nests one level per link).
+MAX_LINK_DEPTH = 64
+_RECEIPT_SUFFIX = ".json"
+_PROOF_SUFFIX = ".proof.json"
+
+
+def links_note(count: int) -> str:
+    """The note on a receipt verified alone whose ``count`` link steps were not followed."""
+    return (f"{count} link step(s) bind child receipts that were not followed here: "
+            "verify the bundle with aer1-verify --bundle")
+
+
+class BundleError(UsageError):
+    """The bundle folder cannot be read at all (a usage error: exit code 2)."""
+
+
+@dataclass
+class LinkResult:
+    """One link step of a receipt in the tree, and what following it found."""
+
+    parent: str
+    seq: int
+    target: str | None
+    result: str
+    detail: str
+    child: Node | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the child's subtree nested)."""
+        return {"seq": self.seq, "target": self.target, "result": self.result, "detail": self.detail,
+                "child": None if self.child is None else self.child.to_dict()}
+
+
+@dataclass
+class Node:
+    """One receipt of the bundle: its own report, and its link steps once followed."""
+
+    source: str
+    report: Report
+    workflow_id: str | None = None
+    status: str | None = None
+    closed_by: str | None = None
+    link_steps: list[tuple[Any, Any, Any, Any]] = field(default_factory=list)  # seq, target, hash, status
+    content: dict[str, Any] | None = None  # the link content a parent's link must carry
+    links: list[LinkResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: this receipt and the links it holds."""
+        return {"source": self.source, "workflow_id": self.workflow_id, "verdict": self.report.verdict,
+                "status": self.status, "closed_by": self.closed_by, "steps": self.report.steps,
+                "links": [link.to_dict() for link in self.links]}
+
+
+@dataclass
+class BundleReport:
+    """The verdict on a bundle: every receipt's report, the tree from the root, what failed."""
+
+    source: str
+    nodes: list[Node]
+    root: Node | None = None
+    failures: list[str] = field(default_factory=list)
+    links: list[LinkResult] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """True when the root and every followed child verify and every followed link matches."""
+        return self.root is not None and not self.failures
+
+    @property
+    def verdict(self) -> str:
+        """VALID or INVALID."""
+        return "VALID" if self.valid else "INVALID"
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid, 1 invalid."""
+        return 0 if self.valid else 1
+
+    def count(self, result: str) -> int:
+        """How many links ended with ``result``."""
+        return sum(link.result == result for link in self.links)
+
+    def basis_text(self) -> str:
+        """What a VALID verdict rests on: the root's basis and how many links were followed."""
+        assert self.root is not None
+        missing = [link for link in self.links if link.result == NOT_FOLLOWED]
+        followed = [link.child for link in self.links if link.result == FOLLOWED and link.child is not None]
+        evidence = sum(child.report.basis()["evidence"] == "checked" for child in followed)
+        parts = [f"bundle of {len(self.nodes)} receipts", f"root: {self.root.report.basis_text()}",
+                 f"{len(self.links)} links, {self.count(FOLLOWED)} followed",
+                 f"children's evidence checked for {evidence} of {len(followed)}"]
+        if missing:
+            parts.append(f"{len(missing)} NOT FOLLOWED: " + ", ".join(
+                f"step {link.seq} of {link.parent} -> {link.target}" for link in missing))
+        return "; ".join(parts)
+
+    def to_text(self) -> str:
+        """The tree, a line per receipt and per link, then the failures and the verdict."""
+        lines = [f"bundle {self.source}: {self.verdict}"]
+
+        def node_line(node: Node, depth: int) -> None:
+            pad = "  " * depth
+            state = node.report.verdict
+            if node.report.failures:
+                state += f": {node.report.failures[0].reason}"
+            extra = f", status {node.status}" if node.status else ""
+            extra += f", closed by {node.closed_by}" if node.closed_by else ""
+            lines.append(f"{pad}{os.path.basename(node.source)} (workflow {node.workflow_id}{extra}): {state}")
+            for link in node.links:
+                lines.append(f"{pad}  step {link.seq} link -> {link.target}: {link.result}: {link.detail}")
+                if link.child is not None:
+                    node_line(link.child, depth + 2)
+
+        if self.root is not None:
+            node_line(self.root, 1)
+        for failure in self.failures:
+            lines.append(f"  failure: {failure}")
+        if self.valid:
+            lines.append(f"verdict: VALID ({self.basis_text()})")
+        else:
+            lines.append(f"verdict: INVALID: {self.failures[0] if self.failures else 'no root receipt'}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (what ``aer1-verify --bundle --json`` prints)."""
+        return {
+            "source": self.source,
+            "kind": "bundle",
+            "verdict": self.verdict,
+            "valid": self.valid,
+            "exit_code": self.exit_code,
+            "root": None if self.root is None else self.root.source,
+            "tree": None if self.root is None else self.root.to_dict(),
+            "links": {"total": len(self.links), "followed": self.count(FOLLOWED),
+                      "not_followed": self.count(NOT_FOLLOWED), "failed": self.count(LINK_FAILED),
+                      "not_followed_links": [{"parent": link.parent, "seq": link.seq, "target": link.target}
+                                             for link in self.links if link.result == NOT_FOLLOWED]},
+            "failures": list(self.failures),
+            "receipts": [n.report.to_dict() for n in self.nodes],
+            "basis": self.basis_text() if self.valid else None,
+        }
+
+
+def _receipt_files(folder: str) -> list[str]:
+    """The receipt files directly in ``folder`` (``*.json``, proofs excluded), sorted."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as e:
+        raise BundleError(f"{folder}: {e.strerror or e}") from e
+    files = [os.path.join(folder, n) for n in names if n.endswith(_RECEIPT_SUFFIX) and not n.endswith(_PROOF_SUFFIX)]
+    if not files:
+        raise BundleError(f"{folder}: no *.json receipts in this bundle folder")
+    if len(files) > MAX_FILES:
+        raise BundleError(f"{folder}: more than {MAX_FILES} receipts in the bundle")
+    return files
+
+
+def _read_links(node: Node) -> str | None:
+    """Fill the node's workflow members and link steps from its file; returns why it could not."""
+    try:
+        wf = parse_strict(read_limited(node.source), what=node.source)
+    except (MalformedInput, OSError) as e:
+        return f"{node.source}: links could not be read: {e}"
+    if not isinstance(wf, dict) or not isinstance(wf.get("steps"), list):
+        return f"{node.source}: not a receipt object with steps"
+    node.workflow_id = wf.get("workflow_id") if isinstance(wf.get("workflow_id"), str) else None
+    node.status = wf.get("status") if isinstance(wf.get("status"), str) else None
+    node.closed_by = wf.get("closed_by") if isinstance(wf.get("closed_by"), str) else None
+    for step in wf["steps"]:
+        if isinstance(step, dict) and step.get("kind") == LINK_KIND:
+            node.link_steps.append((step.get("seq"), step.get("target"), step.get("receipt_hash"),
+                                    step.get("status")))
+    if node.report.valid:
+        try:
+            node.content = link_content(wf)
+        except LinkError:
+            node.content = None  # a receipt outside the profile: no link can match it
+    return None
+
+
+def _examine(path: str) -> tuple[Node, str | None]:
+    """Verify one receipt file and read its link steps (in a pool process for large bundles)."""
+    from . import verify_receipt
+
+    node = Node(path, verify_receipt(path))
+    return node, None if node.report.malformed else _read_links(node)
+
+
+def _examine_all(files: list[str], jobs: int | None) -> list[tuple[Node, str | None]]:
+    """Every file examined, in order: side by side in ``jobs`` processes when the bundle is large."""
+    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(files))
+    if workers > 1:
+        total = 0
+        for path in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(path).st_size
+        if total >= PARALLEL_MIN_BYTES:
+            try:
+                with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                    return list(pool.map(_examine, files))
+            except (OSError, BrokenProcessPool):
+                pass  # no processes to be had here: verify in this one
+    return [_examine(path) for path in files]
+
+
+def _follow(bundle: BundleReport, node: Node, by_id: dict[str, Node], reached: set[str]) -> None:
+    """Follow every link step of ``node`` (depth first, each child at most once)."""
+    stack: list[tuple[Node, int]] = [(node, 0)]
+    while stack:
+        current, depth = stack.pop()
+        pending: list[tuple[Node, int]] = []
+        for seq, target, rhash, status in current.link_steps:
+            parent = current.workflow_id or current.source
+            if not _is_uuid(target):
+                link = LinkResult(parent, seq, None, LINK_FAILED, "the link step names no child workflow_id (target)")
+            elif target not in by_id:
+                link = LinkResult(parent, seq, target, NOT_FOLLOWED, "the child is not in the bundle")
+            elif depth + 1 > MAX_LINK_DEPTH:
+                link = LinkResult(parent, seq, target, LINK_FAILED,
+                                  f"the tree is deeper than {MAX_LINK_DEPTH} links: not followed further")
+            else:
+                link = _check_link(parent, seq, target, rhash, status, by_id[target], reached)
+                if link.result == FOLLOWED and link.child is not None:
+                    pending.append((link.child, depth + 1))
+            current.links.append(link)
+            bundle.links.append(link)
+            if link.result == LINK_FAILED:
+                bundle.failures.append(f"step {seq} of {parent}: link -> {link.target}: {link.detail}")
+        stack.extend(reversed(pending))
+
+
+def _check_link(parent: str, seq: int, target: str, rhash: Any, status: Any, child: Node,
+                reached: set[str]) -> LinkResult:
+    """Check one link step against the child receipt with its target workflow_id."""
+    if target in reached:
+        return LinkResult(parent, seq, target, LINK_FAILED, f"{child.source} is linked more than once in the tree")
+    reached.add(target)
+    if not child.report.valid:
+        first = child.report.failures[0].reason if child.report.failures else child.report.verdict
+        return LinkResult(parent, seq, target, LINK_FAILED, f"the child {child.source} does not verify: {first}",
+                          child)
+    if child.content is None:
+        return LinkResult(parent, seq, target, LINK_FAILED, f"the child {child.source} is not an aer1-chain-v1 "
+                          "receipt: a link cannot bind it", child)
+    try:
+        want = link_hash(child.content)
+    except CanonicalizationError as e:
+        return LinkResult(parent, seq, target, LINK_FAILED, f"the child's link content cannot be hashed: {e}", child)
+    if rhash != want:
+        return LinkResult(parent, seq, target, LINK_FAILED,
+                          f"the child {child.source} does not match its link (ids, merkle_root, chain_head, step "
+                          f"count, status or key differ): got receipt_hash {rhash}, want {want}", child)
+    if status != link_status(child.status):
+        return LinkResult(parent, seq, target, LINK_FAILED,
+                          f"link step status got {status!r}, want {link_status(child.status)!r} for a child with "
+                          f"status {child.status!r}", child)
+    closed = f", closed by {child.closed_by}" if child.closed_by else ""
+    return LinkResult(parent, seq, target, FOLLOWED,
+                      f"the child matches its link (status {child.status}{closed}, {child.report.steps} steps)", child)
+
+
+def verify_bundle(
+    folder: str | os.PathLike[str],
+    *,
+    trusted_key_ids: Iterable[str] | None = None,
+    expected_root: str | None = None,
+    expected_head: str | None = None,
+    jobs: int | None = None,
+) -> BundleReport:
+    """Verify every receipt in ``folder``, find the root, follow and check every link.
+
+    ``jobs``: processes that verify receipts side by side (default: one per core); a bundle
+    smaller than :data:`PARALLEL_MIN_BYTES` is verified in this process.
+
+    ``trusted_key_ids``, ``expected_root`` and ``expected_head`` apply to the root: each
+    followed child is bound to it by its link (workflow and receipt ids, Merkle root,
+    chain head, step count, status and signer key id).
+    """
+    from . import verify_receipt  # the package imports this module's caller
+
+    source = os.fspath(folder)
+    try:
+        mode = os.stat(source).st_mode
+    except OSError as e:
+        raise BundleError(f"{source}: {e.strerror or e}") from e
+    if not stat.S_ISDIR(mode):
+        raise BundleError(f"{source}: not a folder (a bundle is a folder of receipts)")
+    examined = _examine_all(_receipt_files(source), jobs)
+    nodes = [node for node, _ in examined]
+    bundle = BundleReport(source, nodes)
+    by_id: dict[str, Node] = {}
+    for node, why in examined:
+        if node.report.malformed:
+            bundle.failures.append(f"{node.source}: unreadable: {node.report.checks[0].detail}")
+            continue
+        if why is not None:
+            bundle.failures.append(why)
+            continue
+        if node.workflow_id is None:
+            bundle.failures.append(f"{node.source}: no workflow_id")
+        elif node.workflow_id in by_id:
+            bundle.failures.append(f"{node.source} and {by_id[node.workflow_id].source} share workflow_id "
+                                   f"{node.workflow_id}")
+        else:
+            by_id[node.workflow_id] = node
+    named = [n for n in by_id.values() if os.path.basename(n.source) == BUNDLE_ROOT_NAME]
+    if named:
+        roots = named
+    else:
+        targets = {t for n in by_id.values() for _, t, _, _ in n.link_steps if isinstance(t, str)}
+        roots = [n for wid, n in by_id.items() if wid not in targets]
+    if len(roots) != 1:
+        names = ", ".join(n.source for n in roots) or "none (every receipt is linked from another)"
+        bundle.failures.insert(0, f"no {BUNDLE_ROOT_NAME}, and not exactly one receipt linked from no other; "
+                               f"found {len(roots)}: {names}")
+        return bundle
+    root = roots[0]
+    if trusted_key_ids is not None or expected_root is not None or expected_head is not None:
+        root.report = verify_receipt(root.source, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+                                     expected_head=expected_head)
+    bundle.root = root
+    if not root.report.valid:
+        bundle.failures.insert(0, f"the root {root.source} does not verify: {root.report.failures[0].reason}")
+    assert root.workflow_id is not None
+    reached = {root.workflow_id}
+    _follow(bundle, root, by_id, reached)
+    for node in by_id.values():
+        if node.workflow_id not in reached:
+            bundle.failures.append(f"{node.source} (workflow {node.workflow_id}) is not linked from the root's tree")
+    return bundle
