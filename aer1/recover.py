@@ -41,6 +41,7 @@ from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
 from .limits import MAX_JOURNAL_LINE_BYTES
 from .merkle import merkle_root_hex
+from .outfile import check_output, replace_file
 from .receipt import (
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
@@ -396,14 +397,7 @@ def same_file(a: str, b: str) -> bool:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    replace_file(path, lambda f: f.write(data))
 
 
 def recover_journal(
@@ -421,6 +415,7 @@ def recover_journal(
     for written in (out, evidence_path_for(out)):
         if same_file(path, written):
             raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
+        check_output(written)
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyError_ as e:
@@ -439,7 +434,8 @@ def recover_journal(
             raise RecoveryError(f"{path} is not an aer1 journal (line 1 is not JSON)") from e
         evidence_path = evidence_path_for(out) if header["evidence"] else None
         ev_tmp = f"{evidence_path}.tmp-{os.getpid()}" if evidence_path else None
-        ev_file = open(ev_tmp, "wb") if ev_tmp else None
+        ev_file = os.fdopen(os.open(ev_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666),
+                            "wb") if ev_tmp else None
         try:
             if ev_file is not None:
                 ev_file.write(evidence_header(header["workflow_id"]))

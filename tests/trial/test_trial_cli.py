@@ -1,0 +1,100 @@
+"""Command-line variants the hardening missed: output files that are not files, standard output that fails."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aer1 import Collector
+
+BIN = Path(sys.executable).parent
+DEV_FULL = "/dev/full"
+
+
+def _saved(folder: Path, name: str = "receipt.json") -> Path:
+    c = Collector(goal="trial")
+    c.record("message", {"content": "hello"}, agent="alice")
+    return Path(c.save(folder / name, workflow=c.finalize()))
+
+
+def _journal(folder: Path) -> Path:
+    path = folder / "run.journal"
+    c = Collector(goal="trial", journal=path, fsync="never")
+    c.record("message", {"content": "hello"}, agent="alice")
+    return path
+
+
+def _special_files(folder: Path) -> list[Path]:
+    """A FIFO, a link to it, and (as root) a character device (/dev/null's numbers): none is a file."""
+    fifo = folder / "out.fifo"
+    os.mkfifo(fifo)
+    link = folder / "out.link"
+    link.symlink_to(fifo.name)
+    found = [fifo, link]
+    if os.geteuid() == 0:
+        device = folder / "out.device"
+        os.mknod(device, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        found.append(device)
+    return found
+
+
+def _kind(path: Path) -> int:
+    return stat.S_IFMT(os.lstat(path).st_mode)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*args], capture_output=True, text=True, timeout=60)
+
+
+def test_prove_and_recover_output_to_special_file_is_refused_not_replaced(tmp_path: Path) -> None:
+    """``-o /dev/stdout`` (a link to a device) once replaced the device node with a regular file."""
+    receipt, journal = _saved(tmp_path), _journal(tmp_path)
+    for target in _special_files(tmp_path):
+        before = _kind(target)
+        for args in (("prove", str(receipt), "--step", "1", "-o", str(target)),
+                     ("recover", str(journal), "-o", str(target))):
+            done = _run(str(BIN / "aer1"), *args)
+            assert done.returncode == 2, f"got exit {done.returncode}, want 2 ({args}): {done.stderr}"
+            assert "not a regular file" in done.stderr and "Traceback" not in done.stderr, done.stderr
+            assert _kind(target) == before, f"{target} was replaced by {args[0]}"
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_save_beside_special_evidence_file_is_refused_before_writing(tmp_path: Path) -> None:
+    c = Collector(goal="trial")
+    c.record("message", {"content": "hello"}, agent="alice")
+    receipt = c.finalize()
+    for target in _special_files(tmp_path):
+        with pytest.raises(OSError, match="not a regular file"):
+            c.save(target, workflow=receipt)
+        assert _kind(target) != stat.S_IFREG
+    (tmp_path / "beside.evidence.jsonl").symlink_to("out.fifo")
+    with pytest.raises(OSError, match="not a regular file"):
+        c.save(tmp_path / "beside.json", workflow=receipt)
+    assert not (tmp_path / "beside.json").exists()
+
+
+@pytest.mark.skipif(not os.path.exists(DEV_FULL), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [("aer1-verify", "--json"), ("aer1-verify",), ("aer1", "show")])
+def test_standard_output_that_fails_is_one_line_not_a_traceback(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """``--json > /dev/full``: writing the error object failed again and ended in a traceback."""
+    receipt = _saved(tmp_path)
+    with open(DEV_FULL, "w") as full:
+        done = subprocess.run([str(BIN / command[0]), *command[1:], str(receipt)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 2, f"got exit {done.returncode}, want 2: {done.stderr}"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "No space left on device" in lines[0], f"got {done.stderr!r}, want one line"
+
+
+def test_closed_standard_output_keeps_the_exit_code(tmp_path: Path) -> None:
+    receipt = _saved(tmp_path)
+    for args, want in (([str(receipt)], 0), ([str(tmp_path / "missing.json")], 2)):
+        done = _run("sh", "-c", 'exec "$0" --json "$@" >&-', str(BIN / "aer1-verify"), *args)
+        assert done.returncode == want, f"got exit {done.returncode}, want {want}: {done.stderr}"
+        assert "Traceback" not in done.stderr, done.stderr
