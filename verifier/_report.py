@@ -168,6 +168,7 @@ class Report:
                 "content": "checked" if self._passed("content") else "not checked",
                 "root": "pinned" if pin else "not pinned",
                 "pinned_by": pin.facts.get("pinned_by") if pin else None,
+                "workflow_id": "bound" if pin and pin.facts.get("workflow_bound_by") else "not bound",
             }
         chain, sig, expected = self._passed("chain"), self._passed("signature"), self._passed("expected")
         if sig is None:
@@ -199,7 +200,7 @@ class Report:
         if self.kind == "proof":
             root = f"root pinned by {b['pinned_by']}" if b["root"] == "pinned" else "root NOT pinned"
             return (f"proof; step id {b['step_id']}; tree size {b['tree_size']}; content {b['content']}; {root}; "
-                    f"{self.steps if self.steps is not None else '-'} steps")
+                    f"workflow id {b['workflow_id']}; {self.steps if self.steps is not None else '-'} steps")
         parts = [b["level"]]
         if b["chain"] == "checked":
             parts.append("chain checked")
