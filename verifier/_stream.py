@@ -33,7 +33,7 @@ from ..chain import PROFILE, genesis_digest, step_digest_hex, uuid8_from_hex
 from ..limits import MAX_VALUE_BYTES
 from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
 from ..receipt import CLOSE_KIND, evidence_path_for
-from ..signing import PAYLOAD_TYPE, pae
+from ..signing import PAYLOAD_TYPE, pae, parse_signature
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end, check_expected, check_signature
 from ._evidence import check_evidence
 from ._output import unreadable_report
@@ -187,6 +187,16 @@ class _Text:
             self.read_more()  # a number could go on in the next chunk (a long one is refused by the parser)
 
 
+def _step_bytes(step: Any, profile: bool) -> bytes:
+    """The step's JCS bytes, as the signature covers them; CanonicalizationError when it has none."""
+    if profile:
+        try:  # members checked: ASCII keys, string values, a safe integer seq: orjson is exact JCS
+            return orjson.dumps(step, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass
+    return exact_bytes(step)
+
+
 class _Walker:
     """One pass over the file: top-level members kept, steps checked and dropped one by one."""
 
@@ -223,6 +233,7 @@ class _Walker:
         self.spill = spill
         self.spilled = 0
         self.hashes = bytearray()
+        self.unencodable: str | None = None  # a step with no exact JCS form: the signature check's failure
 
     # ------------------------------------------------------------- parsing
 
@@ -332,13 +343,12 @@ class _Walker:
                 self.output_bad = i + 1
         elif self.chain_fail is None:
             self._chain(step, i)
-        if self.profile:
-            try:  # members checked: ASCII keys, string values, a safe integer seq: orjson is exact JCS
-                data = orjson.dumps(step, option=orjson.OPT_SORT_KEYS)
-            except orjson.JSONEncodeError:
-                data = exact_bytes(step)
-        else:
-            data = exact_bytes(step)
+        try:
+            data = _step_bytes(step, bool(self.profile))
+        except CanonicalizationError as e:  # as in memory: the chain fails, and no signature can be checked
+            if self.unencodable is None:
+                self.unencodable = f"could not verify: receipt cannot be canonicalized: {e}"
+            return
         self.spilled += self.spill.write(b"," + data if i else data)
 
     def _duplicate(self, leaf: bytes, rid: str, i: int) -> None:
@@ -545,7 +555,14 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     else:
         c_chain.skip(f"no chain: the receipt does not declare profile {PROFILE}")
         report.notes.append(_NOT_PROFILE_NOTE)
-    if "signature" in wf:
+    if "signature" in wf and walker.unencodable is not None:  # the order of check_signature's failures
+        try:
+            parse_signature(wf["signature"])
+        except ValueError as e:
+            c_sig.fail(f"could not verify: malformed signature member: {e}")
+        else:
+            c_sig.fail(walker.unencodable)
+    elif "signature" in wf:
         check_signature(wf, trusted_key_ids, c_sig, walker.signing_input())
     else:
         check_signature(wf, trusted_key_ids, c_sig)
