@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -11,14 +12,16 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
+from aer1.cli import main as aer1_main
+from aer1.verifier import verify_proof
 
 BIN = Path(sys.executable).parent
 DEV_FULL = "/dev/full"
 
 
-def _saved(folder: Path, name: str = "receipt.json") -> Path:
+def _saved(folder: Path, name: str = "receipt.json", text: str = "hello") -> Path:
     c = Collector(goal="trial")
-    c.record("message", {"content": "hello"}, agent="alice")
+    c.record("message", {"content": text}, agent="alice")
     return Path(c.save(folder / name, workflow=c.finalize()))
 
 
@@ -98,3 +101,17 @@ def test_closed_standard_output_keeps_the_exit_code(tmp_path: Path) -> None:
         done = _run("sh", "-c", 'exec "$0" --json "$@" >&-', str(BIN / "aer1-verify"), *args)
         assert done.returncode == want, f"got exit {done.returncode}, want {want}: {done.stderr}"
         assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_prove_refuses_evidence_of_another_receipt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``aer1 prove --evidence`` embedded another run's content and said the proof was written (it then failed)."""
+    receipt, other = _saved(tmp_path, "one.json"), _saved(tmp_path, "two.json", "goodbye")
+    out = tmp_path / "step1.proof.json"
+    code = aer1_main(["prove", str(receipt), "--step", "1", "--evidence", str(other.with_suffix(".evidence.jsonl")),
+                      "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not match this receipt" in err, f"got exit {code}, {err!r}"
+    assert not out.exists()
+    assert aer1_main(["prove", str(receipt), "--step", "1", "-o", str(out)]) == 0
+    report = verify_proof(out, expected_root=json.loads(receipt.read_text())["merkle_root"])
+    assert (report.verdict, report.basis()["content"]) == ("VALID", "checked"), report.to_text()
