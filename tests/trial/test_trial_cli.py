@@ -14,6 +14,7 @@ import pytest
 from aer1 import Collector
 from aer1.cli import main as aer1_main
 from aer1.verifier import verify_proof
+from aer1.verifier.cli import main as verify_main
 
 BIN = Path(sys.executable).parent
 DEV_FULL = "/dev/full"
@@ -115,3 +116,37 @@ def test_prove_refuses_evidence_of_another_receipt(tmp_path: Path, capsys: pytes
     assert aer1_main(["prove", str(receipt), "--step", "1", "-o", str(out)]) == 0
     report = verify_proof(out, expected_root=json.loads(receipt.read_text())["merkle_root"])
     assert (report.verdict, report.basis()["content"]) == ("VALID", "checked"), report.to_text()
+
+
+def _lift_chain(top: Path) -> None:
+    """Remove the chain ``top/a/a/...`` one level at a time (pytest's cleanup recurses once per level)."""
+    while (top / "a").is_dir():
+        inner = top / "a"
+        for name in os.listdir(inner):
+            os.rename(inner / name, top / f"{name}.up")
+        os.rmdir(inner)
+        for name in os.listdir(top):
+            os.rename(top / name, top / name.removesuffix(".up"))
+
+
+def test_folder_nested_deeper_than_the_stack_is_walked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder 1 500 levels deep ended in "internal error: RecursionError" (os.walk recursed per level)."""
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(1500):  # relative to a descriptor: no path grows past the kernel's limit here
+            os.mkdir("a", dir_fd=fd)
+            child = os.open("a", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("r.json", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    try:
+        code = verify_main(["--json", str(deep)])
+    finally:
+        _lift_chain(deep)
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 2 and "error" not in doc, f"got exit {code}, {doc.get('error')!r}, want one result"
+    assert doc["summary"]["MALFORMED"] == 1 and doc["results"][0]["source"].endswith("/a/r.json"), doc["summary"]
