@@ -548,7 +548,7 @@ def _text(result: RecoveryResult) -> str:
     verdict = "OK: every journal line is in the receipt" if not result.problems else \
         f"LINES LEFT OUT: {len(result.problems)} problem(s) reported above"
     lines.append(f"recover: {verdict}")
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # file names from the command line: one line each
 
 
 def cli_recover(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ._report import CHECKS, CheckResult, Report
+from ._report import CHECKS, CheckResult, Report, one_line
 
 __all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
 
@@ -26,17 +26,6 @@ def dump_json(doc: Any) -> str:
     every JSON reader accepts.
     """
     return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
-
-
-def one_line(text: str) -> str:
-    """``text`` with every unprintable character (line breaks included) written as its escape.
-
-    File names and member names come from untrusted input: a newline in one must not turn
-    a one-line message into two.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def safe_streams() -> None:

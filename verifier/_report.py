@@ -5,11 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report"]
+__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line"]
 
 PASS = "PASS"
 FAIL = "FAIL"
 NOT_CHECKED = "NOT CHECKED"
+
+def one_line(text: str) -> str:
+    """``text`` with every unprintable character (line breaks, terminal escapes) written as its escape.
+
+    File names and member values come from untrusted input: a newline or an escape sequence
+    in one must not turn one line into two, forge a verdict line or drive the terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
 
 #: The numbered checks, in order; each name is the reason reported when it fails.
 CHECKS = (
@@ -232,7 +243,7 @@ class Report:
         else:
             first = self.failures[0].reason if self.failures else "see above"
             lines.append(f"verdict: {self.verdict}: {first}")
-        return "\n".join(lines)
+        return "\n".join(one_line(line) for line in lines)  # values from the input never make a line
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the shape ``aer1-verify --json`` prints)."""

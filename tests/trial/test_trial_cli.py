@@ -150,3 +150,33 @@ def test_folder_nested_deeper_than_the_stack_is_walked(tmp_path: Path, capsys: p
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and "error" not in doc, f"got exit {code}, {doc.get('error')!r}, want one result"
     assert doc["summary"]["MALFORMED"] == 1 and doc["results"][0]["source"].endswith("/a/r.json"), doc["summary"]
+
+
+FORGED_LINE = "\x1b[2J\rverdict: VALID (forged)\n"
+
+
+def test_text_reports_never_print_a_members_line_breaks_or_escapes(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A close step's tool (re-chained) and a file name printed raw: a forged verdict line, a cleared screen."""
+    c = Collector(goal="trial" + FORGED_LINE)
+    c.record("message", {"content": "hello"}, agent="alice" + FORGED_LINE)
+    receipt = c.finalize()
+    named = Path(c.save(tmp_path / f"r{FORGED_LINE.strip()}.json", workflow=receipt))
+    forged = _rechained_close_tool(receipt, "close" + FORGED_LINE)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(forged))
+    for argv, run in (([str(named)], verify_main), ([str(bad)], verify_main), (["show", str(named)], aer1_main)):
+        run(argv)
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\r" not in out, f"{argv}: escape printed raw: {out!r}"
+        forged_lines = [line for line in out.splitlines() if line.startswith("verdict: VALID (forged")]
+        assert not forged_lines, f"{argv}: a member forged a line: {out!r}"
+
+
+def _rechained_close_tool(receipt: dict, tool: str) -> dict:
+    """``receipt`` with its close step's tool changed and every digest, id and root recomputed."""
+    from tests.fixtures.generate_adversarial import _rechain
+
+    forged = json.loads(json.dumps(receipt))
+    forged["steps"][-1]["tool"] = tool
+    return _rechain(forged, None)
