@@ -180,3 +180,28 @@ def _rechained_close_tool(receipt: dict, tool: str) -> dict:
     forged = json.loads(json.dumps(receipt))
     forged["steps"][-1]["tool"] = tool
     return _rechain(forged, None)
+
+
+_HANG_GUARD_S = 60
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_signing_key_that_is_not_a_file_is_refused_not_read(tmp_path: Path, special: str) -> None:
+    """``recover --key FIFO`` blocked for ever; ``--key /dev/zero`` (or $AER1_SIGNING_KEY) read without end."""
+    key = special
+    if special == "fifo":
+        key = str(tmp_path / "ops.key")
+        os.mkfifo(key)
+    journal = _journal(tmp_path)
+    runs = {
+        "--key": ([str(BIN / "aer1"), "recover", str(journal), "-o", str(tmp_path / "r.json"), "--key", key], {}),
+        "$AER1_SIGNING_KEY": ([str(BIN / "aer1"), "recover", str(journal), "-o", str(tmp_path / "r.json")],
+                              {"AER1_SIGNING_KEY": key}),
+        "Collector": ([sys.executable, "-c", "from aer1 import Collector; Collector(goal='g')"],
+                      {"AER1_SIGNING_KEY": key}),
+    }
+    for how, (argv, env) in runs.items():
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_HANG_GUARD_S, env={**os.environ, **env})
+        assert done.returncode != 0 and "not a regular file" in done.stderr, f"{how}: got {done.returncode}, " \
+            f"{done.stderr[-300:]!r}"
+        assert how == "Collector" or done.returncode == 2, f"{how}: got exit {done.returncode}, want 2"
