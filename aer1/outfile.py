@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Callable
 from typing import IO
 
-__all__ = ["check_output", "replace_file"]
+__all__ = ["TEMP_FLAGS", "check_output", "replace_file", "temp_path"]
 
-_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+#: Flags that create a temporary output file: exclusively, never through a link at its name.
+TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 _TMP_MODE = 0o666  # less the umask, as open() gives
 
 
@@ -36,12 +38,17 @@ def check_output(path: str) -> None:
         raise OSError(errno.EINVAL, f"output is {what}: refusing to replace it", path)
 
 
+def temp_path(target: str) -> str:
+    """A fresh name beside ``target`` for its temporary file (a crashed run's leftover never collides)."""
+    return f"{target}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 def replace_file(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` whole through ``write(file)`` into a temporary file, then rename it over ``path``."""
     target = os.fspath(path)
     check_output(target)
-    tmp = f"{target}.tmp-{os.getpid()}"
-    fd = os.open(tmp, _TMP_FLAGS, _TMP_MODE)
+    tmp = temp_path(target)
+    fd = os.open(tmp, TEMP_FLAGS, _TMP_MODE)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -41,7 +41,7 @@ from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
 from .limits import MAX_AGENTS_BYTES, MAX_JOURNAL_LINE_BYTES, MAX_MEMBER_CHARS, STEP_OVERHEAD_BYTES
 from .merkle import merkle_root_hex
-from .outfile import check_output, replace_file
+from .outfile import TEMP_FLAGS, check_output, replace_file, temp_path
 from .receipt import (
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
@@ -452,9 +452,8 @@ def recover_journal(
         except orjson.JSONDecodeError as e:
             raise RecoveryError(f"{path} is not an aer1 journal (line 1 is not JSON)") from e
         evidence_path = evidence_path_for(out) if header["evidence"] else None
-        ev_tmp = f"{evidence_path}.tmp-{os.getpid()}" if evidence_path else None
-        ev_file = os.fdopen(os.open(ev_tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666),
-                            "wb") if ev_tmp else None
+        ev_tmp = temp_path(evidence_path) if evidence_path else None
+        ev_file = os.fdopen(os.open(ev_tmp, TEMP_FLAGS, 0o666), "wb") if ev_tmp else None
         try:
             if ev_file is not None:
                 ev_file.write(evidence_header(header["workflow_id"]))
