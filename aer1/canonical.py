@@ -23,6 +23,7 @@ import datetime as _dt
 import decimal
 import enum
 import math
+import re
 import uuid
 from collections.abc import Mapping
 from pathlib import PurePath
@@ -435,6 +436,7 @@ def normalize(value: Any) -> Any:
 
 
 _RESTORE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_INT_TAG = re.compile(r"-?[1-9][0-9]*")
 #: Longest digit string :func:`restore` turns back into an int (the interpreter's own default limit).
 _MAX_TAG_DIGITS = 4300
 
@@ -444,7 +446,9 @@ def restore(data: Any) -> Any:
 
     ``restore(normalize(x))`` equals ``x`` for JSON-like ``x`` (dicts with string keys,
     lists, strings, numbers, booleans, None); readers of evidence use it to get back what
-    the run produced. A malformed tag (which normalization never writes) is left as it is.
+    the run produced. Only a tag exactly as normalization writes it is inverted; any other
+    object with a tag's key (``{"$aer1:int": "5"}``, a text-only ``$aer1:str``) is left as it
+    is, so two different contents never restore to the same value.
     """
     if type(data) is list:
         return [restore(v) for v in data]
@@ -454,13 +458,39 @@ def restore(data: Any) -> Any:
         return data
     if len(data) == 1:
         ((key, item),) = data.items()
-        if key == TAG_INT and type(item) is str and item.lstrip("-").isdigit() and len(item) <= _MAX_TAG_DIGITS:
+        if key == TAG_INT and _is_int_tag(item):
             return int(item)
-        if key == TAG_FLOAT and item in _RESTORE_FLOATS:
+        if key == TAG_FLOAT and type(item) is str and item in _RESTORE_FLOATS:
             return _RESTORE_FLOATS[item]
-        if key == TAG_STR and type(item) is list and all(
-                type(p) is str or (type(p) is int and 0xD800 <= p <= 0xDFFF) for p in item):
+        if key == TAG_STR and _is_str_tag(item):
             return "".join(p if type(p) is str else chr(p) for p in item)
-        if key == TAG_OBJECT and type(item) is dict:
+        if key == TAG_OBJECT and type(item) is dict and any(k.startswith(TAG_PREFIX) for k in item):
             return {k: restore(v) for k, v in item.items()}
     return {k: restore(v) for k, v in data.items()}
+
+
+def _is_int_tag(item: Any) -> bool:
+    """The digits normalization writes: ASCII, no leading zero or sign but ``-``, beyond ±(2^53 − 1).
+
+    Only that exact form is a tag, so no two contents restore to one value (``{"$aer1:int": "5"}``
+    or ``"007"`` is not 5, ``"٣"`` is not 3).
+    """
+    if type(item) is not str or len(item) > _MAX_TAG_DIGITS or _INT_TAG.fullmatch(item) is None:
+        return False
+    return not -MAX_SAFE_INTEGER <= int(item) <= MAX_SAFE_INTEGER
+
+
+def _is_str_tag(item: Any) -> bool:
+    """What :func:`_text` writes: runs of text (non-empty, no surrogate, never two in a row) and at
+    least one lone surrogate code point."""
+    if type(item) is not list:
+        return False
+    surrogates, after_text = 0, False
+    for p in item:
+        if type(p) is int and 0xD800 <= p <= 0xDFFF:
+            surrogates, after_text = surrogates + 1, False
+        elif type(p) is str and p and not after_text and _text(p) is p:
+            after_text = True
+        else:
+            return False
+    return surrogates > 0

@@ -7,11 +7,13 @@ error (with ``recover --json``, one JSON object on standard output) and exit cod
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .canonical import CanonicalizationError, exact_bytes
 from .lifecycle_cli import (
     add_key_parser,
     add_keygen_keyring_arguments,
@@ -91,6 +93,21 @@ def _evidence_content(path: str, seq: int) -> object:
     return None
 
 
+def _check_content(receipt: dict[str, Any], seq: int, content: object, evidence: str) -> None:
+    """Refuse evidence content that does not hash to step ``seq``: the proof would embed it and fail."""
+    steps = receipt["steps"]
+    if content is None or not 1 <= seq <= len(steps):
+        return  # no content to embed; an out-of-range step is refused when the proof is built
+    try:
+        got = hashlib.sha256(exact_bytes(content)).hexdigest()
+    except CanonicalizationError as e:
+        raise CliError(f"evidence {evidence}: step {seq}'s content has no exact JSON form: {e}") from e
+    want = steps[seq - 1]["receipt_hash"]
+    if got != want:
+        raise CliError(f"evidence {evidence} does not match this receipt (another run's, or edited): "
+                       f"step {seq}'s content hashes to {got}, want its receipt_hash {want}")
+
+
 def _refuse_overwrite(output: str, inputs: Sequence[str]) -> None:
     for path in inputs:
         if same_file(output, path):
@@ -106,6 +123,7 @@ def _prove(args: argparse.Namespace) -> int:
             content = _evidence_content(evidence, args.step)
         except MalformedInput as e:
             raise CliError(f"evidence {evidence} unreadable: {e}") from e
+        _check_content(receipt, args.step, content, evidence)
     try:
         proof = build_step_proof(receipt, args.step, content)
     except (ValueError, KeyError, TypeError) as e:

@@ -37,6 +37,7 @@ from .limits import (
     parse_cost,
 )
 from .merkle import merkle_root_hex
+from .outfile import check_output, replace_file
 from .receipt import (
     CLOSE_AGENT,
     CLOSE_KIND,
@@ -519,15 +520,11 @@ class Collector:
         if workflow is None:
             workflow = self.finalize()
         target = os.fspath(path)
-        tmp = f"{target}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(orjson.dumps(workflow, option=orjson.OPT_INDENT_2))
-                f.write(b"\n")
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        if self._sink is not None and workflow.get("workflow_id") == self.workflow_id:
+        data = orjson.dumps(workflow, option=orjson.OPT_INDENT_2) + b"\n"
+        keeps_evidence = self._sink is not None and workflow.get("workflow_id") == self.workflow_id
+        if keeps_evidence:
+            check_output(evidence_path_for(target))  # refused before the receipt is written
+        replace_file(target, lambda f: f.write(data))
+        if keeps_evidence and self._sink is not None:
             self._sink.save_to(evidence_path_for(target))
         return target

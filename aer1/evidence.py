@@ -17,6 +17,7 @@ from typing import IO
 
 import orjson
 
+from .outfile import replace_file
 from .receipt import EVIDENCE_TYPE, EVIDENCE_VERSION
 
 __all__ = ["EVIDENCE_TYPE", "EVIDENCE_VERSION", "EvidenceSink", "evidence_header", "evidence_line"]
@@ -60,17 +61,12 @@ class EvidenceSink:
         """Copy everything written so far to ``path`` (atomically replaced)."""
         self._drain()
         self._file.flush()
-        tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
         end = self._file.tell()
         try:
             self._file.seek(0)
-            with open(tmp, "wb") as out:
-                shutil.copyfileobj(self._file, out)
-            os.replace(tmp, path)
+            replace_file(path, lambda out: shutil.copyfileobj(self._file, out))
         finally:
             self._file.seek(end)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
 
     def close(self) -> None:
         """Discard the temporary file."""

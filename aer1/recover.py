@@ -39,8 +39,9 @@ from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .errors import MalformedInputError
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
-from .limits import MAX_JOURNAL_LINE_BYTES
+from .limits import MAX_AGENTS_BYTES, MAX_JOURNAL_LINE_BYTES, MAX_MEMBER_CHARS, STEP_OVERHEAD_BYTES
 from .merkle import merkle_root_hex
+from .outfile import TEMP_FLAGS, check_output, replace_file, temp_path
 from .receipt import (
     AGENT_MEMBERS,
     CLOSE_AGENT,
@@ -65,7 +66,7 @@ from .receipt import (
 )
 from .signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .verifier._output import dump_json, one_line
-from .verifier._parse import MalformedInput, open_regular
+from .verifier._parse import MalformedInput, check_parse_cost, open_regular
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -178,7 +179,10 @@ def _lines(f: IO[bytes]) -> Iterator[bytes]:
 
 def _parse(line: bytes, seq: int | None) -> Any:
     try:
+        check_parse_cost(line, "the line")  # a line of tiny containers would take many times its size
         return orjson.loads(line)
+    except MalformedInput as e:
+        raise _BadLine(str(e), seq) from e
     except orjson.JSONDecodeError as e:
         raise _BadLine(f"not a journal record (invalid JSON at byte {e.pos})", seq) from e
 
@@ -197,6 +201,9 @@ def _check_header(header: Any, path: str) -> dict[str, Any]:
         v = header.get(name)
         if type(v) is not str or not v:
             raise RecoveryError(f"{path}: journal header {name} is not a non-empty string")
+        if len(v) > MAX_MEMBER_CHARS:
+            raise RecoveryError(f"{path}: journal header {name} is {len(v)} characters long, over the "
+                                f"{MAX_MEMBER_CHARS} limit of a receipt member")
     if not header["verify_url"].startswith(("https://", "http://")):
         raise RecoveryError(f"{path}: journal header verify_url is not an http(s) URL")
     if type(header.get("evidence")) is not bool:
@@ -210,6 +217,8 @@ def _check_agent(agent: Any) -> dict[str, Any]:
             or type(agent.get("description", "")) is not str
             or ("config_digest" in agent and _HEX64.fullmatch(agent["config_digest"]) is None)):
         raise _BadLine("agent record is not {name, type, description?, config_digest?}")
+    if any(len(v) > MAX_MEMBER_CHARS for v in agent.values()):
+        raise _BadLine(f"agent record has a member over the {MAX_MEMBER_CHARS}-character limit")
     return agent
 
 
@@ -223,6 +232,8 @@ def _check_step_members(step: dict[str, Any], seq: int) -> None:
     for name in ("tool", "agent", *(m for m in STEP_OPTIONAL_MEMBERS if m in step)):
         if type(step[name]) is not str or not step[name]:
             raise _BadLine(f"{name} is not a non-empty string", seq)
+        if len(step[name]) > MAX_MEMBER_CHARS:
+            raise _BadLine(f"{name} is {len(step[name])} characters long, over the {MAX_MEMBER_CHARS} limit", seq)
     if step["kind"] not in KINDS or step["status"] not in STEP_STATUSES:
         raise _BadLine("kind or status is not a known value", seq)
     for name in ("started_at", "ended_at"):
@@ -242,6 +253,7 @@ class _Recovery:
         self.head = genesis_digest(header["workflow_id"])
         self.steps: list[dict[str, Any]] = []
         self.agents: dict[str, dict[str, Any]] = {}
+        self.agents_bytes = 0  # counted as the collector counts it, so the agents member stays readable
         self.close: dict[str, Any] | None = None
         self.close_id = ""
         self.close_head = ""
@@ -267,6 +279,11 @@ class _Recovery:
             known = self.agents.get(agent["name"])
             if known is not None and known != agent:
                 raise _BadLine(f"agent {agent['name']!r} registered again with a different identity")
+            if known is None:
+                size = self.agents_bytes + len(orjson.dumps(agent)) + STEP_OVERHEAD_BYTES
+                if size > MAX_AGENTS_BYTES:
+                    raise _BadLine(f"the agents member would grow past {MAX_AGENTS_BYTES} bytes")
+                self.agents_bytes = size
             self.agents[agent["name"]] = agent
         else:
             raise _BadLine(f"unknown journal record type {kind!r}", seq)
@@ -387,14 +404,7 @@ def same_file(a: str, b: str) -> bool:
 
 
 def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    replace_file(path, lambda f: f.write(data))
 
 
 def recover_journal(
@@ -412,6 +422,7 @@ def recover_journal(
     for written in (out, evidence_path_for(out)):
         if same_file(path, written):
             raise RecoveryError(f"the output must not be the journal itself ({written} would overwrite it)")
+        check_output(written)
     try:
         key = load_private_key(signing_key) if signing_key is not None else None
     except KeyFileError as e:
@@ -425,12 +436,15 @@ def recover_journal(
         if not first.endswith(b"\n"):
             raise RecoveryError(f"{path} is not an aer1 journal (no complete header line)")
         try:
+            check_parse_cost(first, f"{path} line 1")
             header = _check_header(orjson.loads(first), path)
+        except MalformedInput as e:
+            raise RecoveryError(str(e)) from e
         except orjson.JSONDecodeError as e:
             raise RecoveryError(f"{path} is not an aer1 journal (line 1 is not JSON)") from e
         evidence_path = evidence_path_for(out) if header["evidence"] else None
-        ev_tmp = f"{evidence_path}.tmp-{os.getpid()}" if evidence_path else None
-        ev_file = open(ev_tmp, "wb") if ev_tmp else None
+        ev_tmp = temp_path(evidence_path) if evidence_path else None
+        ev_file = os.fdopen(os.open(ev_tmp, TEMP_FLAGS, 0o666), "wb") if ev_tmp else None
         try:
             if ev_file is not None:
                 ev_file.write(evidence_header(header["workflow_id"]))
@@ -524,7 +538,7 @@ def _text(result: RecoveryResult) -> str:
     verdict = "OK: every journal line is in the receipt" if not result.problems else \
         f"LINES LEFT OUT: {len(result.problems)} problem(s) reported above"
     lines.append(f"recover: {verdict}")
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # file names from the command line: one line each
 
 
 def cli_recover(args: argparse.Namespace) -> int:

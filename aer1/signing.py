@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import stat
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -121,12 +122,17 @@ def _read_key_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
     if text.lstrip().startswith("-----BEGIN"):
         return text.encode("ascii")
     path = Path(text)
-    try:
-        if path.stat().st_size > MAX_KEY_FILE_BYTES:
-            raise KeyFileError(f"key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
-        return path.read_bytes()
+    try:  # non-blocking open, then only a regular file is read: never a FIFO, /dev/zero or a device
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise KeyFileError(f"key file {path} is not a regular file")
+            data = f.read(MAX_KEY_FILE_BYTES + 1)
     except OSError as e:
         raise KeyFileError(f"cannot read key file {path}: {e.strerror or e}") from e
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise KeyFileError(f"key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
+    return data
 
 
 def load_private_key(source: Any = None) -> Ed25519PrivateKey:

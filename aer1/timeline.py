@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .verifier._report import one_line
+
 __all__ = ["format_timeline"]
 
 _MAX_ROWS = 60
@@ -25,4 +27,4 @@ def format_timeline(receipt: Mapping[str, Any], max_rows: int = _MAX_ROWS) -> st
         label = "" if s.get("tool") == s.get("kind") else f" [{s.get('tool')}]"
         flag = "" if s.get("status") == "ok" else f"  ({s.get('status')})"
         lines.append(f"  {s.get('seq'):>4} {clock} {s.get('kind', s.get('tool')):<17} {who}{label}{flag}")
-    return "\n".join(lines)
+    return "\n".join(one_line(line) for line in lines)  # a member's line breaks or escapes never forge a row

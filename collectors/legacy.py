@@ -473,7 +473,9 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
             session = _session(collector)
             pair = frozenset((id(sender), id(recipient)))
             history = getattr(sender, "chat_messages", None)
-            ongoing = bool(history.get(recipient)) if isinstance(history, Mapping) else False
+            # the message just sent is stored already: a reply needs an earlier one in this chat
+            # (a new chat with clear_history starts afresh, though the pair spoke before)
+            ongoing = len(history.get(recipient) or ()) > 1 if isinstance(history, Mapping) else False
             with session.lock:
                 previous = session.last_sender.get(pair)
                 session.last_sender[pair] = hooks.name

@@ -66,7 +66,7 @@ def steps_checked(
     else:
         c_chain.skip(f"no chain: the receipt does not declare profile {PROFILE}")
         report.notes.append(NOT_PROFILE_NOTE)
-    check_signature(wf, trusted_key_ids, c_sig, None if signed is None or "signature" not in wf else signed())
+    check_signature(wf, trusted_key_ids, c_sig, signed)
     if evidence is not None:
         if c_chain.status == FAIL or c_members.status == FAIL:
             c_evidence.skip("chain check failed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rfc3339_validator import validate_rfc3339
@@ -364,11 +364,13 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
 
 
 def check_signature(
-    wf: Mapping[str, Any], trusted: Iterable[str] | None, result: CheckResult, signed: bytes | bytearray | None = None
+    wf: Mapping[str, Any], trusted: Iterable[str] | None, result: CheckResult,
+    signed: Callable[[], bytes | bytearray] | None = None,
 ) -> None:
     """Check 6: signature valid under its key (integrity); the key trusted (authenticity).
 
-    ``signed``: the signed bytes when already built (streaming verification).
+    ``signed``: builds the signed bytes when the caller can (streaming verification); it
+    raises CanonicalizationError when the receipt has none.
     """
     trusted_ids = None if trusted is None else set(trusted)
     if "signature" not in wf:
@@ -384,7 +386,7 @@ def check_signature(
         result.fail(f"could not verify: malformed signature member: {e}")
         return
     try:
-        kid = verify_signature(wf, signed)
+        kid = verify_signature(wf, None if signed is None else signed())
     except SignatureInvalid as e:
         result.fail(str(e))
         return

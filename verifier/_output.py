@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ..errors import UsageError
-from ._report import CHECKS, CheckResult, Report
+from ._report import CHECKS, CheckResult, Report, one_line
 
 __all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
 
@@ -28,19 +29,15 @@ def dump_json(doc: Any) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
 
 
-def one_line(text: str) -> str:
-    """``text`` with every unprintable character (line breaks included) written as its escape.
-
-    File names and member names come from untrusted input: a newline in one must not turn
-    a one-line message into two.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def safe_streams() -> None:
-    """Let standard output and error print any text: characters they cannot encode are escaped."""
+    """Let standard output and error print any text: characters they cannot encode are escaped.
+
+    A stream the process was started without (closed) is replaced by one that discards.
+    """
+    if sys.stdout is None:  # started with standard output closed: output goes nowhere, the exit code stays
+        sys.stdout = open(os.devnull, "w")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -83,7 +80,7 @@ def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_d
     except CliError as e:
         message = str(e)
     except OSError as e:
-        message = f"{e.strerror or e}: {e.filename or ''}"
+        message = f"{e.strerror or e}" + (f": {e.filename}" if e.filename else "")
     except KeyboardInterrupt:
         message = "interrupted"
     except MemoryError:
@@ -91,7 +88,23 @@ def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_d
     except Exception as e:  # a last guard: the invariant is exit 2 and one line, never a traceback
         message = f"internal error: {type(e).__name__}: {e}"
     if "--json" in argv:
-        sys.stdout.write(dump_json({**error_doc, "error": message, "exit_code": 2}))
-    else:
+        try:
+            sys.stdout.write(dump_json({**error_doc, "error": message, "exit_code": 2}))
+            sys.stdout.flush()
+            return 2
+        except OSError as e:  # standard output itself failed (full disk, closed pipe): say so on stderr
+            _drop_stdout()
+            message = f"{message}; cannot write to standard output: {e.strerror or e}"
+    try:
         print(one_line(f"{prog}: error: {message}"), file=sys.stderr)
+    except OSError:
+        pass  # nowhere left to report to; the exit code still says it
     return 2
+
+
+def _drop_stdout() -> None:
+    """Discard what is still buffered for a standard output that fails, so exit does not retry it."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass

@@ -5,11 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report"]
+__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line"]
 
 PASS = "PASS"
 FAIL = "FAIL"
 NOT_CHECKED = "NOT CHECKED"
+
+def one_line(text: str) -> str:
+    """``text`` with every unprintable character (line breaks, terminal escapes) written as its escape.
+
+    File names and member values come from untrusted input: a newline or an escape sequence
+    in one must not turn one line into two, forge a verdict line or drive the terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
 
 #: The numbered checks, in order; each name is the reason reported when it fails.
 CHECKS = (
@@ -170,6 +181,7 @@ class Report:
                 "content": "checked" if self._passed("content") else "not checked",
                 "root": "pinned" if pin else "not pinned",
                 "pinned_by": pin.facts.get("pinned_by") if pin else None,
+                "workflow_id": "bound" if pin and pin.facts.get("workflow_bound_by") else "not bound",
             }
         chain, sig, expected = self._passed("chain"), self._passed("signature"), self._passed("expected")
         if sig is None:
@@ -213,7 +225,7 @@ class Report:
         if self.kind == "proof":
             root = f"root pinned by {b['pinned_by']}" if b["root"] == "pinned" else "root NOT pinned"
             return (f"proof; step id {b['step_id']}; tree size {b['tree_size']}; content {b['content']}; {root}; "
-                    f"{self.steps if self.steps is not None else '-'} steps")
+                    f"workflow id {b['workflow_id']}; {self.steps if self.steps is not None else '-'} steps")
         parts = [b["level"]]
         if b["chain"] == "checked":
             parts.append("chain checked")
@@ -251,7 +263,7 @@ class Report:
         else:
             first = self.failures[0].reason if self.failures else "see above"
             lines.append(f"verdict: {self.verdict}: {first}")
-        return "\n".join(lines)
+        return "\n".join(one_line(line) for line in lines)  # values from the input never make a line
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the shape ``aer1-verify --json`` prints)."""

@@ -184,6 +184,16 @@ class _Text:
             self.read_more()  # a number could go on in the next chunk (a long one is refused by the parser)
 
 
+def _step_bytes(step: Any, profile: bool) -> bytes:
+    """The step's JCS bytes, as the signature covers them; CanonicalizationError when it has none."""
+    if profile:
+        try:  # members checked: ASCII keys, string values, a safe integer seq: orjson is exact JCS
+            return orjson.dumps(step, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass
+    return exact_bytes(step)
+
+
 class _Walker:
     """One pass over the file: top-level members kept, steps checked and dropped one by one."""
 
@@ -200,6 +210,7 @@ class _Walker:
         self.spill = spill
         self.spilled = 0
         self.hashes = bytearray()
+        self.unencodable: str | None = None  # a step with no exact JCS form: the signature check's failure
 
     # ------------------------------------------------------------- parsing
 
@@ -289,13 +300,12 @@ class _Walker:
         if checker.broken:
             return
         self.hashes += bytes.fromhex(step["receipt_hash"])
-        if checker.profile:
-            try:  # members checked: ASCII keys, string values, a safe integer seq: orjson is exact JCS
-                data = orjson.dumps(step, option=orjson.OPT_SORT_KEYS)
-            except orjson.JSONEncodeError:
-                data = exact_bytes(step)
-        else:
-            data = exact_bytes(step)
+        try:
+            data = _step_bytes(step, checker.profile)
+        except CanonicalizationError as e:  # as in memory: the chain fails, and no signature can be checked
+            if self.unencodable is None:
+                self.unencodable = str(e)
+            return
         self.spilled += self.spill.write(b"," + data if i else data)
 
     # ------------------------------------------------------------- results
@@ -319,7 +329,12 @@ class _Walker:
         return checker.members_result(result)
 
     def signing_input(self) -> bytearray:
-        """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
+        """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place.
+
+        CanonicalizationError when a step has no exact JCS form (the receipt then has no signed bytes).
+        """
+        if self.unencodable is not None:
+            raise CanonicalizationError(self.unencodable)
         body = {k: v for k, v in self.rest.items() if k != "signature"}
         keys = sorted([*body, "steps"], key=_jcs_key)
         cut = keys.index("steps")

@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
@@ -105,6 +105,32 @@ def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
     return ids
 
 
+def _walk(folder: str, on_error: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` top-down with sorted folders, without recursion: a folder nested thousands deep
+    is walked (os.walk recursed once per level and ran out of stack). Symlinked folders are
+    listed among the folders but not entered."""
+    stack = [folder]
+    while stack:
+        root = stack.pop()
+        try:
+            with os.scandir(root) as it:
+                entries = list(it)
+        except OSError as e:
+            on_error(e)
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        dirs.sort()
+        yield root, dirs, files
+        stack.extend(os.path.join(root, d) for d in reversed(dirs) if not os.path.islink(os.path.join(root, d)))
+
+
 def _scan(folder: str) -> list[tuple[str, str | None]]:
     """(path, None) for each *.json under ``folder``, (path, why) for what cannot be verified.
 
@@ -117,8 +143,7 @@ def _scan(folder: str) -> list[tuple[str, str | None]]:
     def walk_error(e: OSError) -> None:
         out.append((e.filename or folder, f"folder unreadable: {e.strerror or e}"))
 
-    for root, dirs, files in os.walk(folder, onerror=walk_error):
-        dirs.sort()
+    for root, dirs, files in _walk(folder, walk_error):
         for d in dirs:
             if os.path.islink(os.path.join(root, d)):
                 out.append((os.path.join(root, d), "a symlinked folder: not followed"))

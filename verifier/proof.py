@@ -197,6 +197,7 @@ def _pin(doc: Mapping[str, Any], expected_root: str | None, receipt: str | os.Pa
                    actual=report.workflow_id)
             return
         pinned.append(f"receipt signed by trusted key {kid}")
+        r.facts["receipt_of_workflow"] = True
     if not pinned:
         r.fail("root not pinned: merkle_root is only the proof's own claim; give --expected-root, or "
                "--receipt with --key/--trusted-keys")
@@ -268,8 +269,36 @@ def verify_proof(
             if got != step.get("receipt_hash"):
                 c_content.fail("content does not hash to the step's receipt_hash", seq=step["seq"],
                                expected=step.get("receipt_hash"), actual=got)
+            elif step["kind"] == CLOSE_KIND and isinstance(doc["content"], dict) \
+                    and doc["content"].get("workflow_id") != doc["workflow_id"]:
+                c_content.fail("the close step's content names another workflow", seq=step["seq"],
+                               expected=doc["workflow_id"], actual=repr(doc["content"].get("workflow_id")))
             c_content.passed("content hashes to receipt_hash")
     else:
         c_content.skip("the proof carries no content: only the step's members are bound")
     _pin(doc, expected_root, receipt, trusted, c_pin)
+    _bind_workflow(doc, c_id, c_content, c_pin)
     return report
+
+
+def _bind_workflow(doc: Mapping[str, Any], c_id: CheckResult, c_content: CheckResult, c_pin: CheckResult) -> None:
+    """Say what binds the proof's ``workflow_id``: otherwise it is only the proof's own label.
+
+    Only step 1 (its ``prev_digest`` is the genesis digest of the workflow id), the close
+    step's content (it names the workflow) or a pinning receipt of that workflow bind it; a
+    root pinned by ``--expected-root`` binds the tree, not the name.
+    """
+    if c_pin.status != PASS:
+        return
+    step, content = doc["step"], doc.get("content")
+    if c_id.status == PASS and step["seq"] == 1:
+        by = "the genesis link of step 1"
+    elif c_content.status == PASS and step["kind"] == CLOSE_KIND and isinstance(content, dict) \
+            and content.get("workflow_id") == doc["workflow_id"]:
+        by = "the close step's content"
+    elif c_pin.facts.get("receipt_of_workflow"):
+        by = "the pinning receipt"
+    else:
+        c_pin.facts["workflow_bound_by"] = None
+        return
+    c_pin.facts["workflow_bound_by"] = by

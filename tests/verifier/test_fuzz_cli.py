@@ -285,7 +285,7 @@ def test_surrogate_file_names_print_in_text_and_json(honest: dict[str, bytes], t
     name = os.fsdecode(b"r\xff.json")
     (tmp_path / name).write_bytes(honest["receipt"])
     code, out, _ = _check(verify_main, [str(tmp_path / name)])
-    assert code == 0 and f"{name}: VALID" in out
+    assert code == 0 and "r\\udcff.json: VALID" in out  # the text report escapes what it cannot print
     done = subprocess.run([str(BIN / "aer1-verify"), str(tmp_path / name)], capture_output=True, timeout=60)
     assert done.returncode == 0 and b"r\\udcff.json: VALID" in done.stdout, done.stderr
     code, out, _ = _check(verify_main, [str(tmp_path), "--json"])

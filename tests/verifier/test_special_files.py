@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -205,14 +206,15 @@ def test_unreadable_trusted_keys_folder_is_one_line(saved: Path, tmp_path: Path)
     assert done.returncode == 2 and done.stderr == f"aer1-verify: error: --trusted-keys {keys}: Permission denied\n"
 
 
-def test_outputs_replace_a_fifo_instead_of_blocking_on_it(saved: Path, tmp_path: Path) -> None:
+def test_outputs_never_block_on_a_fifo(saved: Path, tmp_path: Path) -> None:
+    """keygen --force replaces a FIFO; prove refuses one (it never replaces a special file: tests/trial)."""
     os.mkfifo(tmp_path / "k.pub")
     os.mkfifo(tmp_path / "step.proof.json")
-    for args in (["keygen", "-o", str(tmp_path / "k"), "--force"],
-                 ["prove", str(saved), "--step", "1", "-o", str(tmp_path / "step.proof.json")]):
+    for args, code in ((["keygen", "-o", str(tmp_path / "k"), "--force"], 0),
+                       (["prove", str(saved), "--step", "1", "-o", str(tmp_path / "step.proof.json")], 2)):
         done = subprocess.run([str(BIN / "aer1"), *args], capture_output=True, text=True, timeout=_HANG_GUARD_S)
-        assert done.returncode == 0, done.stderr
-    assert (tmp_path / "k.pub").is_file() and (tmp_path / "step.proof.json").is_file()
+        assert done.returncode == code, done.stderr
+    assert (tmp_path / "k.pub").is_file() and stat.S_ISFIFO(os.lstat(tmp_path / "step.proof.json").st_mode)
 
 
 def test_dangling_evidence_symlink_beside_the_receipt_fails_instead_of_being_skipped(saved: Path,
