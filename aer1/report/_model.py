@@ -143,7 +143,7 @@ def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
         items.append(item)
     ticks = [{"x": x(span * i / 5), "label": f"{span * i / 5:.2f}s"} for i in range(6)]
     return {"width": SVG_WIDTH, "height": 34 + len(lanes) * SVG_LANE, "label": SVG_LABEL,
-            "lanes": [{"name": clip(n, 40), "y": y(n)} for n in lanes], "marks": items, "ticks": ticks,
+            "lanes": [{"name": clip(n, 200), "label": n if len(n) <= 24 else n[:23] + "…", "y": y(n)} for n in lanes], "marks": items, "ticks": ticks,
             "span": round(span, 6)}
 
 
