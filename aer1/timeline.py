@@ -124,11 +124,12 @@ def step_rows(receipt: Mapping[str, Any], contents: Mapping[int, Any] | None = N
     for s in steps:
         begun, ended = parse_time(s.get("started_at")), parse_time(s.get("ended_at"))
         seq = s.get("seq")
-        has = contents is not None and type(seq) is int and seq in contents
-        content = contents[seq] if has and contents is not None else None
+        number = seq if type(seq) is int else None
+        has = contents is not None and number is not None and number in contents
+        content = contents.get(number) if contents is not None and number is not None else None
         to = s.get("recipient") or s.get("target")
         rows.append(StepRow(
-            seq=seq if type(seq) is int else None,
+            seq=number,
             kind=_text(s.get("kind", s.get("tool"))),
             agent=_text(s.get("agent")),
             to=None if to is None else _text(to),

@@ -79,7 +79,7 @@ def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: 
         page = f"{stem}-{number:04d}.html"
         outcome = verify_for_view(task, opts)
         _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output)))
-        rows.append(archive_row(task[0], outcome, page))
+        rows.append(archive_row(task[0], outcome, page, folder))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")
     _write(output, render_archive(f"Receipts under {folder}", rows, policy, []))

@@ -33,6 +33,8 @@ MAX_FAILURES_SHOWN = 20
 
 #: The timeline's drawing: width, the agents' label column, one lane's height.
 SVG_WIDTH, SVG_LABEL, SVG_LANE = 1100, 170, 34
+#: Characters of an agent's name in its lane's label (the whole name is its tooltip).
+_LANE_LABEL = 24
 
 
 def clip(value: object, limit: int = MAX_TEXT_CHARS) -> str:
@@ -142,8 +144,10 @@ def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
             item["arrow"] = {"y1": y(r.agent) + SVG_LANE // 2, "y2": y(r.to) + SVG_LANE // 2}
         items.append(item)
     ticks = [{"x": x(span * i / 5), "label": f"{span * i / 5:.2f}s"} for i in range(6)]
+    drawn = [{"name": clip(n, 200), "label": n if len(n) <= _LANE_LABEL else n[: _LANE_LABEL - 1] + "…", "y": y(n)}
+             for n in lanes]
     return {"width": SVG_WIDTH, "height": 34 + len(lanes) * SVG_LANE, "label": SVG_LABEL,
-            "lanes": [{"name": clip(n, 200), "label": n if len(n) <= 24 else n[:23] + "…", "y": y(n)} for n in lanes], "marks": items, "ticks": ticks,
+            "lanes": drawn, "marks": items, "ticks": ticks,
             "span": round(span, 6)}
 
 
@@ -165,6 +169,9 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
                           for v in _violations(report)]
     if wf is None:
         return view
+    if report.check("chain").status != PASS:
+        notes.append("the chain check did not pass: the steps below (agents, times, order) are as the file "
+                     "says, not as they were recorded")
     steps = wf["steps"]
     evidence_file = evidence_for(path, evidence)
     contents, unread = evidence_contents(evidence_file, MAX_STEPS_SHOWN)
@@ -202,7 +209,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     return view
 
 
-def archive_row(path: str, outcome: Outcome, page: str) -> dict[str, Any]:
+def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str, Any]:
     """One receipt's row on an archive page: verdict, goal, status, agents, steps, signer, time."""
     report = outcome.report
     wf, _ = load_receipt(path, report)
@@ -211,6 +218,8 @@ def archive_row(path: str, outcome: Outcome, page: str) -> dict[str, Any]:
     started = ""
     if wf is not None:
         agents = [clip(a.get("name"), 80) for a in wf.get("agents") or [] if isinstance(a, Mapping)]
+        if not agents:  # a run that registered none: the agents that acted
+            agents = list(dict.fromkeys(clip(s.get("agent"), 80) for s in wf["steps"] if s.get("kind") != "close"))
         starts = [s.get("started_at") for s in wf["steps"] if parse_time(s.get("started_at")) is not None]
         started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
     key = basis.get("key_id")
@@ -219,6 +228,6 @@ def archive_row(path: str, outcome: Outcome, page: str) -> dict[str, Any]:
         "status": clip(outcome.status or (wf.get("status", "") if wf else "")), "agents": ", ".join(agents[:20]),
         "steps": report.steps if report.steps is not None else "", "time": started,
         "signer": clip(basis.get("signature", "-") + (f" {key[:16]}" if isinstance(key, str) else "")),
-        "source": clip(os.path.relpath(path) if not os.path.isabs(path) else path, 300), "page": page,
+        "source": clip(os.path.relpath(path, folder), 300), "page": page,
         "failed": report.failures[0].check if report.failures else "",
     }
