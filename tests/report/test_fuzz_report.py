@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aer1.cli import main as aer1_main
-from tests.verifier.test_fuzz_cli import _FUZZ, _check, _files, _mutated_json, _mutated_lines, honest
+from tests.verifier.test_fuzz_cli import _FUZZ, _check, _files, honest, mutated_pair
 
 __all__ = ["honest"]  # the fixture, shared with the verifier's fuzz suite
 
@@ -20,11 +20,7 @@ __all__ = ["honest"]  # the fixture, shared with the verifier's fuzz suite
 @_FUZZ
 @given(data=st.data())
 def test_fuzzed_receipts_render_and_show(honest: dict[str, bytes], data: st.DataObject) -> None:
-    receipt, evidence = honest["receipt"], honest["evidence"]
-    if data.draw(st.booleans(), label="mutate the receipt"):
-        receipt = data.draw(_mutated_json(receipt))
-    else:
-        evidence = data.draw(_mutated_lines(evidence))
+    receipt, evidence = mutated_pair(honest, data)
     with _files(r_json=receipt, r_evidence_jsonl=evidence) as folder:
         path, out = folder / "r.json", Path(folder) / "out"
         out.mkdir()
