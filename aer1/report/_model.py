@@ -35,6 +35,10 @@ MAX_FAILURES_SHOWN = 20
 SVG_WIDTH, SVG_LABEL, SVG_LANE = 1100, 170, 34
 #: Characters of an agent's name in its lane's label (the whole name is its tooltip).
 _LANE_LABEL = 24
+#: Pixels a box is inset inside each box it overlaps, and the least height it keeps.
+_INSET, _MIN_BOX = 3, 6
+#: Pixels a step's box needs to carry its duration as text.
+_LABELLED_WIDTH = 60
 
 
 def clip(value: object, limit: int = MAX_TEXT_CHARS) -> str:
@@ -73,6 +77,8 @@ def _marker(row: StepRow, content: Any) -> str:
         if value.get("decision") in ("denied", "rejected") or value.get("approved") is False:
             return "denied"
         return "pending"
+    if row.kind == "speaker_selection" and row.to is not None:
+        return clip(f"→ {row.to}", _LANE_LABEL)
     if row.kind == "code_execution" and isinstance(value, dict):
         code = value.get("exit_code")
         if isinstance(code, int) and not isinstance(code, bool):
@@ -114,6 +120,19 @@ def _basis(report: Report) -> list[tuple[str, str]]:
     return [(k, clip(v)) for k, v in pairs]
 
 
+def _nest(items: list[dict[str, Any]]) -> None:
+    """Draw wide boxes first and inset each box inside those it overlaps on its lane, so none hides another."""
+    items.sort(key=lambda i: -i["w"])
+    drawn: list[dict[str, Any]] = []
+    for item in items:
+        depth = sum(1 for d in drawn if d["y0"] == item["y"] and d["x"] < item["x"] + item["w"]
+                    and item["x"] < d["x"] + d["w"])
+        item["y0"] = item["y"]
+        inset = min(depth * _INSET, (item["h"] - _MIN_BOX) // 2)
+        item["y"], item["h"] = item["y"] + inset, item["h"] - 2 * inset
+        drawn.append(item)
+
+
 def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
     """The SVG drawing: one lane per agent, a box per step from its start to its end, arrows for handoffs."""
     lanes: list[str] = []
@@ -136,13 +155,17 @@ def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
             continue
         left = x(r.start)
         width = max(round(x((r.start or 0.0) + (r.duration or 0.0)) - left, 2), 4.0)
-        item: dict[str, Any] = {"seq": r.seq, "kind": r.kind, "x": left, "y": y(r.agent) + 6, "w": width,
-                                "h": SVG_LANE - 12, "mark": markers.get(r.seq, ""), "status": r.status, "arrow": None,
-                                "title": clip(f"#{r.seq} {r.kind} {r.agent}" + (f" -> {r.to}" if r.to else "")
-                                              + f" [{r.tool}] {r.duration or 0:.3f}s {r.preview}", 300)}
+        label = f"{r.duration:.3f}s" if r.duration is not None and width >= _LABELLED_WIDTH else ""
+        title = f"#{r.seq} {r.kind} {r.agent}" + (f" -> {r.to}" if r.to else "")
+        item: dict[str, Any] = {
+            "seq": r.seq, "kind": r.kind, "x": left, "y": y(r.agent) + 6, "w": width, "h": SVG_LANE - 12,
+            "label": label, "mark": markers.get(r.seq, ""), "status": r.status, "arrow": None,
+            "title": clip(f"{title} [{r.tool}] {r.duration or 0:.3f}s {r.preview}", 300),
+        }
         if r.kind == "handoff" and r.to is not None:
             item["arrow"] = {"y1": y(r.agent) + SVG_LANE // 2, "y2": y(r.to) + SVG_LANE // 2}
         items.append(item)
+    _nest(items)
     ticks = [{"x": x(span * i / 5), "label": f"{span * i / 5:.2f}s"} for i in range(6)]
     drawn = [{"name": clip(n, 200), "label": n if len(n) <= _LANE_LABEL else n[: _LANE_LABEL - 1] + "…", "y": y(n)}
              for n in lanes]
