@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from ..recover import _write_atomic
+from ..outfile import replace_file
 from ..verifier._archive import Outcome
 from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view
 from ._verify import ViewOptions, verify_for_view
@@ -59,7 +59,8 @@ def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, n
 
 def _write(path: str, html: str) -> None:
     # a lone surrogate from the input is written as its escape, never refused
-    _write_atomic(path, html.encode("utf-8", "backslashreplace"))
+    data = html.encode("utf-8", "backslashreplace")
+    replace_file(path, lambda f: f.write(data))
 
 
 def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str) -> Outcome:

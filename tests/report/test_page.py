@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from aer1 import Collector
 from aer1.cli import main as aer1_main
 from aer1.report._model import MAX_CONTENT_CHARS
-from tests.report.conftest import HOSTILE_ATTRIBUTE, HOSTILE_SCRIPT
+from tests.report.conftest import HOSTILE_ATTRIBUTE, HOSTILE_SCRIPT, save
 
 
 class Elements(HTMLParser):
@@ -154,3 +155,12 @@ def test_bad_arguments_give_one_line_and_exit_2(argv: list[str], honest_receipt:
         assert isinstance(json.loads(out), dict)
     else:
         assert len(err.strip().splitlines()) == 1, err
+
+
+def test_lone_surrogate_and_tagged_values_are_written_restored(tmp_path: Path) -> None:
+    c = Collector(goal="odd values")
+    c.record("message", {"content": "caf\udead", "big": 2**70, "ratio": float("nan")}, agent="alice")
+    code, html = report(save(c, tmp_path), tmp_path / "r.html")
+    assert code == 0
+    assert "caf\\udead" in html, "want the lone surrogate written as its escape"
+    assert str(2**70) in html and "NaN" in html and "$aer1:" not in html, "want tagged values restored"
