@@ -131,6 +131,10 @@ def _nest(items: list[dict[str, Any]]) -> None:
         inset = min(depth * _INSET, (item["h"] - _MIN_BOX) // 2)
         item["y"], item["h"] = item["y"] + inset, item["h"] - 2 * inset
         drawn.append(item)
+    for item in items:  # a duration label gives way to a mark (approval, exit code) drawn over it
+        if item["label"] and any(o is not item and o["mark"] and o["y0"] == item["y0"]
+                                 and item["x"] <= o["x"] + o["w"] <= item["x"] + _LABELLED_WIDTH for o in items):
+            item["label"] = ""
 
 
 def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
