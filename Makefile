@@ -40,6 +40,7 @@ $(PEER_STAMP): $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/agentchat_team.py out/agentchat_team
+	$(VENV)/bin/aer1 report out/agentchat_team/receipt.json --key out/agentchat_team/signing.pub -o out/agentchat_team/report.html
 
 test: lint test-main test-ag2 test-autogen
 

@@ -10,6 +10,7 @@ import argparse
 import hashlib
 import os
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,15 +23,20 @@ from .lifecycle_cli import (
     stamp_receipt,
     write_keygen_entry,
 )
+from .outfile import check_output
 from .proof import build_step_proof
 from .receipt import evidence_path_for
 from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
+from .report import write_archive, write_receipt_page
+from .report._model import verdict_line
+from .report._verify import add_verify_options, expand_paths, verify_for_view, view_options
 from .signing import generate_key_pair, key_id, load_public_key
-from .timeline import format_timeline
+from .timeline import evidence_contents, format_timeline, step_rows
 from .verifier._checks import claims_profile
 from .verifier._evidence import evidence_lines, parse_evidence_line
-from .verifier._output import CliError, OneLineParser, dump_json, run_cli
+from .verifier._output import CliError, OneLineParser, dump_json, one_line, run_cli
 from .verifier._parse import MalformedInput, parse_strict, read_limited
+from .verifier._policy import evidence_for
 from .verifier._report import CheckResult
 from .verifier._steps import check_members
 
@@ -139,10 +145,48 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    """The verdict on the first line, then one row per step (``--json``: the same as one object)."""
     if not MIN_ROWS <= args.rows <= MAX_ROWS:
         raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
-    print(format_timeline(_read_receipt(args.receipt), max_rows=args.rows))
+    if os.path.isdir(args.receipt):
+        raise CliError(f"{args.receipt} is a directory: show takes one receipt (aer1 report takes a folder)")
+    opts = view_options(args)
+    receipt = _read_receipt(args.receipt)
+    report = verify_for_view((args.receipt, False, None), opts).report
+    verdict = f"verdict: {report.verdict} ({verdict_line(report)})" if report.valid else \
+        f"verdict: {report.verdict}: {verdict_line(report)}"
+    contents, unread = evidence_contents(evidence_for(args.receipt, args.evidence), MAX_ROWS)
+    if args.json:
+        sys.stdout.write(dump_json({
+            "source": args.receipt, "verdict": report.verdict, "exit_code": report.exit_code,
+            "basis": report.basis(), "reason": verdict_line(report), "goal": receipt.get("goal"),
+            "status": receipt.get("status"), "evidence": unread or "read",
+            "steps": [r.to_dict() for r in step_rows(receipt, contents)],
+        }))
+    else:
+        print(format_timeline(receipt, max_rows=args.rows, contents=contents, verdict=one_line(verdict)))
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``aer1 report``: the HTML page of a receipt, or of every receipt under a folder; exit as aer1-verify."""
+    opts = view_options(args)
+    tasks = expand_paths(args.path)
+    if not tasks:
+        raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
+    check_output(args.output)
+    _refuse_overwrite(args.output, [t[0] for t in tasks])
+    if os.path.isdir(args.path):
+        if args.evidence:
+            raise CliError("--evidence goes with exactly one receipt, not a folder")
+        outcomes = write_archive(args.path, tasks, opts, args.output)
+    else:
+        outcomes = [write_receipt_page(tasks[0], opts, args.output)]
+    code = max(o.report.exit_code for o in outcomes)
+    verdicts = Counter(o.report.verdict for o in outcomes)
+    print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
+                   f"{verdicts['INVALID']} invalid, {verdicts['MALFORMED']} unreadable"))
+    return code
 
 
 def _recover(args: argparse.Namespace) -> int:
@@ -168,10 +212,17 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--evidence", help="evidence file (default: beside the receipt)")
     pr.add_argument("-o", "--output", help="output file (default: stdout)")
     pr.set_defaults(func=_prove)
-    sh = sub.add_parser("show", help="print a receipt's timeline")
+    sh = sub.add_parser("show", help="print a receipt's verdict and timeline")
     sh.add_argument("receipt")
     sh.add_argument("--rows", type=int, default=60)
+    sh.add_argument("--json", action="store_true", help="one JSON object: the verdict and the same rows")
+    add_verify_options(sh)
     sh.set_defaults(func=_show)
+    rp = sub.add_parser("report", help="write a self-contained HTML page of a receipt or of a folder of receipts")
+    rp.add_argument("path", help="a receipt file, or a folder: every *.json under it")
+    rp.add_argument("-o", "--output", required=True, help="the HTML file to write (a folder's pages go beside it)")
+    add_verify_options(rp)
+    rp.set_defaults(func=_report)
     rc = sub.add_parser("recover", help="build a receipt from a crash-safe journal (see spec/journal.md)")
     add_recover_arguments(rc)
     rc.set_defaults(func=_recover)

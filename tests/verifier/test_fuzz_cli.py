@@ -179,14 +179,18 @@ def _files(**named: bytes) -> Iterator[Path]:
         yield Path(folder)
 
 
+def mutated_pair(honest: dict[str, bytes], data: st.DataObject) -> tuple[bytes, bytes]:
+    """The honest receipt and evidence with one of the two mutated."""
+    receipt, evidence = honest["receipt"], honest["evidence"]
+    if data.draw(st.booleans(), label="mutate the receipt"):
+        return data.draw(_mutated_json(receipt)), evidence
+    return receipt, data.draw(_mutated_lines(evidence))
+
+
 @_FUZZ
 @given(data=st.data())
 def test_fuzzed_receipts_and_evidence(honest: dict[str, bytes], data: st.DataObject) -> None:
-    receipt, evidence = honest["receipt"], honest["evidence"]
-    if data.draw(st.booleans(), label="mutate the receipt"):
-        receipt = data.draw(_mutated_json(receipt))
-    else:
-        evidence = data.draw(_mutated_lines(evidence))
+    receipt, evidence = mutated_pair(honest, data)
     with _files(r_json=receipt, r_evidence_jsonl=evidence) as folder:
         path = folder / "r.json"
         for argv in ([str(path)], [str(path), "--json"], [str(folder), "--json"],
