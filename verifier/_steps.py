@@ -16,7 +16,7 @@ import orjson
 
 from ..canonical import CanonicalizationError
 from ..chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
-from ..merkle import leaf_seq_output, merkle_root
+from ..merkle import leaf_seq_output, root_of_leaves
 from ..receipt import CLOSE_KIND, MERKLE_VERSION
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
 from ._report import FAIL, CheckResult
@@ -187,7 +187,7 @@ class StepChecker:
             return
         else:
             raw = self.output_leaves
-        root = merkle_root([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
+        root = root_of_leaves([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
         self.leaves = bytearray()
         if root != wf["merkle_root"]:
             result.fail(f"merkle_root does not match the {version} root of the steps",
