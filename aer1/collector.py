@@ -43,12 +43,13 @@ from .receipt import (
     CLOSE_KIND,
     DEFAULT_VERIFY_URL,
     KINDS,
+    STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
     close_content,
     close_workflow,
     evidence_path_for,
-    step_in_order,
 )
 from .redact import Redactor, default_redactor, redact_plain
 from .signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
@@ -72,6 +73,8 @@ _CONTENT_COST_ROOM = MAX_PARSE_COST_BYTES - LINE_COST_SLACK_BYTES
 _RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
 _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
 _STATUS_SET = frozenset(STEP_STATUSES)
+#: Members of a chained header without optional members (every required one but receipt_id).
+_REQUIRED_HEADER_MEMBERS = len(STEP_REQUIRED_MEMBERS) - 1
 
 
 class CollectorClosedError(UsageError, RuntimeError):
@@ -150,14 +153,17 @@ class Collector:
         self._lock = threading.Lock()
         self._seq = 0
         self._head = genesis_digest(self.workflow_id)
-        self._headers: list[tuple[bytes, str]] = []
+        # One tuple of step values per step, in reading order (see _STEP_KEYS); the members
+        # after prev_digest (reply_to, target, recipient, call_id), rare, by step index.
+        self._rows: list[tuple[Any, ...]] = []
+        self._extras: dict[int, dict[str, str]] = {}
         self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
         self._agents_bytes = 0
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
         # After finalize(): the receipt's members other than steps, as JSON (head, tail); the
-        # steps are rebuilt from the headers, so a finalized collector holds no second copy.
+        # steps are rebuilt from the rows, so a finalized collector holds no second copy of a step dict.
         self._closed_parts: tuple[bytes, bytes] | None = None
         self._closing = False  # set by finalize(): only the close step may follow
         self._final_args: tuple[Any, ...] | None = None
@@ -329,8 +335,10 @@ class Collector:
                 self.journal.write_step(rid, hbytes, cbytes if keep else None)
             if self._sink is not None:
                 self._sink.write(seq, rhash, cbytes)
-            # orjson's bytes keep its whole (4 KiB) output buffer: keep an exact-size copy instead.
-            self._headers.append((memoryview(hbytes).tobytes(), rid))
+            # The values only, not the hashed bytes: finalize builds the step dicts from them directly.
+            self._rows.append((seq, rid, tool, kind, agent, rhash, started, ended, status, self._head))
+            if len(header) > _REQUIRED_HEADER_MEMBERS:
+                self._extras[seq - 1] = {k: header[k] for k in STEP_OPTIONAL_MEMBERS if k in header}
             self._head = h
             self._seq = seq
             if status == "error":
@@ -465,7 +473,7 @@ class Collector:
         with self._lock:
             receipt: dict[str, Any] = {**workflow, "steps": self._steps()}
             tail: dict[str, Any] = {
-                "merkle_root": merkle_root_hex([rid for _, rid in self._headers]),
+                "merkle_root": merkle_root_hex([row[1] for row in self._rows]),
                 "chain_head": self._head,
             }
             receipt.update(tail)
@@ -485,13 +493,21 @@ class Collector:
         return receipt
 
     def _steps(self) -> list[dict[str, Any]]:
-        """The receipt's steps, rebuilt from the stored headers."""
+        """The receipt's steps, new dicts (members in reading order) built from the stored rows."""
         # Millions of new dicts would set off the cyclic collector again and again, and none
         # of them can be part of a cycle: pause it while they are built.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return [step_in_order(orjson.loads(hbytes), rid) for hbytes, rid in self._headers]
+            # one dict display per step: the fastest way CPython builds a dict of known members
+            steps = [
+                {"seq": seq, "receipt_id": rid, "tool": tool, "kind": kind, "agent": agent, "receipt_hash": rhash,
+                 "started_at": started, "ended_at": ended, "status": status, "prev_digest": prev}
+                for seq, rid, tool, kind, agent, rhash, started, ended, status, prev in self._rows
+            ]
+            for i, extra in self._extras.items():  # after prev_digest, as in step_in_order
+                steps[i].update(extra)
+            return steps
         finally:
             if was_enabled:
                 gc.enable()

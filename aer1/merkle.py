@@ -27,6 +27,7 @@ __all__ = [
     "merkle_root",
     "merkle_root_hex",
     "root_from_inclusion_proof",
+    "root_of_leaves",
     "verify_inclusion",
 ]
 
@@ -58,19 +59,25 @@ def merkle_root(leaves: Sequence[bytes]) -> bytes:
     for i, leaf in enumerate(leaves):
         if len(leaf) != _HASH_LEN:
             raise ValueError(f"leaf {i}: got {len(leaf)} bytes, want {_HASH_LEN}")
-    if not leaves:
+    return root_of_leaves(list(leaves))
+
+
+def root_of_leaves(level: list[bytes]) -> bytes:
+    """:func:`merkle_root` of leaves known to be 32 bytes each (built here or sliced at 32); consumes ``level``."""
+    if not level:
         return _sha256(b"").digest()
-    level = list(leaves)
+    sha = _sha256
     while len(level) > 1:
         if len(level) % 2:
             level.append(level[-1])
-        level = [_sha256(level[i] + level[i + 1]).digest() for i in range(0, len(level), 2)]
+        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
     return level[0]
 
 
 def merkle_root_hex(receipt_ids: Sequence[str]) -> str:
     """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex."""
-    return merkle_root([leaf_receipt_id(r) for r in receipt_ids]).hex()
+    sha = _sha256
+    return root_of_leaves([sha(r.encode()).digest() for r in receipt_ids]).hex()
 
 
 def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:

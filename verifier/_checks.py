@@ -204,8 +204,19 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
 
 _PROFILE_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _TS_LEN = len("2026-01-01T00:00:00.000000Z")
-# started_at, ended_at, receipt_hash, prev_digest, receipt_id, concatenated
-_STEP_VALUES = re.compile(TIMESTAMP_PATTERN + TIMESTAMP_PATTERN + HEX64_PATTERN + HEX64_PATTERN + UUID_PATTERN)
+# started_at and ended_at, concatenated; ASCII digits only (stricter than the detailed check,
+# so a value it refuses only sends the step to the detailed checks)
+_ASCII_TS = r"([0-9]{4}-[0-9]{2}-[0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+_STEP_TIMES = re.compile(_ASCII_TS + _ASCII_TS)
+_HEX_CHARS = 64 + 64 + 32  # two digests and a UUID without its dashes
+
+
+def _lower_hex(text: str) -> bool:
+    """True when ``text`` is lowercase hex digits only (one C round trip, no regular expression)."""
+    try:
+        return bytes.fromhex(text).hex() == text  # fromhex skips whitespace, takes A-F: the round trip does not
+    except ValueError:
+        return False
 
 
 def _profile_step_ok(step: Any) -> bool:
@@ -213,7 +224,7 @@ def _profile_step_ok(step: Any) -> bool:
     if type(step) is not dict:
         return False
     keys = step.keys()
-    if not (_PROFILE_STEP_REQUIRED <= keys and keys <= _PROFILE_STEP_MEMBERS):
+    if keys != _PROFILE_STEP_REQUIRED and not (_PROFILE_STEP_REQUIRED <= keys and keys <= _PROFILE_STEP_MEMBERS):
         return False
     s, tool, agent = step["seq"], step["tool"], step["agent"]
     if type(s) is not int or not 0 < s <= _MAX_SEQ or type(tool) is not str or not tool:
@@ -228,11 +239,15 @@ def _profile_step_ok(step: Any) -> bool:
         return False
     if type(rid) is not str or ended < started:
         return False
-    # one regular expression over the five values: two timestamps, two digests, one UUID;
     # the lengths fix where each value starts, so no value can borrow from its neighbour
     if len(started) != _TS_LEN or len(ended) != _TS_LEN or len(rh) != 64 or len(prev) != 64 or len(rid) != 36:
         return False
-    m = _STEP_VALUES.fullmatch(started + ended + rh + prev + rid)
+    if rid[8] != "-" or rid[13] != "-" or rid[18] != "-" or rid[23] != "-":
+        return False
+    digits = rh + prev + rid.replace("-", "")
+    if len(digits) != _HEX_CHARS or not _lower_hex(digits):
+        return False
+    m = _STEP_TIMES.fullmatch(started + ended)
     if m is None:
         return False
     d1, d2 = m.group(1, 2)

@@ -135,29 +135,44 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES
 
 
 def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING_CHARS) -> None:
-    """Check an already-parsed value: JSON types only, finite numbers, bounded depth and strings."""
+    """Check an already-parsed value: JSON types only, finite numbers, bounded depth and strings.
+
+    Members and items that are strings, integers, booleans or null are checked where they
+    are met; only objects, arrays and anything else go on the stack (a receipt's steps are
+    objects of such scalars, so each step is one pop).
+    """
     stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
     while stack:
-        v, depth = stack.pop()
+        v, depth = pop()
         t = type(v)
-        if t is str:
-            if len(v) > max_string:
-                raise MalformedInput(f"a string of {len(v)} characters exceeds the {max_string} limit")
-        elif t is dict or t is list:
+        if t is dict:
             if depth >= max_depth:
                 raise MalformedInput(f"nesting deeper than {max_depth} levels")
-            if t is dict:
-                for k, item in v.items():
-                    if type(k) is not str:
-                        raise MalformedInput(f"object key {k!r} is not a string")
-                    if type(item) is not str:
-                        stack.append((item, depth + 1))
-                    elif len(item) > max_string:
+            for k, item in v.items():
+                if type(k) is not str:
+                    raise MalformedInput(f"object key {k!r} is not a string")
+                ti = type(item)
+                if ti is str:
+                    if len(item) > max_string:
                         raise MalformedInput(
                             f"member {k!r}: a string of {len(item)} characters exceeds the {max_string} limit"
                         )
-            else:
-                stack.extend((item, depth + 1) for item in v)
+                elif ti is not int and ti is not bool and item is not None:
+                    push((item, depth + 1))
+        elif t is list:
+            if depth >= max_depth:
+                raise MalformedInput(f"nesting deeper than {max_depth} levels")
+            for item in v:
+                ti = type(item)
+                if ti is str:
+                    if len(item) > max_string:
+                        raise MalformedInput(f"a string of {len(item)} characters exceeds the {max_string} limit")
+                elif ti is not int and ti is not bool and item is not None:
+                    push((item, depth + 1))
+        elif t is str:
+            if len(v) > max_string:
+                raise MalformedInput(f"a string of {len(v)} characters exceeds the {max_string} limit")
         elif t is float:
             if not math.isfinite(v):
                 raise MalformedInput(f"number {v!r} is not valid JSON")

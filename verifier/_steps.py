@@ -9,11 +9,14 @@ worded once, cut off at the same :data:`MAX_MEMBER_FAILURES`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from hashlib import sha256 as _sha256
 from typing import Any
 
+import orjson
+
 from ..canonical import CanonicalizationError
-from ..chain import genesis_digest, step_digest_hex, uuid8_from_hex
-from ..merkle import leaf_receipt_id, leaf_seq_output, merkle_root
+from ..chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
+from ..merkle import leaf_seq_output, root_of_leaves
 from ..receipt import CLOSE_KIND, MERKLE_VERSION
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
 from ._report import FAIL, CheckResult
@@ -28,6 +31,7 @@ NOT_PROFILE_NOTE = (
     "and order are not bound beyond receipt ids and the Merkle root"
 )
 _LEAF = 32
+_SORT = orjson.OPT_SORT_KEYS
 _KEY_BYTES = 8
 
 
@@ -87,7 +91,7 @@ class StepChecker:
         seq, rid = step["seq"], step["receipt_id"]
         if self.order_fail is None and seq != i + 1:
             self.order_fail = (f"seq out of order: array position {i + 1} carries seq {seq!r}", i + 1, i + 1, seq)
-        leaf = leaf_receipt_id(rid)
+        leaf = _sha256(rid.encode()).digest()  # leaf_receipt_id, inlined
         self._duplicate(leaf, rid, i)
         self.leaves += leaf
         if not self.profile:
@@ -125,12 +129,19 @@ class StepChecker:
             self.chain_fail = (f"prev_digest does not link to the digest of step {i}", seq, self.prev,
                                step["prev_digest"])
             return
+        # step_digest_hex(step, flat=True) and uuid8_from_hex, inlined (the hot path of check 5)
+        body = step.copy()
+        del body["receipt_id"]
         try:
-            digest_hex = step_digest_hex(step, flat=True)
-        except CanonicalizationError as e:
-            self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
-            return
-        rid = uuid8_from_hex(digest_hex)
+            digest_hex = _sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
+        except orjson.JSONEncodeError:
+            try:  # e.g. a lone surrogate: the exact encoder names the problem
+                digest_hex = step_digest_hex(step)
+            except CanonicalizationError as e:
+                self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
+                return
+        h = digest_hex
+        rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
         if step["receipt_id"] != rid:
             self.chain_fail = ("receipt_id is not derived from the step's digest (a member was changed)", seq, rid,
                                step["receipt_id"])
@@ -176,7 +187,7 @@ class StepChecker:
             return
         else:
             raw = self.output_leaves
-        root = merkle_root([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
+        root = root_of_leaves([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
         self.leaves = bytearray()
         if root != wf["merkle_root"]:
             result.fail(f"merkle_root does not match the {version} root of the steps",
