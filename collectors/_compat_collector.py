@@ -118,11 +118,11 @@ class CompatMethods:
 
     # ------------------------------------------------------------------ receipts
 
-    def verify(self, workflow: Any = None, *, receipt: Any = None) -> list[str]:
-        """:meth:`aer1.Collector.verify` under the peer's argument name (``workflow``) or ours (``receipt``)."""
+    def verify(self, receipt: Any = None, *, workflow: Any = None) -> list[str]:
+        """:meth:`aer1.Collector.verify`, also under the peer's argument name ``workflow=``."""
         if workflow is not None and receipt is not None:
-            raise TypeError("verify() takes workflow or receipt, not both")
-        return super().verify(workflow if workflow is not None else receipt)  # type: ignore[misc, no-any-return]
+            raise TypeError("verify() takes receipt or workflow, not both")
+        return super().verify(receipt if receipt is not None else workflow)  # type: ignore[misc, no-any-return]
 
     def to_json(self, workflow: Any = None, indent: int | None = 2) -> str:
         """The receipt (this collector's when none is given: finalized now, or as it was) as JSON text."""

@@ -33,9 +33,9 @@ def peer_sdist() -> Path:
 
 
 @pytest.fixture(scope="session")
-def trust(tsa_roots: Path) -> TsaTrust:
-    """The auditor's trust: the trusted TSA's root and intermediate."""
-    return load_tsa_trust(str(tsa_roots))
+def trust(request: pytest.FixtureRequest) -> TsaTrust:
+    """The auditor's trust: the trusted TSA's root and intermediate (the ``tsa_roots`` folder)."""
+    return load_tsa_trust(str(request.getfixturevalue("tsa_roots")))
 
 
 def ns(**members: Any) -> SimpleNamespace:

@@ -15,6 +15,25 @@ from aer1.errors import UsageError
 from .conftest import ns, recorded_run
 
 
+def _keyword_only(func: Any) -> set[str]:
+    return {p.name for p in inspect.signature(func).parameters.values() if p.kind == inspect.Parameter.KEYWORD_ONLY}
+
+
+def _same_shape(theirs: Any, mine: Any) -> str | None:
+    """Why a call valid on ``theirs`` may not be on ``mine`` (None: none can fail).
+
+    Each of their positional parameters is ours at the same place, under its name or
+    under ours with theirs accepted as a keyword alias.
+    """
+    t, m = _positional(theirs), _positional(mine)
+    if len(m) < len(t):
+        return f"got {len(m)} positional parameters {m}, want at least {len(t)} {t}"
+    for i, name in enumerate(t):
+        if m[i] != name and name not in _keyword_only(mine):
+            return f"parameter {i}: got {m[i]!r}, want {name!r} (or {name!r} as a keyword)"
+    return None
+
+
 def _positional(func: Any) -> list[str]:
     """Names a caller may pass positionally or by keyword (``self`` left out)."""
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -48,16 +67,15 @@ METHODS = ("record_agentchat_turn", "record_legacy_message", "record_legacy_tool
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_function_call_shapes(peer_module: Any, name: str) -> None:
     """Our parameters start with the peer's, in its order (extras only after, or keyword-only)."""
-    theirs, mine = _positional(getattr(peer_module, name)), _positional(getattr(ours, name))
-    assert mine[: len(theirs)] == theirs, f"{name}: got parameters {mine}, want {theirs} first"
+    problem = _same_shape(getattr(peer_module, name), getattr(ours, name))
+    assert problem is None, f"{name}: {problem}"
 
 
 @pytest.mark.parametrize("name", METHODS)
 def test_collector_method_shapes(peer_module: Any, name: str) -> None:
     """The collector methods take the peer's arguments in the peer's order."""
-    theirs = _positional(getattr(peer_module.AER1AutoGenCollector, name))
-    mine = _positional(getattr(ours.AER1AutoGenCollector, name))
-    assert mine[: len(theirs)] == theirs, f"{name}: got parameters {mine}, want {theirs} first"
+    problem = _same_shape(getattr(peer_module.AER1AutoGenCollector, name), getattr(ours.AER1AutoGenCollector, name))
+    assert problem is None, f"{name}: {problem}"
 
 
 def test_properties_and_goal_default() -> None:
@@ -78,7 +96,8 @@ def test_peer_recording_methods_give_our_receipt(peer_module: Any) -> None:
     c.record_legacy_message("carol", "dave", {"content": "hi"})
     c.record_legacy_tool("dave", None, {"name": None, "arguments": "{}"}, False, "boom", 1004.0, 1005.0)
     receipt = c.finalize(final_answer="done")
-    got = [(s["tool"], s["kind"], s["agent"], s["status"], s.get("reply_to"), s.get("recipient")) for s in receipt["steps"]]
+    got = [(s["tool"], s["kind"], s["agent"], s["status"], s.get("reply_to"), s.get("recipient"))
+           for s in receipt["steps"]]
     assert got == [
         ("message", "message", "alice", "ok", "user", None),
         ("add", "tool_call", "bob", "ok", None, None),
@@ -89,6 +108,7 @@ def test_peer_recording_methods_give_our_receipt(peer_module: Any) -> None:
     ], got
     assert receipt["status"] == "error"
     assert ours.verify_workflow_receipt(receipt) == []
+    assert c.verify(workflow=receipt) == c.verify(receipt) == []
     assert peer_module.verify_workflow_receipt(json.loads(json.dumps(receipt))) == []
 
 
