@@ -17,7 +17,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aer1.errors import Aer1Error, VerificationError
+from rfc3161_client import VerificationError as TokenError
+
+from aer1.errors import Aer1Error
 from aer1.imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, imprint_message
 from aer1.timefmt import format_ns, now_ns
 from aer1.timestamp import TSA, normalize_tsas, request_timestamps
@@ -58,7 +60,8 @@ _NOSTR_REFUSED = (
 )
 _OTS_REFUSED = (
     "the opentimestamps anchor backend is refused: a calendar's pending attestation proves nothing "
-    "until it is upgraded against the Bitcoin chain, which needs network access or a full node; "
+    "until it is upgraded against the Bitcoin chain, which needs network access or a full node, so an "
+    "auditor cannot check it offline; "
     "use backends=('rfc3161',) with a TSA (spec/compat.md)"
 )
 
@@ -173,7 +176,7 @@ def _check_rfc3161(proof: Any, message: bytes, trust: TsaTrust | None) -> tuple[
         except _Untrusted as e:
             if trust is not None:
                 failures.append(f"rfc3161 entry {i}: {e}")
-        except (VerificationError, ValueError) as e:
+        except (TokenError, ValueError) as e:  # _Untrusted is a TokenError too: caught above
             failures.append(f"rfc3161 entry {i}: {e}")
     return failures, trusted
 
