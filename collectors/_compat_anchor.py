@@ -281,9 +281,9 @@ def _add(p: _Point, q: _Point) -> _Point:
     if p[0] == q[0] and p[1] != q[1]:
         return None
     if p == q:
-        slope = 3 * p[0] * p[0] * pow(2 * p[1], _P - 2, _P) % _P
+        slope = 3 * p[0] * p[0] * pow(2 * p[1], -1, _P) % _P
     else:
-        slope = (q[1] - p[1]) * pow(q[0] - p[0], _P - 2, _P) % _P
+        slope = (q[1] - p[1]) * pow(q[0] - p[0], -1, _P) % _P
     x = (slope * slope - p[0] - q[0]) % _P
     return x, (slope * (p[0] - x) - p[1]) % _P
 
