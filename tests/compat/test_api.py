@@ -84,6 +84,14 @@ def test_properties_and_goal_default() -> None:
     assert (c.goal, c.session_id, c.step_count) == ("autogen run", "s-1", 0)
 
 
+def test_a_positional_verify_url_is_refused_naming_the_keyword() -> None:
+    """The peer took verify_url third; ours takes signing_key there: a clear error, not a key file read."""
+    with pytest.raises(UsageError, match=r"pass verify_url=\.\.\. by keyword"):
+        ours.AER1AutoGenCollector("g", "s", "https://example.com/verify")
+    c = ours.AER1AutoGenCollector("g", "s", verify_url="https://example.com/verify")
+    assert c.verify_url == "https://example.com/verify"
+
+
 def test_merkle_root_matches_the_peer(peer_module: Any) -> None:
     ids = [f"id-{i}" for i in range(7)]
     for n in range(len(ids) + 1):
