@@ -181,11 +181,20 @@ def _check_rfc3161(proof: Any, message: bytes, trust: TsaTrust | None) -> tuple[
     return failures, trusted
 
 
-def _verify(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> tuple[list[str], int]:
+class _Outcome:
+    """What checking a proof found: failures, tokens from trusted TSAs, backends no one can check offline."""
+
+    def __init__(self, failures: list[str], trusted: int = 0, rfc3161: int = 0,
+                 unchecked: list[str] | None = None) -> None:  # fmt: skip
+        self.failures, self.trusted, self.rfc3161 = failures, trusted, rfc3161
+        self.unchecked = unchecked or []
+
+
+def _verify(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> _Outcome:
     if not isinstance(proof, Mapping):
-        return ["anchor proof is not a JSON object"], 0
+        return _Outcome(["anchor proof is not a JSON object"])
     if not isinstance(workflow, Mapping):
-        return ["workflow is not a JSON object"], 0
+        return _Outcome(["workflow is not a JSON object"])
     failures: list[str] = []
     if proof.get("format") != PROOF_FORMAT:
         failures.append(f"unknown anchor proof format {proof.get('format')!r}, want {PROOF_FORMAT!r}")
@@ -194,24 +203,27 @@ def _verify(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> tuple[list
     try:
         root = _checked_root(workflow)
     except AnchorError as e:
-        return [*failures, str(e)], 0
+        return _Outcome([*failures, str(e)])
     if proof.get("merkle_root") != root:
-        return [*failures, "anchored merkle_root is not the receipt's (a dropped or changed step changes the root)"], 0
+        return _Outcome([*failures, "anchored merkle_root is not the receipt's (a dropped or changed step changes "
+                                    "the root)"])  # fmt: skip
     backends = proof.get("backends")
     confirmed = [e for e in backends if isinstance(e, Mapping) and e.get("status") == "confirmed"] \
         if isinstance(backends, list) else []  # fmt: skip
     if not confirmed:
-        return [*failures, "anchor proof has no confirmed backend"], 0
+        return _Outcome([*failures, "anchor proof has no confirmed backend"])
+    outcome = _Outcome(failures)
     message = imprint_message(workflow)
-    trusted = 0
     for entry in confirmed:
         if entry.get("backend") != RFC3161:
-            failures.append(f"backend {entry.get('backend')!r} cannot be checked offline (spec/compat.md)")
+            outcome.unchecked.append(f"backend {str(entry.get('backend'))[:100]!r} cannot be checked offline "
+                                     "(spec/compat.md)")  # fmt: skip
             continue
         more, ok = _check_rfc3161(entry.get("proof"), message, tsa_trust)
-        failures += more
-        trusted += ok
-    return failures, trusted
+        outcome.failures += more
+        outcome.trusted += ok
+        outcome.rfc3161 += 1
+    return outcome
 
 
 def verify_anchor(proof: Any, workflow: Any, tsa_trust: TsaTrust | None = None) -> list[str]:
@@ -219,26 +231,42 @@ def verify_anchor(proof: Any, workflow: Any, tsa_trust: TsaTrust | None = None) 
 
     Offline: the root is recomputed from the receipt's steps, every token must be granted,
     carry its nonce and be over this receipt's imprint. Whether a token's TSA is one the
-    auditor trusts is checked only with ``tsa_trust`` (and then at least one must be).
+    auditor trusts is checked only with ``tsa_trust`` (and then at least one must be). A
+    proof resting only on backends no one can check offline (the peer's Nostr and
+    OpenTimestamps entries) is not valid: each is a reason.
     """
-    failures, trusted = _verify(proof, workflow, tsa_trust)
-    if not failures and tsa_trust is not None and not trusted:
+    return _failures(_verify(proof, workflow, tsa_trust), tsa_trust)
+
+
+def _failures(outcome: _Outcome, tsa_trust: TsaTrust | None) -> list[str]:
+    failures = list(outcome.failures)
+    if not failures and not outcome.rfc3161:
+        failures += outcome.unchecked
+    if not failures and tsa_trust is not None and not outcome.trusted:
         failures.append("no token chains to a trusted TSA root")
     return failures
 
 
 def anchor_verdict(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> dict[str, Any]:
-    """The ``anchor_verification`` verdict: pass only when a token chains to a trusted TSA root."""
-    failures = verify_anchor(proof, workflow, tsa_trust)
+    """The ``anchor_verification`` verdict: pass only when a token chains to a trusted TSA root.
+
+    ``unavailable`` when nothing failed but nothing could be established either: no TSA
+    roots given, or only backends that cannot be checked offline.
+    """
+    outcome = _verify(proof, workflow, tsa_trust)
+    failures = _failures(outcome, tsa_trust) if outcome.rfc3161 or outcome.failures else []
     if failures:
         return {"verdict": VERDICT_FAIL, "detail": "; ".join(failures[:3]), "failures": failures}
+    unchecked = ("; not checked: " + "; ".join(outcome.unchecked)) if outcome.unchecked else ""
+    if not outcome.rfc3161:
+        return {"verdict": VERDICT_UNAVAILABLE, "detail": "; ".join(outcome.unchecked)}
     if tsa_trust is None:
         return {"verdict": VERDICT_UNAVAILABLE,
                 "detail": "the tokens are over this receipt's chain head, but who issued them is not checked: "
-                          "give tsa_trust (the TSA roots you trust)"}  # fmt: skip
+                          "give tsa_trust (the TSA roots you trust)" + unchecked}  # fmt: skip
     return {"verdict": VERDICT_PASS,
             "detail": "root recomputed from the steps; every token is over this receipt and one chains to a "
-                      "trusted TSA root"}  # fmt: skip
+                      "trusted TSA root" + unchecked}  # fmt: skip
 
 
 def proof_to_json(proof: Mapping[str, Any]) -> str:

@@ -107,6 +107,26 @@ def test_an_edited_token_fails(receipt: dict[str, Any], proof: dict[str, Any], t
     assert any("base64" in f for f in verify_anchor(bad, receipt, tsa_trust=trust))
 
 
+def test_a_peer_proof_on_nostr_alone_is_unavailable_not_pass(receipt: dict[str, Any], trust: TsaTrust) -> None:
+    """A proof whose only confirmed entry is a Nostr event cannot be checked offline: never valid, never failed."""
+    peer_style = {"format": "aer1-anchor-proof/1", "receipt_id": receipt["receipt_id"],
+                  "merkle_root": receipt["merkle_root"], "mode": "immediate",
+                  "backends": [{"backend": "nostr", "status": "confirmed", "proof": {"event": {}}}]}  # fmt: skip
+    failures = verify_anchor(peer_style, receipt, tsa_trust=trust)
+    assert failures == ["backend 'nostr' cannot be checked offline (spec/compat.md)"], failures
+    result = verify_receipt_verdicts(receipt, anchor_proof=peer_style, tsa_trust=trust)
+    assert result["anchor_verification"]["verdict"] == VERDICT_UNAVAILABLE, result["anchor_verification"]
+
+
+def test_a_checkable_entry_beside_an_uncheckable_one(receipt: dict[str, Any], proof: dict[str, Any],
+                                                     trust: TsaTrust) -> None:  # fmt: skip
+    """The rfc3161 entry carries the verdict; the detail names the backend left unchecked."""
+    mixed = {**proof, "backends": [*proof["backends"], {"backend": "opentimestamps", "status": "confirmed"}]}
+    assert verify_anchor(mixed, receipt, tsa_trust=trust) == []
+    result = verify_receipt_verdicts(receipt, anchor_proof=mixed, tsa_trust=trust)["anchor_verification"]
+    assert result["verdict"] == VERDICT_PASS and "not checked: backend 'opentimestamps'" in result["detail"]
+
+
 @pytest.mark.parametrize("backend", ["nostr", "opentimestamps"])
 def test_network_backends_are_refused_naming_why(receipt: dict[str, Any], backend: str) -> None:
     with pytest.raises(AnchorError, match=f"the {backend} anchor backend is refused: .*offline"):
