@@ -44,7 +44,7 @@ class CompatMethods:
         if len(args) > 2 and isinstance(args[2], str) and args[2].startswith(("https://", "http://")):
             # aer1-autogen took verify_url third; ours is signing_key: say so, never read a URL as a key file
             raise UsageError("the third positional parameter is signing_key, got a URL: pass verify_url=... by keyword")
-        # Kept for reset(): a fresh run takes the same options (and the same session).
+        # Kept for reset(): a fresh run takes the same options (and the same session_id).
         self._compat_options = (args, dict(kwargs))
         super().__init__(*args, **kwargs)
 

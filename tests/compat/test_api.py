@@ -132,7 +132,7 @@ def test_a_handoff_turn_records_its_target() -> None:
 
 
 def test_to_json_and_reset(tmp_path: Path) -> None:
-    """to_json gives the finalized receipt; reset starts a new run in the same session."""
+    """to_json gives the finalized receipt; reset starts a new run with the same session_id."""
     c = recorded_run()
     receipt = c.finalize(final_answer="one")
     assert json.loads(c.to_json()) == receipt
