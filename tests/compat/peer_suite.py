@@ -76,8 +76,8 @@ def prepare_suite(folder: Path) -> Path:
     return folder / "tests"
 
 
-def run_suite(folder: Path) -> dict[str, str]:
-    """Run the prepared suite in a child pytest: ``file::test`` -> passed, failed or skipped."""
+def run_suite(folder: Path) -> dict[str, tuple[str, str]]:
+    """Run the prepared suite in a child pytest: ``file::test`` -> (passed, failed or skipped; failure text)."""
     junit = folder / "junit.xml"
     env = {**os.environ, "TMPDIR": str(folder)}  # the peer's save test leaves files in the temp folder
     env.pop("PYTEST_ADDOPTS", None)
@@ -86,21 +86,24 @@ def run_suite(folder: Path) -> dict[str, str]:
          "--rootdir", str(folder), f"--junitxml={junit}", "tests"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S, check=False,
     )  # fmt: skip
-    outcomes: dict[str, str] = {}
+    outcomes: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").rsplit(".", 1)[-1]
-        outcome = "passed"
-        if case.find("failure") is not None or case.find("error") is not None:
-            outcome = "failed"
+        outcome, text = "passed", ""
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            outcome, text = "failed", f"{problem.get('message', '')}\n{problem.text or ''}"
         elif case.find("skipped") is not None:
             outcome = "skipped"
-        outcomes[f"{module}.py::{case.get('name')}"] = outcome
+        outcomes[f"{module}.py::{case.get('name')}"] = (outcome, text)
     return outcomes
 
 
-_ROW = re.compile(r"^\| `(test_\w+\.py::test_\w+)` \|", re.M)
+_ROW = re.compile(r"^\| `(test_\w+\.py::test_\w+)` \|.*\| `([^`]+)` \|$", re.M)
 
 
-def expected_failures(spec_text: str) -> set[str]:
-    """The peer tests spec/compat.md lists as failing on purpose (its table rows)."""
-    return set(_ROW.findall(spec_text))
+def expected_failures(spec_text: str) -> dict[str, str]:
+    """The peer tests spec/compat.md lists as failing on purpose, each with what its failure says."""
+    return dict(_ROW.findall(spec_text))
