@@ -133,12 +133,18 @@ def verify_receipt_verdicts(
     ``key``: the issuer's public key (or keys) the caller trusts: checks issuer
     authenticity. ``evidence``: the receipt's evidence file: checks every step's content
     against its hash. ``tsa_trust``: TSA roots, for the anchor proof's tokens (or the
-    receipt's own ``timestamps`` when no proof is given).
+    receipt's own ``timestamps`` when no proof is given). A key that cannot be read raises
+    :class:`aer1.signing.KeyFileError`: it is the caller's input, not the receipt's.
     """
     report = _report(workflow, trusted_key_ids=_trusted_ids(key), evidence=evidence, tsa_trust=tsa_trust)
-    if isinstance(report, str):
-        broken = {"verdict": VERDICT_FAIL, "detail": report}
-        return {dim: dict(broken) for dim in DIMENSIONS}
+    if isinstance(report, str):  # nothing but its shape was checked: only that dimension fails
+        unread: dict[str, dict[str, Any]] = {
+            dim: {"verdict": VERDICT_NOT_CHECKED, "detail": f"not checked: {report}", "checks": list(checks)}
+            for dim, checks in DIMENSIONS.items()
+        }
+        unread["schema_validity"] = {"verdict": VERDICT_FAIL, "detail": report, "failures": [report],
+                                     "checks": list(DIMENSIONS["schema_validity"])}  # fmt: skip
+        return unread
     result = {dim: _dimension(report, checks) for dim, checks in DIMENSIONS.items()}
     result["chain_integrity"] = _chain_dimension(report)
     if key is None:

@@ -120,10 +120,12 @@ def test_each_edit_fails_its_dimension(edit: Any, failing: set[str]) -> None:
 
 
 @pytest.mark.parametrize("bad", [None, "run.json", 7, ["steps"]])
-def test_a_non_object_fails_every_dimension(bad: Any) -> None:
+def test_a_non_object_fails_schema_and_claims_nothing_else(bad: Any) -> None:
     result = verify_receipt_verdicts(bad)
-    assert set(_verdicts(result).values()) == {VERDICT_FAIL}
+    assert _verdicts(result) == {dim: VERDICT_FAIL if dim == "schema_validity" else VERDICT_NOT_CHECKED
+                                 for dim in DIMENSIONS}  # fmt: skip
     assert result["schema_validity"]["detail"] == "workflow is not a JSON object"
+    assert not all_verdicts_pass(result)
 
 
 def test_a_foreign_receipt_has_no_chain_and_says_so(peer_module: Any) -> None:
