@@ -81,11 +81,13 @@ def run_suite(folder: Path) -> dict[str, tuple[str, str]]:
     junit = folder / "junit.xml"
     env = {**os.environ, "TMPDIR": str(folder)}  # the peer's save test leaves files in the temp folder
     env.pop("PYTEST_ADDOPTS", None)
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(folder / "pytest.ini"),
          "--rootdir", str(folder), f"--junitxml={junit}", "tests"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S, check=False,
     )  # fmt: skip
+    if not junit.is_file():
+        raise RuntimeError(f"the peer suite did not run (exit {done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").rsplit(".", 1)[-1]
