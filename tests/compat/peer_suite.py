@@ -87,7 +87,8 @@ def run_suite(folder: Path) -> dict[str, tuple[str, str]]:
         cwd=folder, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S, check=False,
     )  # fmt: skip
     if not junit.is_file():
-        raise RuntimeError(f"the peer suite did not run (exit {done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+        output = (done.stdout + done.stderr)[-2000:]
+        raise RuntimeError(f"the peer suite did not run (exit {done.returncode}): {output}")
     outcomes: dict[str, tuple[str, str]] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").rsplit(".", 1)[-1]
