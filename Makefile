@@ -13,6 +13,10 @@ AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
 PEERS := tests/.peers
 PEER_STAMP := $(PEERS)/.installed
 PEER_PACKAGES := aer1-verify==0.2.19 aer1-autogen==0.1.15
+# The peer collector's source distribution: its own test suite runs against aer1.collectors
+# (tests/compat, spec/compat.md). Pinned like the wheel; kept beside the peers, not in the project.
+PEER_SDIST_DIR := $(PEERS)/sdist
+PEER_SDIST := $(PEER_SDIST_DIR)/aer1_autogen-0.1.15.tar.gz
 
 .PHONY: demo test test-main test-ag2 test-autogen lint bench clean
 
@@ -38,13 +42,16 @@ $(PEER_STAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps --upgrade --target $(PEERS) $(PEER_PACKAGES)
 	touch $(PEER_STAMP)
 
+$(PEER_SDIST): $(STAMP)
+	$(PY) -m pip download -q --no-deps --no-binary :all: aer1-autogen==0.1.15 -d $(PEER_SDIST_DIR)
+
 demo: $(STAMP)
 	$(PY) examples/agentchat_team.py out/agentchat_team
 	$(VENV)/bin/aer1 report out/agentchat_team/receipt.json --key out/agentchat_team/signing.pub -o out/agentchat_team/report.html
 
 test: lint test-main test-ag2 test-autogen
 
-test-main: $(STAMP) $(PEER_STAMP)
+test-main: $(STAMP) $(PEER_STAMP) $(PEER_SDIST)
 	$(PY) -m pytest -q
 
 test-ag2: $(AG2_STAMP) $(PEER_STAMP)

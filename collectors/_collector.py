@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from aer1 import Collector
 
+from ._compat_collector import CompatMethods
 from ._errors import count_failure, error_info, failure_status
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _team_stream(
     )
 
 
-class AER1AutoGenCollector(Collector):
+class AER1AutoGenCollector(CompatMethods, Collector):
     """A :class:`aer1.Collector` for AutoGen: wrap agents with ``AER1AgentWrapper`` and run.
 
     Takes exactly the options of :class:`aer1.Collector`. ``finalize(final_answer=...)``
