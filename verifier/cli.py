@@ -319,7 +319,7 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
     """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
     if len(args.paths) != 1 or args.paths[0] == _STDIN:
         raise CliError("--bundle goes with exactly one folder")
-    refused = (("--evidence", args.evidence), ("--proof", args.proof), ("--receipt", args.receipt),
+    refused = (("--evidence", args.evidence), ("--proof", args.proof),
                ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),
                ("--tsa-policy", args.tsa_policy), ("--keyring", args.keyring), ("--junit", args.junit),
                ("--attest", args.attest), ("--only-failures", args.only_failures), ("--verbose", args.verbose),
@@ -328,9 +328,11 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
         if given:
             raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "
                            "checks 1 to 8, each with its evidence beside it)")
+    if args.receipt:
+        _regular("--receipt", args.receipt, "a receipt file")
     try:
         bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
-                               expected_head=expected_head)
+                               expected_head=expected_head, receipt=args.receipt)
     except BundleError as e:
         raise CliError(str(e)) from e
     sys.stdout.write(dump_json(bundle.to_dict()) if args.json else bundle.to_text() + "\n")
