@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bundle", action="store_true",
                    help="PATH is a bundle folder: a parent receipt and its linked children, verified as one tree")
     p.add_argument("--receipt", metavar="FILE",
-                   help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
+                   help="for one proof (or a --bundle folder holding a link proof): a receipt signed by a trusted "
+                   "key (--key/--trusted-keys) that pins its root")
     add_time_arguments(p)
     add_auditor_options(p)
     return p
