@@ -40,6 +40,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -266,6 +267,9 @@ _RUNNING: ContextVar[tuple[Collector, str] | None] = ContextVar("aer1_running_tu
 #: Inside a nested team's run recorded into a linked child: (collector, its child) pairs,
 #: outermost first. A wrapped agent whose turn runs there records into the child.
 _ROUTES: ContextVar[tuple[tuple[Collector, Collector], ...]] = ContextVar("aer1_nested_routes", default=())
+#: A nested team run's child collector -> the collector its tree started from (the one the
+#: agents are wrapped for).
+_ORIGINS: weakref.WeakKeyDictionary[Collector, Collector] = weakref.WeakKeyDictionary()
 _seen = _SEEN.of
 
 
@@ -757,8 +761,10 @@ class AER1AgentWrapper(BaseChatAgent):
             self._seen.wrapped.add(agent.name)
         self._hooks = _hooks(agent)
         self._observers = self._base_observers = self._make_observers(collector)
-        # nested teams recorded into linked children: observers per child collector
+        # nested teams recorded into linked children: observers per child collector, and the
+        # child this agent's turns go to while the nested team it belongs to runs
         self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
+        self._route: AER1AutoGenCollector | None = None
 
     # -- the wrapped agent -------------------------------------------------------
 
@@ -803,8 +809,8 @@ class AER1AgentWrapper(BaseChatAgent):
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
         collector, seen, team_collector = self._collector, self._seen, self._team_collector
-        if _ROUTES.get():  # inside a nested team recorded into a linked child: record there
-            collector = routed(collector)
+        if self._route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
+            collector = self._route if self._route is not None else routed(collector)
             if collector is not self._collector:
                 seen, team_collector = self._enter_child(collector), cast(AER1AutoGenCollector, collector)
         self._inbound(messages, collector, seen)
@@ -1423,6 +1429,16 @@ class _InnerTeamHook:
                                          description=str(getattr(self.team, "description", "")) or None)
             target = cast(AER1AutoGenCollector, collector.child(f"team {name} nested in {outer_actor}"))
             routes = _ROUTES.set((*_ROUTES.get(), (collector, target)))
+        # The team's own wrapped participants record into the child whatever context runs them
+        # (a runtime shared with the outer team does not carry the context variable).
+        routed_wrappers: list[AER1AgentWrapper] = []
+        if target is not collector:
+            origin = _ORIGINS.get(collector, collector)
+            _ORIGINS[target] = origin
+            routed_wrappers = [p for p in read(self.team, "_participants") or []
+                               if isinstance(p, AER1AgentWrapper) and p._collector is origin and p._route is None]
+            for wrapper in routed_wrappers:
+                wrapper._route = target
         started = time.time()
         result: TaskResult | None = None
         self.recording = True  # team_run_stream calls run_stream: that call runs the team itself
@@ -1436,6 +1452,8 @@ class _InnerTeamHook:
                     yield item
         finally:
             self.recording = False
+            for wrapper in routed_wrappers:
+                wrapper._route = None
             if routes is not None:
                 with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
                     _ROUTES.reset(routes)

@@ -202,3 +202,43 @@ async def test_unknown_nested_mode_is_refused() -> None:
     collector = AER1AutoGenCollector(goal="x")
     with pytest.raises(ValueError, match="nested must be 'flatten' or 'link', got 'deep'"):
         await collector.run(_teams(lambda a: a), task="write it", nested="deep")
+
+
+async def test_run_stream_items_are_unchanged() -> None:
+    plain = [(type(i).__name__, getattr(i, "source", None)) async for i in _teams(lambda a: a).run_stream(task="go")]
+    collector = AER1AutoGenCollector(goal="stream")
+    team = _teams(lambda a: AER1AgentWrapper(a, collector))
+    recorded = [(type(i).__name__, getattr(i, "source", None))
+                async for i in collector.run_stream(team, task="go", nested="link")]
+    assert recorded == plain
+    collector.finalize()
+    assert len(collector.linked_children) == 1
+
+
+async def test_inner_team_sharing_the_outer_runtime_still_records_its_agents_in_the_child() -> None:
+    """With ``runtime=`` shared, the inner agents run in the outer runtime's context: still the child."""
+    from autogen_core import SingleThreadedAgentRuntime
+
+    async def run(wrap: Wrap) -> TaskResult:
+        runtime = SingleThreadedAgentRuntime()
+        runtime.start()
+        drafter, checker, editor = _agents(wrap)
+        inner = RoundRobinGroupChat([drafter, checker], name="writers", max_turns=2, runtime=runtime)
+        outer = RoundRobinGroupChat([inner, editor], name="desk", max_turns=2, runtime=runtime)
+        try:
+            return await (collector.run(outer, task="go", nested="link") if wrap is not _plain
+                          else outer.run(task="go"))
+        finally:
+            await runtime.stop_when_idle()
+
+    def _plain(agent: Any) -> Any:
+        return agent
+
+    plain = await run(_plain)
+    collector = AER1AutoGenCollector(goal="shared runtime")
+    result = await run(lambda a: AER1AgentWrapper(a, collector))
+    assert _transcript(result) == _transcript(plain)
+    receipt = collector.finalize(result)
+    assert not any(s["agent"] in ("drafter", "checker") for s in receipt["steps"])
+    (child,) = collector.linked_children.values()
+    assert {"drafter", "checker"} <= {s["agent"] for s in child.receipt["steps"]}
