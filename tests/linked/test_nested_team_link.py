@@ -242,3 +242,30 @@ async def test_inner_team_sharing_the_outer_runtime_still_records_its_agents_in_
     assert not any(s["agent"] in ("drafter", "checker") for s in receipt["steps"])
     (child,) = collector.linked_children.values()
     assert {"drafter", "checker"} <= {s["agent"] for s in child.receipt["steps"]}
+
+
+async def test_signed_tree_verifies_under_the_parent_key(tmp_path: Path) -> None:
+    from aer1.signing import generate_key_pair
+
+    private, public = generate_key_pair()
+    (tmp_path / "ops.pub").write_bytes(public)
+    collector = AER1AutoGenCollector(goal="signed nested team", signing_key=private)
+    result = await collector.run(_teams(lambda a: AER1AgentWrapper(a, collector)), task="go", nested="link")
+    collector.save_bundle(tmp_path / "bundle", collector.finalize(result))
+    (child,) = collector.linked_children.values()
+    assert "signature" in child.receipt
+    code, doc = verify_bundle_cli(str(tmp_path / "bundle"), "--key", str(tmp_path / "ops.pub"))
+    assert code == 0, doc["failures"]
+    assert "signed by trusted key" in doc["basis"]
+
+
+async def test_inner_team_outside_a_recorded_run_only_forwards() -> None:
+    collector = AER1AutoGenCollector(goal="hook left behind")
+    drafter, checker, editor = _agents(lambda a: a, rounds=2)  # replies left for a second inner run
+    inner = RoundRobinGroupChat([drafter, checker], name="writers", termination_condition=MaxMessageTermination(3))
+    await collector.run(RoundRobinGroupChat([inner, editor], name="desk", max_turns=2), task="go", nested="link")
+    receipt = collector.finalize()
+    again = await inner.run(task="again")  # the hook stays on the instance, and only forwards
+    assert [(m.source, m.to_text()) for m in again.messages if type(m).__name__ == "TextMessage"] == [
+        ("user", "again"), ("drafter", "draft 1"), ("checker", "checked 1")]
+    assert len(collector.linked_children) == 1 and collector.step_count == len(receipt["steps"])
