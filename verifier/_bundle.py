@@ -439,8 +439,6 @@ def _disclosed(bundle: BundleReport, proof: str, by_id: dict[str, Node], expecte
     bundle.root = root
     if why is not None:
         bundle.failures.insert(0, why)
-    if not root.link_steps:
-        return bundle
     reached = {root.workflow_id} if root.workflow_id is not None else set()
     _follow(bundle, root, by_id, reached)
     for link in root.links:

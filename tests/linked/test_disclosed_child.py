@@ -218,3 +218,20 @@ def test_trusted_signed_parent_pins_the_root(tmp_path: Path) -> None:
     _, _, other_paths = tree(tmp_path / "other-tree", signing_key=private)
     code, doc = verify_bundle_cli(str(folder), "--receipt", other_paths[0], "--key", str(key_file))
     assert code == 1 and "merkle_root differs from the expected root" in doc["failures"][0], doc
+
+
+@pytest.mark.parametrize(("write", "reason"), [
+    (lambda p: p.write_text("{not json"), "is unreadable"),
+    (lambda p: p.mkdir(), "is unreadable"),
+    (lambda p: p.write_text("[1, 2]"), "not an inclusion proof"),
+])
+def test_broken_proof_is_invalid_and_the_child_unreached(tmp_path: Path, bundle: tuple[dict[str, Any], list[str]],
+                                                         write: Any, reason: str) -> None:
+    receipt, paths = bundle
+    folder = _disclose(paths, receipt, 3, tmp_path / "disclosed")
+    (folder / "link.proof.json").unlink()
+    write(folder / "link.proof.json")
+    _assert_invalid(folder, receipt["merkle_root"], reason)
+    _assert_invalid(folder, receipt["merkle_root"], "is not linked from the proof's tree")
+    code, out, err = verify_bundle_text(str(folder), "--expected-root", receipt["merkle_root"])
+    assert code == 1 and "Traceback" not in out + err and "verdict: INVALID" in out
