@@ -812,7 +812,8 @@ class AER1AgentWrapper(BaseChatAgent):
         if self._route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
             collector = self._route if self._route is not None else routed(collector)
             if collector is not self._collector:
-                seen, team_collector = self._enter_child(collector), cast(AER1AutoGenCollector, collector)
+                seen = self._enter_child(collector)
+                team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._inbound(messages, collector, seen)
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
@@ -1338,7 +1339,6 @@ async def team_run_stream(
         raise ValueError(f"nested must be {NESTED_FLATTEN!r} or {NESTED_LINK!r}, got {nested!r}")
     run = _TeamRun(collector, team)
     run.hook = await _attach(team, run)
-    inner_teams = _observe_inner_teams(run, nested)
     manager = run.hook.manager if run.hook is not None else None
     collector._ac_register_team(
         run.actor,
@@ -1362,6 +1362,7 @@ async def team_run_stream(
         task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages
     )
     watch = run.watches_events()
+    inner_teams = _observe_inner_teams(run, nested)  # released in the finally below
     try:
         async with contextlib.aclosing(stream):
             async for item in stream:
