@@ -27,8 +27,9 @@ wrapped one (SocietyOfMindAgent, AgentTool) are recorded under their own names.
 :func:`team_run_stream` (used by ``AER1AutoGenCollector.run``/``run_stream``) adds the
 team-level steps, whose actor is the team (``team:<name>/<team id>``): ``task``,
 ``speaker_selection`` (observed inside the group chat manager when it can be reached, else
-by turn order), and ``termination``. What is observable for each team, and how, is
-written in ``spec/agentchat.md``.
+by turn order), and ``termination``; teams that are participants of the team get the
+same steps, in this chain or (``nested="link"``) in a linked child per run. What is
+observable for each team, and how, is written in ``spec/agentchat.md``.
 """
 
 from __future__ import annotations
