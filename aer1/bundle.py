@@ -108,14 +108,19 @@ def link_child(
     started_at: Any = None,
     ended_at: Any = None,
     verify: bool = True,
+    children: list[LinkedChild] | None = None,
 ) -> dict[str, Any]:
     """Record a link step in ``parent`` binding ``child``; returns the step's header.
 
     ``child``: a finished receipt (dict or JSON bytes) or a Collector (finalized here).
     ``evidence``: the child's evidence file as bytes, kept for the bundle. With ``verify``
     (the default) a child that does not verify is refused with :class:`LinkError`.
+    ``children``: the child's own linked children, for a child given as its finalized
+    receipt (a Collector given as ``child`` brings its own).
     """
     receipt, own_evidence, grandchildren = _parse_child(child)
+    if children is not None:
+        grandchildren = [*grandchildren, *children]
     if evidence is None:
         evidence = own_evidence
     content = link_content(receipt)  # raises LinkError before any check reads a malformed child

@@ -381,7 +381,7 @@ class Collector:
                                     "verify_url": self.verify_url, "evidence": self._sink is not None,
                                     "redact": self._redact if self._redact is not None else False}
         settings.update(options)
-        return Collector(goal, **settings)
+        return type(self)(goal, **settings)  # a framework collector's child records as it does
 
     def link(self, child: Any, **options: Any) -> dict[str, Any]:
         """Record a ``link`` step binding a child receipt (or finalized child Collector); see :mod:`aer1.bundle`."""

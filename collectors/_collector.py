@@ -83,7 +83,8 @@ def final_text(result: Any) -> str | None:
 
 
 def _team_stream(
-    collector: AER1AutoGenCollector, team: Any, task: Any, cancellation_token: Any, output_task_messages: bool
+    collector: AER1AutoGenCollector, team: Any, task: Any, cancellation_token: Any, output_task_messages: bool,
+    nested: str,
 ) -> AsyncGenerator[Any, None]:
     try:
         from .agentchat import team_run_stream
@@ -92,7 +93,8 @@ def _team_stream(
             "AER1AutoGenCollector.run()/run_stream() need autogen-agentchat: pip install 'aer1[agentchat]'"
         ) from e
     return team_run_stream(
-        collector, team, task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages
+        collector, team, task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages,
+        nested=nested,
     )
 
 
@@ -124,14 +126,17 @@ class AER1AutoGenCollector(CompatMethods, Collector):
         task: Any = None,
         cancellation_token: Any = None,
         output_task_messages: bool = True,
+        nested: str = "flatten",
     ) -> Any:
         """Run ``team`` (``await team.run(task=...)`` recorded) and return its ``TaskResult``.
 
         Records the ``task``, every ``speaker_selection`` and the ``termination`` with the
         team's stop reason; exceptions propagate unchanged after a ``termination`` step
-        with status ``error`` (``cancelled`` for a cancellation).
+        with status ``error`` (``cancelled`` for a cancellation). Teams that are
+        participants of ``team`` are recorded too: in this chain (``nested="flatten"``) or
+        each of their runs in a child receipt linked from it (``nested="link"``).
         """
-        stream = _team_stream(self, team, task, cancellation_token, output_task_messages)
+        stream = _team_stream(self, team, task, cancellation_token, output_task_messages, nested)
         result: Any = None
         async with contextlib.aclosing(stream):
             async for item in stream:
@@ -147,9 +152,10 @@ class AER1AutoGenCollector(CompatMethods, Collector):
         task: Any = None,
         cancellation_token: Any = None,
         output_task_messages: bool = True,
+        nested: str = "flatten",
     ) -> AsyncGenerator[Any, None]:
         """``team.run_stream(task=...)`` recorded: yields every item unchanged (chunks included)."""
-        stream = _team_stream(self, team, task, cancellation_token, output_task_messages)
+        stream = _team_stream(self, team, task, cancellation_token, output_task_messages, nested)
         async with contextlib.aclosing(stream):
             async for item in stream:
                 yield item

@@ -27,8 +27,9 @@ wrapped one (SocietyOfMindAgent, AgentTool) are recorded under their own names.
 :func:`team_run_stream` (used by ``AER1AutoGenCollector.run``/``run_stream``) adds the
 team-level steps, whose actor is the team (``team:<name>/<team id>``): ``task``,
 ``speaker_selection`` (observed inside the group chat manager when it can be reached, else
-by turn order), and ``termination``. What is observable for each team, and how, is
-written in ``spec/agentchat.md``.
+by turn order), and ``termination``; teams that are participants of the team get the
+same steps, in this chain or (``nested="link"``) in a linked child per run. What is
+observable for each team, and how, is written in ``spec/agentchat.md``.
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, cast
 
 from autogen_agentchat.agents import BaseChatAgent, CodeExecutorAgent, UserProxyAgent
-from autogen_agentchat.base import ChatAgent, Response, TaskResult
+from autogen_agentchat.base import ChatAgent, Response, TaskResult, Team
 from autogen_agentchat.messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -64,6 +66,7 @@ from autogen_core import AgentId, CancellationToken, ComponentModel, FunctionCal
 from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from aer1 import Collector
+from aer1.bundle import evidence_bytes
 
 from ._agentchat_internals import read, write
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
@@ -235,6 +238,8 @@ UNNAMED_SOURCE = "(no source)"
 MAX_TRACKED_MESSAGE_IDS = 8192
 #: Most inner agents and message ids a step lists for the nested run it contains.
 MAX_NESTED_LISTED = 256
+#: Most linked child collectors a wrapper keeps observers for (one per nested team run).
+MAX_TRACKED_CHILDREN = 64
 
 
 class _Seen:
@@ -260,7 +265,21 @@ _SEEN: PerCollector[_Seen] = PerCollector(_Seen)
 #: The wrapped agent whose turn runs in this context, with its collector: a wrapped agent
 #: whose turn starts inside it (an inner team's member, an AgentTool's agent) is nested in it.
 _RUNNING: ContextVar[tuple[Collector, str] | None] = ContextVar("aer1_running_turn", default=None)
+#: Inside a nested team's run recorded into a linked child: (collector, its child) pairs,
+#: outermost first. A wrapped agent whose turn runs there records into the child.
+_ROUTES: ContextVar[tuple[tuple[Collector, Collector], ...]] = ContextVar("aer1_nested_routes", default=())
+#: A nested team run's child collector -> the collector its tree started from (the one the
+#: agents are wrapped for).
+_ORIGINS: weakref.WeakKeyDictionary[Collector, Collector] = weakref.WeakKeyDictionary()
 _seen = _SEEN.of
+
+
+def routed(collector: Collector) -> Collector:
+    """Where a turn of an agent wrapped for ``collector`` records in this context (see ``_ROUTES``)."""
+    for outer, child in _ROUTES.get():
+        if outer is collector:
+            collector = child
+    return collector
 
 
 def note_recorded_messages(collector: Collector, message_ids: Sequence[str]) -> None:
@@ -735,14 +754,18 @@ class AER1AgentWrapper(BaseChatAgent):
         self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._handoff_targets = _handoff_targets(agent)
         self._input_request_id: str | None = None
-        collector.register_agent(
-            agent.name, type=type(agent).__name__, description=agent.description, config=agent_config(agent)
-        )
+        self._identity: dict[str, Any] = {"type": type(agent).__name__, "description": agent.description,
+                                          "config": agent_config(agent)}
+        collector.register_agent(agent.name, **self._identity)
         self._seen = _seen(collector)
         with self._seen.lock:
             self._seen.wrapped.add(agent.name)
         self._hooks = _hooks(agent)
-        self._observers = self._make_observers()
+        self._observers = self._base_observers = self._make_observers(collector)
+        # nested teams recorded into linked children: observers per child collector, and the
+        # child this agent's turns go to while the nested team it belongs to runs
+        self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
+        self._route: AER1AutoGenCollector | None = None
 
     # -- the wrapped agent -------------------------------------------------------
 
@@ -786,16 +809,22 @@ class AER1AgentWrapper(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
-        self._inbound(messages)
+        collector, seen, team_collector = self._collector, self._seen, self._team_collector
+        if self._route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
+            collector = self._route if self._route is not None else routed(collector)
+            if collector is not self._collector:
+                seen = self._enter_child(collector)
+                team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
+        self._inbound(messages, collector, seen)
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
-        nested_in = outer[1] if outer is not None and outer[0] is self._collector and outer[1] != self.name else None
-        turn = _Turn(self._collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=self._seen)
-        running = _RUNNING.set((self._collector, self.name))
+        nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != self.name else None
+        turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen)
+        running = _RUNNING.set((collector, self.name))
         active = self._hooks.active
         active.append(self)
-        if self._team_collector is not None:
-            self._team_collector._ac_turn_started(self)
+        if team_collector is not None:
+            team_collector._ac_turn_started(self)
         stream = self._inner.on_messages_stream(messages, cancellation_token)
         exhausted = False
         handlers = _HANDLERS
@@ -821,27 +850,43 @@ class AER1AgentWrapper(BaseChatAgent):
                 _RUNNING.reset(running)
             if self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
+            if collector is not self._collector:
+                self._observers = self._base_observers
             if not exhausted:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     await aclose()
 
-    def _inbound(self, messages: Sequence[BaseChatMessage]) -> None:
+    def _enter_child(self, child: Collector) -> _Seen:
+        """A turn recorded into ``child`` (a nested team's linked child): agent listed, observers set."""
+        entry = self._routed_observers.get(id(child))
+        if entry is None or entry[0] is not child:
+            with contextlib.suppress(Exception):  # finalized already: its steps are counted late
+                child.register_agent(self.name, **self._identity)
+            entry = self._routed_observers[id(child)] = (child, self._make_observers(child))
+            if len(self._routed_observers) > MAX_TRACKED_CHILDREN:
+                del self._routed_observers[next(iter(self._routed_observers))]
+        self._observers = entry[1]
+        seen = _seen(child)
+        with seen.lock:
+            seen.wrapped.update(self._seen.wrapped)
+        return seen
+
+    def _inbound(self, messages: Sequence[BaseChatMessage], collector: Collector, seen: _Seen) -> None:
         """Record, once each by id, messages reaching this agent from outside the wrapped agents."""
-        seen = self._seen
         for message in messages:
             try:
                 if message.source in seen.wrapped or not seen.add_message(message.id):
                     continue
                 now = time.time()
-                self._collector.safe_record(
+                collector.safe_record(
                     "message",
                     {"message_type": type(message).__name__, "message_id": message.id,
                      "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
                     agent=message.source or UNNAMED_SOURCE, kind="message", started_at=now, ended_at=now,
                 )  # fmt: skip
             except Exception as e:  # observation never breaks the turn; the receipt says incomplete
-                count_failure(self._collector, f"a message to {self.name!r}", e)
+                count_failure(collector, f"a message to {self.name!r}", e)
 
     # -- delegated lifecycle -----------------------------------------------------
 
@@ -870,19 +915,19 @@ class AER1AgentWrapper(BaseChatAgent):
 
     # -- this wrapper's observers -----------------------------------------------
 
-    def _make_observers(self) -> dict[str, Any]:
-        """What this wrapper's turns run instead of the agent's executor and functions."""
+    def _make_observers(self, collector: Collector) -> dict[str, Any]:
+        """What this wrapper's turns recording into ``collector`` run instead of the agent's executor and functions."""
         originals = self._hooks.originals
         observers: dict[str, Any] = {}
         if _EXECUTOR in originals:
-            observers[_EXECUTOR] = observe_code_executor(originals[_EXECUTOR], self._collector, agent=self.name)
+            observers[_EXECUTOR] = observe_code_executor(originals[_EXECUTOR], collector, agent=self.name)
         if _APPROVAL in originals:
-            observers[_APPROVAL] = observe_approval(originals[_APPROVAL], self._collector, agent=self.name)
+            observers[_APPROVAL] = observe_approval(originals[_APPROVAL], collector, agent=self.name)
         if _INPUT in originals:
-            observers[_INPUT] = self._observe_input(originals[_INPUT])
+            observers[_INPUT] = self._observe_input(originals[_INPUT], collector)
         return observers
 
-    def _observe_input(self, func: Callable[..., Any]) -> Callable[..., Any]:
+    def _observe_input(self, func: Callable[..., Any], collector: Collector) -> Callable[..., Any]:
         """``input_func`` recording a ``human_input`` step (same sync/async kind)."""
         wrapper = self
         if inspect.iscoroutinefunction(func):
@@ -893,9 +938,9 @@ class AER1AgentWrapper(BaseChatAgent):
                 try:
                     value = await async_func(prompt, cancellation_token)
                 except BaseException as exc:
-                    wrapper._record_input(prompt, request_id, started, None, exc)
+                    wrapper._record_input(collector, prompt, request_id, started, None, exc)
                     raise
-                wrapper._record_input(prompt, request_id, started, value, None)
+                wrapper._record_input(collector, prompt, request_id, started, value, None)
                 return value
 
             return observed_input_async
@@ -907,22 +952,23 @@ class AER1AgentWrapper(BaseChatAgent):
             try:
                 value = sync_func(prompt)
             except BaseException as exc:
-                wrapper._record_input(prompt, request_id, started, None, exc)
+                wrapper._record_input(collector, prompt, request_id, started, None, exc)
                 raise
-            wrapper._record_input(prompt, request_id, started, value, None)
+            wrapper._record_input(collector, prompt, request_id, started, value, None)
             return value
 
         return observed_input
 
     def _record_input(
-        self, prompt: str, request_id: str | None, started: float, value: Any, exc: BaseException | None
+        self, collector: Collector, prompt: str, request_id: str | None, started: float, value: Any,
+        exc: BaseException | None,
     ) -> None:
         content: dict[str, Any] = {"prompt": prompt, "request_id": request_id, "input": value}
         status = "ok"
         if exc is not None:
             content["error"] = error_info(exc)
             status = failure_status(exc)
-        self._collector.safe_record(
+        collector.safe_record(
             "human_input", content, agent=self.name, kind="human_input", status=status, started_at=started
         )
 
@@ -935,6 +981,7 @@ class _TeamRun:
 
     def __init__(self, collector: AER1AutoGenCollector, team: Any) -> None:
         self.collector = collector
+        self.team_obj = team
         name = str(getattr(team, "name", type(team).__name__))
         team_id = read(team, "_team_id")
         team_id = team_id if isinstance(team_id, str) and team_id else None
@@ -1279,13 +1326,18 @@ async def team_run_stream(
     task: Any = None,
     cancellation_token: CancellationToken | None = None,
     output_task_messages: bool = True,
+    nested: str = NESTED_FLATTEN,
 ) -> AsyncGenerator[Any, None]:
     """Run ``team.run_stream(...)`` recording task, speaker selections and termination.
 
     Every item is yielded unchanged. The ``termination`` step carries the
     ``TaskResult``'s stop reason; when the run raises (or the caller stops reading) it
     says the reason was not observed, with the error, and the exception propagates.
+    Teams that are participants of ``team`` are recorded the same way: into this
+    collector (``nested="flatten"``) or each run into a linked child (``"link"``).
     """
+    if nested not in (NESTED_FLATTEN, NESTED_LINK):
+        raise ValueError(f"nested must be {NESTED_FLATTEN!r} or {NESTED_LINK!r}, got {nested!r}")
     run = _TeamRun(collector, team)
     run.hook = await _attach(team, run)
     manager = run.hook.manager if run.hook is not None else None
@@ -1311,6 +1363,7 @@ async def team_run_stream(
         task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages
     )
     watch = run.watches_events()
+    inner_teams = _observe_inner_teams(run, nested)  # released in the finally below
     try:
         async with contextlib.aclosing(stream):
             async for item in stream:
@@ -1330,4 +1383,111 @@ async def team_run_stream(
     finally:
         if run.hook is not None and run.hook.run is run:
             run.hook.run = None
+        for inner in inner_teams:
+            inner.outer = None
         collector._ac_detach_run(run)
+
+
+# ------------------------------------------------------------ teams nested in a team
+
+#: Attribute (on a team that is a participant of another team) holding its observation hook.
+_TEAM_HOOK_ATTR = "_aer1_nested_team_hook"
+
+
+class _InnerTeamHook:
+    """A team used as a participant of another team: its runs recorded as the outer run says.
+
+    Installed once per team instance (its ``run_stream``, which the outer team's
+    participant container calls). While an outer run observed by ``collector.run`` is in
+    progress, each inner run is recorded with :func:`team_run_stream`: into the outer
+    collector (``flatten``), or into a child collector linked from the outer chain when
+    the inner run ends (``link``). Outside such a run it only forwards.
+    """
+
+    def __init__(self, team: Any) -> None:
+        self.team = team
+        self.outer: tuple[AER1AutoGenCollector, str, str] | None = None  # collector, nested mode, outer actor
+        self.recording = False
+        self._run_stream = team.run_stream
+        object.__setattr__(team, "run_stream", self.run_stream)
+        object.__setattr__(team, _TEAM_HOOK_ATTR, self)
+
+    def run_stream(self, *, task: Any = None, cancellation_token: CancellationToken | None = None,
+                   output_task_messages: bool = True) -> AsyncGenerator[Any, None]:
+        """The team's ``run_stream``, recorded while an outer run is observed."""
+        if self.outer is None or self.recording:
+            return cast(AsyncGenerator[Any, None], self._run_stream(
+                task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages))
+        return self._recorded(*self.outer, task, cancellation_token, output_task_messages)
+
+    async def _recorded(self, collector: AER1AutoGenCollector, nested: str, outer_actor: str, task: Any,
+                        cancellation_token: CancellationToken | None,
+                        output_task_messages: bool) -> AsyncGenerator[Any, None]:
+        name = str(getattr(self.team, "name", type(self.team).__name__))
+        target, routes = collector, None
+        if nested == NESTED_LINK:
+            with contextlib.suppress(Exception):  # listed already (a name is one participant), or finalized
+                collector.register_agent(name, type=type(self.team).__name__,
+                                         description=str(getattr(self.team, "description", "")) or None)
+            target = cast(AER1AutoGenCollector, collector.child(f"team {name} nested in {outer_actor}"))
+            routes = _ROUTES.set((*_ROUTES.get(), (collector, target)))
+        # The team's own wrapped participants record into the child whatever context runs them
+        # (a runtime shared with the outer team does not carry the context variable).
+        routed_wrappers: list[AER1AgentWrapper] = []
+        if target is not collector:
+            origin = _ORIGINS.get(collector, collector)
+            _ORIGINS[target] = origin
+            routed_wrappers = [p for p in read(self.team, "_participants") or []
+                               if isinstance(p, AER1AgentWrapper) and p._collector is origin and p._route is None]
+            for wrapper in routed_wrappers:
+                wrapper._route = target
+        started = time.time()
+        result: TaskResult | None = None
+        self.recording = True  # team_run_stream calls run_stream: that call runs the team itself
+        try:
+            stream = team_run_stream(target, self.team, task=task, cancellation_token=cancellation_token,
+                                     output_task_messages=output_task_messages, nested=nested)
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, TaskResult):
+                        result = item
+                    yield item
+        finally:
+            self.recording = False
+            for wrapper in routed_wrappers:
+                wrapper._route = None
+            if routes is not None:
+                with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
+                    _ROUTES.reset(routes)
+            if target is not collector:
+                _link_team_run(collector, target, name, result, started)
+
+
+def _link_team_run(collector: AER1AutoGenCollector, child: AER1AutoGenCollector, name: str,
+                   result: TaskResult | None, started: float) -> None:
+    """Close a nested team run's child and link it from ``collector`` (agent: the team's name)."""
+    try:
+        receipt = child.finalize(result) if result is not None else child.finalize()
+        collector.link(receipt, evidence=evidence_bytes(child, receipt), children=list(child.linked_children.values()),
+                       agent=name, started_at=started, ended_at=time.time(), verify=False)
+    except Exception as e:  # observation never breaks the run; the receipt says incomplete
+        count_failure(collector, f"the nested team {name!r}", e)
+
+
+def _observe_inner_teams(run: _TeamRun, nested: str) -> list[_InnerTeamHook]:
+    """Hook the teams that are participants of ``run``'s team for the duration of the run."""
+    hooks: list[_InnerTeamHook] = []
+    for participant in read(run.team_obj, "_participants") or []:
+        if not isinstance(participant, Team):
+            continue
+        try:
+            hook = getattr(participant, _TEAM_HOOK_ATTR, None)
+            if not (isinstance(hook, _InnerTeamHook) and hook.team is participant):
+                hook = _InnerTeamHook(participant)
+        except Exception as e:  # an exotic team: its runs stay unobserved, the run goes on
+            count_failure(run.collector, f"the nested team {getattr(participant, 'name', '?')!r}", e)
+            continue
+        if hook.outer is None:
+            hook.outer = (run.collector, nested, run.actor)
+            hooks.append(hook)
+    return hooks

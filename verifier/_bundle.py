@@ -7,6 +7,12 @@ each ``link`` step of a receipt in the tree is followed to the child with the st
 ``target`` workflow_id and checked against it (spec/linked.md). A child that is not in
 the bundle leaves its link "not followed": the tree still verifies, and the verdict
 names the links it could not follow.
+
+A disclosed child is a bundle without its parent: the child (and any of its own
+descendants) with one ``*.proof.json``, an inclusion proof of the parent's link step
+(``aer1 prove``). The proof is then the root: it must verify with its root pinned
+(``expected_root``, or a ``receipt`` signed by a trusted key), its step must be a link
+step, and the link must bind exactly the child in the bundle.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from ..limits import MAX_FILES
 from ..link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ._checks import _is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
-from ._report import Report
+from ._report import PASS, Report
+from .proof import verify_proof
 
 __all__ = [
     "FOLLOWED",
@@ -180,6 +187,8 @@ class BundleReport:
             "valid": self.valid,
             "exit_code": self.exit_code,
             "root": None if self.root is None else self.root.source,
+            "root_kind": None if self.root is None else self.root.report.kind,
+            "root_report": self.root.report.to_dict() if self.root and self.root.report.kind == "proof" else None,
             "tree": None if self.root is None else self.root.to_dict(),
             "links": {"total": len(self.links), "followed": self.count(FOLLOWED),
                       "not_followed": self.count(NOT_FOLLOWED), "failed": self.count(LINK_FAILED),
@@ -191,18 +200,44 @@ class BundleReport:
         }
 
 
-def _receipt_files(folder: str) -> list[str]:
-    """The receipt files directly in ``folder`` (``*.json``, proofs excluded), sorted."""
+def _bundle_files(folder: str) -> tuple[list[str], list[str]]:
+    """The receipt files directly in ``folder`` (``*.json``, proofs excluded) and the proofs, sorted."""
     try:
         names = sorted(os.listdir(folder))
     except OSError as e:
         raise BundleError(f"{folder}: {e.strerror or e}") from e
     files = [os.path.join(folder, n) for n in names if n.endswith(_RECEIPT_SUFFIX) and not n.endswith(_PROOF_SUFFIX)]
+    proofs = [os.path.join(folder, n) for n in names if n.endswith(_PROOF_SUFFIX)]
     if not files:
         raise BundleError(f"{folder}: no *.json receipts in this bundle folder")
     if len(files) > MAX_FILES:
         raise BundleError(f"{folder}: more than {MAX_FILES} receipts in the bundle")
-    return files
+    return files, proofs
+
+
+def _proof_root(path: str, expected_root: str | None, receipt: str | os.PathLike[str] | None,
+                trusted_key_ids: Iterable[str] | None) -> tuple[Node, str | None]:
+    """The root of a disclosed child: the proof of its parent's link step; why it cannot root the tree."""
+    report = verify_proof(path, expected_root=expected_root, receipt=receipt, trusted_key_ids=trusted_key_ids)
+    node = Node(path, report)
+    if report.malformed:
+        return node, f"the link proof {path} is unreadable: {report.checks[0].detail}"
+    if report.check("members").status != PASS:
+        return node, f"the link proof {path} does not verify: {report.failures[0].reason}"
+    try:
+        doc = parse_strict(read_limited(path), what=path)  # parsed and checked by verify_proof just now
+    except (MalformedInput, OSError) as e:  # replaced since: nothing verified is read
+        return node, f"the link proof {path} could not be read again: {e}"
+    step = doc.get("step") if isinstance(doc, dict) else None
+    if not isinstance(step, dict):
+        return node, f"the link proof {path} changed while it was verified"
+    node.workflow_id = doc["workflow_id"]
+    if step.get("kind") != LINK_KIND:
+        return node, f"the proof {path} is of a {step.get('kind')!r} step (seq {step.get('seq')}), not a link step"
+    node.link_steps.append((step.get("seq"), step.get("target"), step.get("receipt_hash"), step.get("status")))
+    if not report.valid:
+        return node, f"the link proof {path} does not verify: {report.failures[0].reason}"
+    return node, None
 
 
 def _read_links(node: Node) -> str | None:
@@ -316,6 +351,7 @@ def verify_bundle(
     expected_root: str | None = None,
     expected_head: str | None = None,
     jobs: int | None = None,
+    receipt: str | os.PathLike[str] | None = None,
 ) -> BundleReport:
     """Verify every receipt in ``folder``, find the root, follow and check every link.
 
@@ -324,7 +360,10 @@ def verify_bundle(
 
     ``trusted_key_ids``, ``expected_root`` and ``expected_head`` apply to the root: each
     followed child is bound to it by its link (workflow and receipt ids, Merkle root,
-    chain head, step count, status and signer key id).
+    chain head, step count, status and signer key id). A folder holding a ``*.proof.json``
+    is a disclosed child: the proof of its parent's link step is the root, pinned by
+    ``expected_root`` or by ``receipt`` (a parent receipt signed by a key of
+    ``trusted_key_ids``), as for any proof.
     """
     from . import verify_receipt  # the package imports this module's caller
 
@@ -335,7 +374,20 @@ def verify_bundle(
         raise BundleError(f"{source}: {e.strerror or e}") from e
     if not stat.S_ISDIR(mode):
         raise BundleError(f"{source}: not a folder (a bundle is a folder of receipts)")
-    examined = _examine_all(_receipt_files(source), jobs)
+    files, proofs = _bundle_files(source)
+    if proofs:
+        if len(proofs) > 1:
+            raise BundleError(f"{source}: {len(proofs)} proofs; a disclosed child comes with exactly one, the proof "
+                              "of its parent's link step")
+        if expected_head is not None:
+            raise BundleError("--expected-head cannot apply to a disclosed child (its root is a proof, which has no "
+                              "chain_head)")
+        if trusted_key_ids is not None and receipt is None:
+            raise BundleError("--key/--trusted-keys apply to a disclosed child's link proof only with --receipt "
+                              "(a proof carries no signature)")
+    elif receipt is not None:
+        raise BundleError("--receipt pins the root of a link proof: the bundle holds no *.proof.json")
+    examined = _examine_all(files, jobs)
     nodes = [node for node, _ in examined]
     bundle = BundleReport(source, nodes)
     by_id: dict[str, Node] = {}
@@ -353,6 +405,8 @@ def verify_bundle(
                                    f"{node.workflow_id}")
         else:
             by_id[node.workflow_id] = node
+    if proofs:
+        return _disclosed(bundle, proofs[0], by_id, expected_root, receipt, trusted_key_ids)
     named = [n for n in by_id.values() if os.path.basename(n.source) == BUNDLE_ROOT_NAME]
     if named:
         roots = named
@@ -374,7 +428,28 @@ def verify_bundle(
     assert root.workflow_id is not None
     reached = {root.workflow_id}
     _follow(bundle, root, by_id, reached)
+    _unreached(bundle, by_id, reached, "the root's tree")
+    return bundle
+
+
+def _disclosed(bundle: BundleReport, proof: str, by_id: dict[str, Node], expected_root: str | None,
+               receipt: str | os.PathLike[str] | None, trusted_key_ids: Iterable[str] | None) -> BundleReport:
+    """A disclosed child: the proof of the parent's link step roots the tree; the child must be here."""
+    root, why = _proof_root(proof, expected_root, receipt, trusted_key_ids)
+    bundle.root = root
+    if why is not None:
+        bundle.failures.insert(0, why)
+    reached = {root.workflow_id} if root.workflow_id is not None else set()
+    _follow(bundle, root, by_id, reached)
+    for link in root.links:
+        if link.result == NOT_FOLLOWED:
+            bundle.failures.append(f"the child {link.target} that the link proof binds is not in the bundle")
+    _unreached(bundle, by_id, reached, "the proof's tree")
+    return bundle
+
+
+def _unreached(bundle: BundleReport, by_id: dict[str, Node], reached: set[str], tree: str) -> None:
+    """Fail every receipt of the bundle that the tree did not reach (a stray or swapped-in one)."""
     for node in by_id.values():
         if node.workflow_id not in reached:
-            bundle.failures.append(f"{node.source} (workflow {node.workflow_id}) is not linked from the root's tree")
-    return bundle
+            bundle.failures.append(f"{node.source} (workflow {node.workflow_id}) is not linked from {tree}")

@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bundle", action="store_true",
                    help="PATH is a bundle folder: a parent receipt and its linked children, verified as one tree")
     p.add_argument("--receipt", metavar="FILE",
-                   help="for one proof: a receipt signed by a trusted key (--key/--trusted-keys) that pins its root")
+                   help="for one proof (or a --bundle folder holding a link proof): a receipt signed by a trusted "
+                   "key (--key/--trusted-keys) that pins its root")
     add_time_arguments(p)
     add_auditor_options(p)
     return p
@@ -319,7 +320,7 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
     """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
     if len(args.paths) != 1 or args.paths[0] == _STDIN:
         raise CliError("--bundle goes with exactly one folder")
-    refused = (("--evidence", args.evidence), ("--proof", args.proof), ("--receipt", args.receipt),
+    refused = (("--evidence", args.evidence), ("--proof", args.proof),
                ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),
                ("--tsa-policy", args.tsa_policy), ("--keyring", args.keyring), ("--junit", args.junit),
                ("--attest", args.attest), ("--only-failures", args.only_failures), ("--verbose", args.verbose),
@@ -328,9 +329,11 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
         if given:
             raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "
                            "checks 1 to 8, each with its evidence beside it)")
+    if args.receipt:
+        _regular("--receipt", args.receipt, "a receipt file")
     try:
         bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
-                               expected_head=expected_head)
+                               expected_head=expected_head, receipt=args.receipt)
     except BundleError as e:
         raise CliError(str(e)) from e
     sys.stdout.write(dump_json(bundle.to_dict()) if args.json else bundle.to_text() + "\n")
