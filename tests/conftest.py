@@ -22,9 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from .receipt_invariant import OPT_OUT_MARKER, noting_receipts, unverified
 from .receipts import Peers
+
+# Property tests check what holds, never how fast: a loaded machine must not fail them on
+# Hypothesis's per-example deadline (speed is measured by the scripts under bench/).
+settings.register_profile("aer1", deadline=None)
+settings.load_profile("aer1")
 
 PEER_DIR = Path(__file__).parent / ".peers"
 
