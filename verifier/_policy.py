@@ -364,8 +364,25 @@ def load_workflow(path: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def _is_approved(content: Any) -> bool:
-    """An approval content that records a decision to approve (groupchat or autogen-core form)."""
-    return isinstance(content, dict) and (content.get("decision") == "approved" or content.get("approved") is True)
+    """An approval content that records a decision to approve, and nothing that says otherwise.
+
+    ``decision`` is the built-in gate's and Agent Framework's form, ``approved`` autogen-core's;
+    a content carrying both must have both say approved.
+    """
+    if not isinstance(content, dict):
+        return False
+    says = [content[k] == v for k, v in (("decision", "approved"), ("approved", True)) if k in content]
+    return bool(says) and all(says)
+
+
+#: Members of an approval content that name the tool approved: the built-in gate's and the
+#: core API's ``tool``, Agent Framework's ``function``.
+_APPROVED_TOOL_MEMBERS = ("tool", "function")
+
+
+def _approves_tool(content: Any, tool: Any) -> bool:
+    """False when the approval content names a tool (in any member, null naming none) other than ``tool``."""
+    return not isinstance(content, dict) or all(content.get(k) in (None, tool) for k in _APPROVED_TOOL_MEMBERS)
 
 
 def _argument(content: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
@@ -442,8 +459,7 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         denied = None
         for a in open_approvals:
             content = contents.get(a["seq"])
-            tool = content.get("tool") if isinstance(content, dict) else None
-            if a.get("call_id") != call_id or (tool is not None and s.get("kind") == "tool_call" and tool != s["tool"]):
+            if a.get("call_id") != call_id or (s.get("kind") == "tool_call" and not _approves_tool(content, s["tool"])):
                 continue
             if _is_approved(content):
                 found = a
