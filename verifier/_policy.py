@@ -237,6 +237,8 @@ def load_policy(path: str) -> Policy:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise PolicyError(f"--policy {path}: not a TOML file: {e}") from e
+    except RecursionError as e:  # the TOML reader recurses once per nested array or inline table
+        raise PolicyError(f"--policy {path}: nested too deeply to be a policy") from e
     try:
         return _policy(doc, hashlib.sha256(data).hexdigest())
     except PolicyError as e:
