@@ -22,6 +22,7 @@ from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE
 from ..errors import MalformedInputError
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
+from ..link import LINK_KIND
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ._evidence import evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
@@ -559,6 +560,15 @@ def _workflow_parts(policy: Policy) -> list[str]:
     return names + (["require.status"] if policy.statuses is not None else [])
 
 
+def _unevaluated_children(policy: Policy, workflow: Mapping[str, Any] | None) -> str:
+    """What a pass does not cover: the steps of linked child receipts, which only their own receipts hold."""
+    links = sum(s.get("kind") == LINK_KIND for s in workflow["steps"]) if workflow is not None else 0
+    if not (links and policy.needs_workflow):
+        return ""
+    return (f"; over this receipt's own steps only: the steps of its {links} linked child receipt(s) were not "
+            "evaluated (verify each child with this policy)")
+
+
 def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: str | None,
                  workflow: dict[str, Any] | None = None) -> list[str]:
     """Add the ``policy`` check to ``report``; returns the names of the rules violated.
@@ -595,7 +605,8 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
         if policy.digest is None:
             result.passed(f"required {', '.join(sorted(policy.require))}: all PASS")
         else:
-            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})")
+            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})"
+                          + _unevaluated_children(policy, workflow))
     return sorted(set(out.rules))
 
 

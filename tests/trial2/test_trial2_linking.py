@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from aer1 import Collector
 from aer1.link import LinkError
 from aer1.verifier._bundle import verify_bundle
+
+from .conftest import Run
 
 
 def _run(goal: str) -> Collector:
@@ -46,3 +49,20 @@ def test_parent_linked_into_its_own_tree_is_refused() -> None:
                                                        "target": parent.workflow_id}, receipt["steps"][-1]]
     with pytest.raises(LinkError, match=f"{parent.workflow_id} is already in"):
         parent.link(receipt_ids, verify=False)
+
+
+def test_policy_pass_on_a_parent_says_its_linked_children_were_not_evaluated(
+        tmp_path: Path, run_cli: Run) -> None:
+    child, parent = _run("child"), _run("parent")
+    child.record("pay", {"arguments": {"amount": 10**6}, "result": "paid"}, agent="worker", kind="tool_call",
+                 call_id="c1")
+    parent.link(child)
+    path = tmp_path / "receipt.json"
+    parent.save(path, workflow=parent.finalize("done"))
+    policy = tmp_path / "p.toml"
+    policy.write_text('format = "aer1-policy-v1"\n[allow]\ntools = ["lookup"]\n')
+    code, out, _ = run_cli(path, "--policy", policy, "--json")
+    detail = next(c["detail"] for c in json.loads(out)["checks"] if c["name"] == "policy")
+    assert code == 0 and "the steps of its 1 linked child receipt(s) were not evaluated" in detail, out
+    code, out, _ = run_cli(path, "--require", "chain")
+    assert code == 0 and "linked child" not in out, out  # shorthands read no steps: nothing to qualify
