@@ -76,6 +76,8 @@ _ALLOW_KEYS = frozenset({"agents", "tools"})
 _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = "approval"
+#: The status collectors give a call that an approval denied or left pending, so it did not run.
+_STOPPED = "cancelled"
 
 
 class PolicyError(MalformedInputError):
@@ -471,6 +473,8 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         if found is not None:
             open_approvals.remove(found)  # one approval lets one step through
             continue
+        if denied is not None and s.get("status") == _STOPPED:
+            continue  # the gate worked: its approval said no and the call did not run
         which = f"call id {call_id}" if call_id is not None else "no call id"
         why = f"; the approval at step {denied['seq']} was not approved" if denied is not None else ""
         out.violate(rule.name, f"{s.get('kind')} {s.get('tool')!r} has no approved approval before it ({which}){why}",

@@ -92,3 +92,31 @@ def test_contradictory_approval_content_approves_nothing(content: dict[str, obje
     code, out, _ = run_cli(path, "--policy", policy, "--json")
     got = [(f["rule"], f["seqs"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]
     assert (code, got) == (1, [("pay approved", [2])]), out
+
+
+async def test_call_stopped_by_its_denied_approval_is_the_gate_working_not_a_violation(
+        tmp_path: Path, run_cli: Run) -> None:
+    path = await _run(tmp_path, [Call("lookup", {"account": "a"}, "1"), "done"], approved=False)
+    steps = json.loads(path.read_text())["steps"]
+    assert [(s["kind"], s["status"]) for s in steps if s["kind"] in ("approval", "tool_call")] == [
+        ("approval", "ok"), ("approval", "ok"), ("tool_call", "cancelled")]
+    policy = tmp_path / "p.toml"
+    policy.write_text(PAY_APPROVED.replace('"pay"', '"lookup"'))
+    code, out, _ = run_cli(path, "--policy", policy)
+    assert code == 0, out
+
+
+def test_cancelled_call_without_a_denied_approval_is_still_a_violation(tmp_path: Path, run_cli: Run) -> None:
+    from aer1 import Collector
+
+    c = Collector(goal="pay")
+    c.record("approval", {"tool": "lookup", "decision": "denied"}, agent="human", kind="approval", call_id="c1")
+    c.record("pay", {"arguments": {"amount": 5}}, agent="teller", kind="tool_call", status="cancelled", call_id="c1")
+    c.record("pay", {"arguments": {"amount": 5}}, agent="teller", kind="tool_call", status="cancelled", call_id="c2")
+    path = tmp_path / "receipt.json"
+    c.save(path, workflow=c.finalize("done"))
+    policy = tmp_path / "p.toml"
+    policy.write_text(PAY_APPROVED)
+    code, out, _ = run_cli(path, "--policy", policy, "--json")
+    got = [(f["rule"], f["seqs"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]
+    assert (code, got) == (1, [("pay approved", [2]), ("pay approved", [3])]), out
