@@ -15,6 +15,7 @@ if importlib.util.find_spec("agent_framework_orchestrations") is None:  # the ag
 
 from agent_framework import Agent, Message, tool
 
+from aer1 import Collector
 from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
 from ..agent_framework.scripted import Call, ScriptedChatClient
@@ -37,6 +38,16 @@ def lookup(account: str) -> str:
 def pay(amount: int) -> str:
     """Move money: this app forgot to gate it, which is what the policy is there to catch."""
     return f"paid {amount}"
+
+
+def _pay_policy(c: Collector, tmp_path: Path, run_cli: Run) -> tuple[int, str, list[tuple[str, list[int]]]]:
+    """Save ``c``'s receipt and verify it under PAY_APPROVED: (exit code, output, policy violations)."""
+    path = tmp_path / "receipt.json"
+    c.save(path, workflow=c.finalize("done"))
+    policy = tmp_path / "p.toml"
+    policy.write_text(PAY_APPROVED)
+    code, out, _ = run_cli(path, "--policy", policy, "--json")
+    return code, out, [(f["rule"], f["seqs"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]
 
 
 async def _run(tmp_path: Path, script: list[str | Call], approved: bool = True) -> Path:
@@ -80,17 +91,10 @@ async def test_approved_call_of_the_named_function_still_passes(tmp_path: Path, 
                                      {"decision": "approved", "tool": "pay", "function": "lookup"}])
 def test_contradictory_approval_content_approves_nothing(content: dict[str, object], tmp_path: Path,
                                                          run_cli: Run) -> None:
-    from aer1 import Collector
-
     c = Collector(goal="pay")
     c.record("approval", {"call_id": "c1", **content}, agent="human", kind="approval", call_id="c1")
     c.record("pay", {"arguments": {"amount": 5}, "result": "paid"}, agent="teller", kind="tool_call", call_id="c1")
-    path = tmp_path / "receipt.json"
-    c.save(path, workflow=c.finalize("done"))
-    policy = tmp_path / "p.toml"
-    policy.write_text(PAY_APPROVED)
-    code, out, _ = run_cli(path, "--policy", policy, "--json")
-    got = [(f["rule"], f["seqs"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]
+    code, out, got = _pay_policy(c, tmp_path, run_cli)
     assert (code, got) == (1, [("pay approved", [2])]), out
 
 
@@ -107,16 +111,9 @@ async def test_call_stopped_by_its_denied_approval_is_the_gate_working_not_a_vio
 
 
 def test_cancelled_call_without_a_denied_approval_is_still_a_violation(tmp_path: Path, run_cli: Run) -> None:
-    from aer1 import Collector
-
     c = Collector(goal="pay")
     c.record("approval", {"tool": "lookup", "decision": "denied"}, agent="human", kind="approval", call_id="c1")
     c.record("pay", {"arguments": {"amount": 5}}, agent="teller", kind="tool_call", status="cancelled", call_id="c1")
     c.record("pay", {"arguments": {"amount": 5}}, agent="teller", kind="tool_call", status="cancelled", call_id="c2")
-    path = tmp_path / "receipt.json"
-    c.save(path, workflow=c.finalize("done"))
-    policy = tmp_path / "p.toml"
-    policy.write_text(PAY_APPROVED)
-    code, out, _ = run_cli(path, "--policy", policy, "--json")
-    got = [(f["rule"], f["seqs"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]
+    code, out, got = _pay_policy(c, tmp_path, run_cli)
     assert (code, got) == (1, [("pay approved", [2]), ("pay approved", [3])]), out
