@@ -71,11 +71,13 @@ FORMS: dict[str, frozenset[str]] = {
     "at_most": frozenset({"kind", "tool", "count"}),
 }
 _CONTENT_FORMS = frozenset({"approved_before", "argument"})
-_REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps"})
+_REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps",
+                           "tsa_signers"})
 _ALLOW_KEYS = frozenset({"agents", "tools"})
 _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = "approval"
+_TIMESTAMP = "timestamp"
 #: The status collectors give a call that an approval denied or left pending, so it did not run.
 _STOPPED = "cancelled"
 
@@ -131,6 +133,7 @@ class Policy:
     profile: str | None = None
     statuses: frozenset[str] | None = None
     max_steps: int | None = None
+    tsa_signers: int | None = None
     agents: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     rules: tuple[Rule, ...] = field(default=())
@@ -275,6 +278,11 @@ def _policy(doc: dict[str, Any], digest: str) -> Policy:
         max_steps = _typed(req["max_steps"], int, "[require] max_steps", "an integer >= 1")
         if max_steps < 1:
             raise PolicyError(f"[require] max_steps: got {max_steps}, want an integer >= 1")
+    tsa_signers = None
+    if "tsa_signers" in req:
+        tsa_signers = _typed(req["tsa_signers"], int, "[require] tsa_signers", "an integer >= 1")
+        if tsa_signers < 1:
+            raise PolicyError(f"[require] tsa_signers: got {tsa_signers}, want an integer >= 1")
     allow = _typed(doc.get("allow", {}), dict, "[allow]", "a table")
     _only(allow, _ALLOW_KEYS, "[allow]")
     rules_doc = _typed(doc.get("rule", []), list, "[[rule]]", "an array of tables")
@@ -294,6 +302,7 @@ def _policy(doc: dict[str, Any], digest: str) -> Policy:
         profile=profile,
         statuses=statuses,
         max_steps=max_steps,
+        tsa_signers=tsa_signers,
         agents=_strings(allow["agents"], "[allow] agents") if "agents" in allow else None,
         tools=_strings(allow["tools"], "[allow] tools") if "tools" in allow else None,
         rules=rules,
@@ -349,6 +358,14 @@ def _requirements(policy: Policy, report: Report, out: _Check) -> None:
     if policy.profile is not None and (report.profile != policy.profile or _status(report, "chain") != PASS):
         out.violate("require.profile", "the receipt is not a checked receipt of this profile",
                     expected=policy.profile, actual=report.profile or "no profile")
+    if policy.tsa_signers is not None:
+        stamp = next((c for c in report.checks if c.name == _TIMESTAMP and c.status == PASS), None)
+        signers = stamp.facts.get("signers") if stamp is not None else None
+        got = len(signers) if isinstance(signers, list) else 0
+        if got < policy.tsa_signers:
+            why = "" if stamp is not None else " (the timestamp check did not pass)"
+            out.violate("require.tsa_signers", f"too few tokens verified from distinct TSA signing certificates{why}",
+                        expected=f"at least {policy.tsa_signers}", actual=got)
     if policy.max_steps is not None and (report.steps is None or report.steps > policy.max_steps):
         out.violate("require.max_steps", "too many steps", expected=f"at most {policy.max_steps}",
                     actual=report.steps)

@@ -22,3 +22,6 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Run:
         return code, out, err
 
     return run
+
+
+from ..timestamp.conftest import rogue_tsa, trusted_pki, tsa, tsa_roots, untrusted_pki  # noqa: E402,F401
