@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aer1 import Collector
 from aer1.verifier.cli import main as verify_main
 
 Run = Callable[..., tuple[int, str, str]]
@@ -22,6 +24,16 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Run:
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def receipt(tmp_path: Path) -> Path:
+    """A short unsigned run saved as ``receipt.json`` with its evidence."""
+    c = Collector(goal="a receipt to verify")
+    c.record("lookup", {"arguments": {"q": "x"}, "result": "y"}, agent="alice", kind="tool_call", call_id="c1")
+    path = tmp_path / "receipt.json"
+    c.save(path, workflow=c.finalize("done"))
+    return path
 
 
 from ..timestamp.conftest import rogue_tsa, trusted_pki, tsa, tsa_roots, untrusted_pki  # noqa: E402,F401

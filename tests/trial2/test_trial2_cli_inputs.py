@@ -7,27 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from aer1 import Collector
-
 from .conftest import Run
 
 DEPTH = 100_000
 
 
-def _receipt(tmp_path: Path) -> Path:
-    c = Collector(goal="a receipt to verify")
-    c.record("lookup", {"arguments": {"q": "x"}, "result": "y"}, agent="alice", kind="tool_call", call_id="c1")
-    path = tmp_path / "receipt.json"
-    c.save(path, workflow=c.finalize("done"))
-    return path
-
-
 @pytest.mark.parametrize("value", ["[" * DEPTH + "]" * DEPTH, "{a=" * DEPTH + "1" + "}" * DEPTH],
                          ids=["arrays", "inline-tables"])
-def test_policy_nested_too_deeply_is_a_usage_error(value: str, tmp_path: Path, run_cli: Run) -> None:
+def test_policy_nested_too_deeply_is_a_usage_error(value: str, tmp_path: Path, receipt: Path, run_cli: Run) -> None:
     policy = tmp_path / "deep.toml"
     policy.write_text(f'format = "aer1-policy-v1"\nx = {value}\n')
-    receipt = _receipt(tmp_path)
     code, out, err = run_cli(receipt, "--policy", policy)
     assert (code, err.count("\n")) == (2, 1), err
     assert "nested too deeply" in err and "internal error" not in err, err
