@@ -60,11 +60,16 @@ def build_policy(args: argparse.Namespace, trusted: set[str] | None) -> tuple[Po
     return policy, trusted
 
 
+#: Most worker processes ``--jobs`` may ask for: each is a Python interpreter, and a
+#: mistyped count over a large archive must not start thousands of them.
+MAX_JOBS = 256
+
+
 def _jobs(args: argparse.Namespace) -> int:
     if args.jobs is None:
         return os.cpu_count() or 1
-    if args.jobs < 1:
-        raise CliError(f"--jobs: got {args.jobs}, want at least 1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise CliError(f"--jobs: got {args.jobs}, want 1 to {MAX_JOBS} (each job is a process)")
     return int(args.jobs)
 
 

@@ -23,3 +23,10 @@ def test_policy_nested_too_deeply_is_a_usage_error(value: str, tmp_path: Path, r
     code, out, _ = run_cli(receipt, "--policy", policy, "--json")
     doc = json.loads(out)
     assert (code, doc["verdict"]) == (2, "MALFORMED") and "nested too deeply" in doc["error"], out
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "257", "100000"])
+def test_jobs_out_of_range_is_a_usage_error_before_any_process_starts(jobs: str, receipt: Path,
+                                                                      run_cli: Run) -> None:
+    code, out, err = run_cli("--jobs", jobs, receipt, receipt)
+    assert (code, out, err.count("\n")) == (2, "", 1) and "want 1 to 256" in err, err
