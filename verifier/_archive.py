@@ -117,7 +117,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     chain = report.check("chain")
     if not report.malformed and chain.status == PASS and (
             "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
-        wf, _ = load_workflow(path)  # streamed receipts, and policies that read steps: parsed once more
+        wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
     if opts.policy is not None:
         outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
     outcome.status = _status_of(report, wf)

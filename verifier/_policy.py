@@ -26,7 +26,7 @@ from ..link import LINK_KIND
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ._evidence import evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
-from ._report import FAIL, PASS, CheckResult, Failure, Report
+from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes
 from ._stream import STREAM_MIN_BYTES
 
 if sys.version_info >= (3, 11):
@@ -371,12 +371,14 @@ def _requirements(policy: Policy, report: Report, out: _Check) -> None:
                     actual=report.steps)
 
 
-def load_workflow(path: str) -> tuple[dict[str, Any] | None, str]:
-    """The receipt at ``path`` parsed again, or None and why it cannot be."""
+def load_workflow(path: str, report: Report | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The receipt at ``path`` parsed again (the bytes ``report`` verified, when given), or None and why not."""
     try:
         data = read_limited(path, STREAM_MIN_BYTES - 1)
         if parse_cost(data) > MAX_PARSE_COST_BYTES:
             raise MalformedInput("costly to hold parsed")
+        if report is not None and not same_bytes(data, report):  # verified in memory, so its digest is known
+            return None, "the receipt changed while it was verified"
         wf = parse_strict(data, what=path)
     except MalformedInput as e:
         return None, f"the receipt cannot be read again for the policy: {e}"
@@ -610,7 +612,7 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
         if _status(report, "chain") != PASS:
             why = "the steps are not bound: the chain check did not pass"
         elif workflow is None and receipt is not None:
-            workflow, why = load_workflow(receipt)
+            workflow, why = load_workflow(receipt, report)
         elif workflow is None:
             why = "the receipt is not available to evaluate rules over its steps"
         if workflow is not None and not why and (workflow.get("workflow_id") != report.workflow_id
