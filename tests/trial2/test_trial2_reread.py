@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -46,3 +47,13 @@ def test_bundle_refuses_a_receipt_that_changed_after_it_was_verified(
     node = Node(str(swapped), verify_receipt(str(verified)))
     assert "changed while it was verified" in (_read_links(node) or ""), node.content
     assert node.content is None
+
+
+def test_signed_summary_names_the_digest_of_the_bytes_verified(verified_and_swapped: tuple[Path, Path]) -> None:
+    from aer1.verifier._archive import ArchiveOptions, verify_file
+
+    verified, _ = verified_and_swapped
+    outcome = verify_file((str(verified), False, None), ArchiveOptions(digests=True))
+    assert outcome.report.valid
+    want = hashlib.sha256(verified.read_bytes()).hexdigest()
+    assert outcome.sha256 == outcome.report.checks[0].facts["sha256"] == want
