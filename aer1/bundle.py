@@ -131,11 +131,29 @@ def link_child(
     with _LINKING:  # one link step per child, even when two threads link the same child
         if content["workflow_id"] in parent.linked_children:
             raise LinkError(f"workflow {content['workflow_id']} is already linked into this receipt")
+        # A receipt reached twice in a bundle fails its verification: refuse it here instead.
+        held = _tree_ids([c.receipt for c in _flatten(list(parent.linked_children.values()))]) | {parent.workflow_id}
+        clash = sorted(held & _tree_ids([receipt, *(c.receipt for c in _flatten(grandchildren))]))
+        if clash:
+            raise LinkError(f"workflow {clash[0]} is already in this receipt's tree of links: a bundle "
+                            "may hold each receipt once")
         header = parent.record(LINK_KIND, content, kind=LINK_KIND, agent=agent,
                                status=link_status(receipt["status"]), target=content["workflow_id"],
                                started_at=started_at, ended_at=ended_at)
         parent.linked_children[content["workflow_id"]] = LinkedChild(receipt, evidence, header["seq"], grandchildren)
     return header
+
+
+def _tree_ids(receipts: list[Mapping[str, Any]]) -> set[str]:
+    """The workflow ids of ``receipts`` and of every child their link steps bind."""
+    ids: set[str] = set()
+    for r in receipts:
+        ids.add(r["workflow_id"])
+        steps = r.get("steps")
+        for step in steps if isinstance(steps, list) else ():
+            if isinstance(step, Mapping) and step.get("kind") == LINK_KIND and isinstance(step.get("target"), str):
+                ids.add(step["target"])
+    return ids
 
 
 def _flatten(children: list[LinkedChild]) -> list[LinkedChild]:

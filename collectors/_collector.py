@@ -58,6 +58,9 @@ def team_actor(name: str, team_id: str | None) -> str:
     """The actor of a team's team-level steps: ``team:<name>/<team id>`` (unique per team)."""
     return f"{TEAM_ACTOR_PREFIX}{name}/{team_id}" if team_id else f"{TEAM_ACTOR_PREFIX}{name}"
 #: Note carried by a ``termination`` step whose stop reason nobody reported.
+#: The note of the ``termination`` step finalize records for a team run that had not ended.
+UNFINISHED_NOTE = ("the run had not ended when the receipt was finalized: its stream was not read to the end, "
+                   "or it was still running")
 UNOBSERVED_NOTE = (
     "the team's stop reason was not observed: run the team with collector.run() or "
     "collector.run_stream(), or pass its TaskResult to finalize()"
@@ -116,6 +119,9 @@ class AER1AutoGenCollector(CompatMethods, Collector):
         self._ac_pending_termination = False
         # TaskResults whose stop reason is already in the chain (kept alive so ids stay unique).
         self._ac_results: list[Any] = []
+        # Team runs started by run()/run_stream() and not ended; True once finalize cut one short.
+        self._ac_open_runs: list[Any] = []
+        self._ac_cut_short = False
 
     # ------------------------------------------------------------------ team runs
 
@@ -173,6 +179,11 @@ class AER1AutoGenCollector(CompatMethods, Collector):
         if result is None and _is_task_result(final_answer):
             result, final_answer = final_answer, None
         if not self.closed:
+            for run in list(self._ac_open_runs):
+                self._ac_end_run(run)
+                self._ac_cut_short = True
+                self._ac_record_team_step("termination", {**run.team, "stop_reason": None, "observed": False,
+                                                          "note": UNFINISHED_NOTE}, status="cancelled", actor=run.actor)
             if result is not None:
                 self._ac_record_termination(result)
             elif self._ac_pending_termination:
@@ -182,7 +193,17 @@ class AER1AutoGenCollector(CompatMethods, Collector):
                 )
         if final_answer is None and result is not None:
             final_answer = final_text(result)
+        if status is None and self._ac_cut_short:
+            status = "incomplete"  # a run cut short, as the built-in manager says of one
         return super().finalize(final_answer, status=status)
+
+    def _ac_end_run(self, run: Any) -> bool:
+        """Mark a team run ended; False when it already was (finalize recorded it as not finished)."""
+        with self._ac_lock:
+            if run not in self._ac_open_runs:
+                return False
+            self._ac_open_runs.remove(run)
+            return True
 
     # ------------------------------------------------ hooks used by the AgentChat code
 

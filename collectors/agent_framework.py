@@ -94,6 +94,9 @@ OMITTED_KEY = "(omitted entries)"
 _FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
 
 #: Said by every ``termination`` step: the framework reports how a run ended, not why.
+#: The ``reason`` of the ``termination`` step finalize records for a run that had not ended.
+UNFINISHED_REASON = ("the run had not ended when the receipt was finalized: its event stream was not read to the "
+                     "end, or it was still running")
 STOP_REASON_NOTE = (
     "Agent Framework reports no structured stop reason: final_state, rounds, max_rounds and the executor "
     "of the closing output are what was observed"
@@ -289,6 +292,9 @@ class AER1AgentFrameworkCollector(Collector):
         super().__init__(*args, **kwargs)
         #: request id -> (kind, call id) of requests seen and not answered yet
         self._pending: dict[str, tuple[str, str | None]] = {}
+        #: runs started and not ended: finalize records each as not finished
+        self._open_runs: list[_Run] = []
+        self._cut_short = False
         #: call id -> who answered its approval request through ``run(responses=..., responder=...)``
         self._approvers: dict[str, str] = {}
 
@@ -481,10 +487,38 @@ class AER1AgentFrameworkCollector(Collector):
             self.safe_record("task", {"input": _plain(message)}, agent=actor, kind="task")
         if responses:
             self._record_responses(responses, responder or DEFAULT_RESPONDER)
-        return _Run(actor, max_rounds(workflow))
+        run = _Run(actor, max_rounds(workflow))
+        self._open_runs.append(run)
+        return run
+
+    def _close_run(self, run: _Run) -> bool:
+        """Mark ``run`` ended; False when it already was (finalize recorded it as not finished)."""
+        if run not in self._open_runs:
+            return False
+        self._open_runs.remove(run)
+        return True
+
+    def finalize(self, final_answer: Any = None, *, status: str | None = None) -> dict[str, Any]:
+        """Close the chain; a run still open first gets a ``termination`` step saying it had not ended,
+        and the receipt's status is then ``incomplete`` (unless ``status`` says otherwise).
+
+        A caller that stops iterating :meth:`run_stream` early leaves the stream suspended;
+        Python closes it only later, after the receipt was finalized, so its end would be lost.
+        """
+        for run in list(self._open_runs):
+            self._close_run(run)
+            self._cut_short = True
+            self.safe_record("workflow_end", {"final_state": _state(run.state), "rounds": run.rounds,
+                                              "reason": UNFINISHED_REASON}, agent=run.actor, kind="termination",
+                             status="cancelled")
+        if status is None and self._cut_short:
+            status = "incomplete"  # as the built-in manager says of a run cut short
+        return super().finalize(final_answer, status=status)
 
     def _record_abort(self, run: _Run, exc: BaseException) -> None:
         """The ``termination`` step of a run that raised (status ``error`` or ``cancelled``)."""
+        if not self._close_run(run):
+            return
         self.safe_record("workflow_end", {"error": error_info(exc), "final_state": _state(run.state)},
                          agent=run.actor, kind="termination", status=failure_status(exc))
 
@@ -500,6 +534,8 @@ class AER1AgentFrameworkCollector(Collector):
 
     def _record_end(self, run: _Run) -> None:
         """The ``termination`` step: what is known of the end (the framework gives no stop reason)."""
+        if not self._close_run(run):
+            return
         state = run.state
         if state == WorkflowRunState.IDLE_WITH_PENDING_REQUESTS:
             return  # paused: the run goes on when the responses come

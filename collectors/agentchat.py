@@ -1356,6 +1356,7 @@ async def team_run_stream(
         content["message_ids"] = message_ids
         note_recorded_messages(collector, message_ids)
     collector._ac_record_team_step("task", content, actor=run.actor)
+    collector._ac_open_runs.append(run)
     if run.hook is None:  # turn order is the fallback: route the wrapped participants' turns here
         collector._ac_attach_run(run.wrapped, run)
     result: TaskResult | None = None
@@ -1369,12 +1370,13 @@ async def team_run_stream(
             async for item in stream:
                 if isinstance(item, TaskResult):
                     result = item
-                    collector._ac_record_termination(item, team=run.team, actor=run.actor)
+                    if collector._ac_end_run(run):
+                        collector._ac_record_termination(item, team=run.team, actor=run.actor)
                 elif watch:
                     run.observe(item)
                 yield item
     except BaseException as exc:
-        if result is None:
+        if result is None and collector._ac_end_run(run):
             ended: dict[str, Any] = {**run.team, "stop_reason": None, "observed": False, "error": error_info(exc)}
             if isinstance(exc, GeneratorExit):
                 ended["note"] = "the caller stopped reading the stream before the team ended"

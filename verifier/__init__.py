@@ -18,6 +18,7 @@ This package imports nothing from the collectors.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -86,6 +87,8 @@ def verify_receipt(
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
             wf: Any = parse_strict(data, what=source)
+            # What a later reader of the file (a policy, a bundle's links) checks it reads the same bytes by.
+            c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
             if evidence is None and os.path.lexists(evidence_path_for(source)):
                 evidence = evidence_path_for(source)
         elif isinstance(receipt, bytes):

@@ -117,13 +117,14 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     chain = report.check("chain")
     if not report.malformed and chain.status == PASS and (
             "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
-        wf, _ = load_workflow(path)  # streamed receipts, and policies that read steps: parsed once more
+        wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
     if opts.policy is not None:
         outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
     outcome.status = _status_of(report, wf)
     if opts.digests:
         try:
-            outcome.sha256 = file_sha256(path)
+            # The digest of the bytes verified (a read of its own could see another file); streamed: read again.
+            outcome.sha256 = report.checks[0].facts.get("sha256") or file_sha256(path)
             outcome.evidence_sha256 = file_sha256(evidence) if evidence is not None else None
         except (MalformedInput, OSError) as e:
             report.notes.append(f"cannot digest the file for the summary: {e}")

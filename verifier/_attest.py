@@ -9,11 +9,11 @@ reverse. Re-checking a summary verifies its signature and re-hashes every file i
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .. import __version__
 from ..canonical import CanonicalizationError
+from ..outfile import replace_file
 from ..signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
 from ..timefmt import format_ns, now_ns
 from ._archive import SCHEMA, Outcome, Tally, file_sha256
@@ -77,11 +77,9 @@ class SummaryWriter:
         doc["signature"] = sign_receipt(doc, self.key, SUMMARY_PAYLOAD_TYPE)
         from ._output import dump_json
 
-        tmp = f"{self.out}.tmp-{os.getpid()}"
+        data = dump_json(doc).encode("utf-8")
         try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(dump_json(doc))
-            os.replace(tmp, self.out)
+            replace_file(self.out, lambda f: f.write(data))
         except OSError as e:
             raise CliError(f"-o {self.out}: {e.strerror or e}") from e
 

@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from ..outfile import check_output
 from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_file
 from ._attest import SummaryWriter, check_summary, summary_verdict
 from ._junit import JUnitWriter
@@ -59,11 +60,16 @@ def build_policy(args: argparse.Namespace, trusted: set[str] | None) -> tuple[Po
     return policy, trusted
 
 
+#: Most worker processes ``--jobs`` may ask for: each is a Python interpreter, and a
+#: mistyped count over a large archive must not start thousands of them.
+MAX_JOBS = 256
+
+
 def _jobs(args: argparse.Namespace) -> int:
     if args.jobs is None:
         return os.cpu_count() or 1
-    if args.jobs < 1:
-        raise CliError(f"--jobs: got {args.jobs}, want at least 1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise CliError(f"--jobs: got {args.jobs}, want 1 to {MAX_JOBS} (each job is a process)")
     return int(args.jobs)
 
 
@@ -71,8 +77,16 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if (args.attest is None) != (args.output is None):
         raise CliError("--attest KEY and -o FILE go together")
     for option, path in (("--junit", args.junit), ("-o", args.output)):
-        if path is not None and os.path.isdir(path):
-            raise CliError(f"{option} {path}: a directory, not a file")
+        if path is not None:
+            # Refused before any receipt is verified, so that nothing is printed before the error:
+            # a device, FIFO or folder, and a file that cannot be created where it is named.
+            try:
+                check_output(path)
+            except OSError as e:
+                raise CliError(f"{option} {path}: {e.strerror or e}") from e
+            folder = os.path.dirname(path) or "."
+            if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+                raise CliError(f"{option} {path}: cannot create a file in {folder}")
 
 
 def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | None]], policy: Policy | None,
@@ -116,7 +130,10 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
                             only_failures=args.only_failures, out=sys.stdout, sinks=sinks)
     if junit is not None:
-        junit.close()
+        try:
+            junit.close()
+        except OSError as e:
+            raise CliError(f"--junit {args.junit}: {e.strerror or e}") from e
     if summary is not None:
         summary.write(tally)
     return tally.exit_code

@@ -33,7 +33,7 @@ from ..limits import MAX_FILES
 from ..link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ._checks import _is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
-from ._report import PASS, Report
+from ._report import PASS, Report, same_bytes
 from .proof import verify_proof
 
 __all__ = [
@@ -243,7 +243,10 @@ def _proof_root(path: str, expected_root: str | None, receipt: str | os.PathLike
 def _read_links(node: Node) -> str | None:
     """Fill the node's workflow members and link steps from its file; returns why it could not."""
     try:
-        wf = parse_strict(read_limited(node.source), what=node.source)
+        data = read_limited(node.source)
+        if "sha256" in node.report.checks[0].facts and not same_bytes(data, node.report):  # not when streamed
+            return f"{node.source}: the receipt changed while it was verified"
+        wf = parse_strict(data, what=node.source)
     except (MalformedInput, OSError) as e:
         return f"{node.source}: links could not be read: {e}"
     if not isinstance(wf, dict) or not isinstance(wf.get("steps"), list):

@@ -6,13 +6,12 @@ written after the ``<testsuite>`` element, whose counts are known only at the en
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import tempfile
-from typing import Any
+from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
+from ..outfile import replace_file
 from ._report import Report
 
 __all__ = ["JUnitWriter"]
@@ -20,6 +19,8 @@ __all__ = ["JUnitWriter"]
 #: Characters XML 1.0 cannot hold (controls, lone surrogates, U+FFFE/U+FFFF): written as escapes.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _SUITE = "aer1-verify"
+#: Characters copied from the spool at a time.
+_COPY_CHARS = 1 << 16
 
 
 def _xml_text(text: str) -> str:
@@ -55,20 +56,18 @@ class JUnitWriter:
                               "  </testcase>\n")
 
     def close(self) -> None:
-        """Write the file (atomically: a temporary beside it, then renamed) and drop the spool."""
-        folder = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(prefix=".junit-", dir=folder)
+        """Write the file (whole: a temporary beside it, then renamed) and drop the spool."""
+
+        def write(f: IO[bytes]) -> None:
+            f.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
+            f.write(f'<testsuite name="{_SUITE}" tests="{self.tests}" failures="{self.failures}" '
+                    f'errors="{self.errors}" skipped="0">\n'.encode())
+            self._cases.seek(0)
+            while chunk := self._cases.read(_COPY_CHARS):
+                f.write(chunk.encode("utf-8"))
+            f.write(b"</testsuite>\n")
+
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-                f.write(f'<testsuite name="{_SUITE}" tests="{self.tests}" failures="{self.failures}" '
-                        f'errors="{self.errors}" skipped="0">\n')
-                self._cases.seek(0)
-                shutil.copyfileobj(self._cases, f)
-                f.write("</testsuite>\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+            replace_file(self.path, write)
         finally:
             self._cases.close()

@@ -22,10 +22,11 @@ from ..canonical import CanonicalizationError, exact_bytes
 from ..chain import PROFILE
 from ..errors import MalformedInputError
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
+from ..link import LINK_KIND
 from ..receipt import CLOSE_KIND, evidence_path_for
 from ._evidence import evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
-from ._report import FAIL, PASS, CheckResult, Failure, Report
+from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes
 from ._stream import STREAM_MIN_BYTES
 
 if sys.version_info >= (3, 11):
@@ -70,11 +71,15 @@ FORMS: dict[str, frozenset[str]] = {
     "at_most": frozenset({"kind", "tool", "count"}),
 }
 _CONTENT_FORMS = frozenset({"approved_before", "argument"})
-_REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps"})
+_REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps",
+                           "tsa_signers"})
 _ALLOW_KEYS = frozenset({"agents", "tools"})
 _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = "approval"
+_TIMESTAMP = "timestamp"
+#: The status collectors give a call that an approval denied or left pending, so it did not run.
+_STOPPED = "cancelled"
 
 
 class PolicyError(MalformedInputError):
@@ -128,6 +133,7 @@ class Policy:
     profile: str | None = None
     statuses: frozenset[str] | None = None
     max_steps: int | None = None
+    tsa_signers: int | None = None
     agents: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     rules: tuple[Rule, ...] = field(default=())
@@ -237,6 +243,8 @@ def load_policy(path: str) -> Policy:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise PolicyError(f"--policy {path}: not a TOML file: {e}") from e
+    except RecursionError as e:  # the TOML reader recurses once per nested array or inline table
+        raise PolicyError(f"--policy {path}: nested too deeply to be a policy") from e
     try:
         return _policy(doc, hashlib.sha256(data).hexdigest())
     except PolicyError as e:
@@ -270,6 +278,11 @@ def _policy(doc: dict[str, Any], digest: str) -> Policy:
         max_steps = _typed(req["max_steps"], int, "[require] max_steps", "an integer >= 1")
         if max_steps < 1:
             raise PolicyError(f"[require] max_steps: got {max_steps}, want an integer >= 1")
+    tsa_signers = None
+    if "tsa_signers" in req:
+        tsa_signers = _typed(req["tsa_signers"], int, "[require] tsa_signers", "an integer >= 1")
+        if tsa_signers < 1:
+            raise PolicyError(f"[require] tsa_signers: got {tsa_signers}, want an integer >= 1")
     allow = _typed(doc.get("allow", {}), dict, "[allow]", "a table")
     _only(allow, _ALLOW_KEYS, "[allow]")
     rules_doc = _typed(doc.get("rule", []), list, "[[rule]]", "an array of tables")
@@ -289,6 +302,7 @@ def _policy(doc: dict[str, Any], digest: str) -> Policy:
         profile=profile,
         statuses=statuses,
         max_steps=max_steps,
+        tsa_signers=tsa_signers,
         agents=_strings(allow["agents"], "[allow] agents") if "agents" in allow else None,
         tools=_strings(allow["tools"], "[allow] tools") if "tools" in allow else None,
         rules=rules,
@@ -344,17 +358,27 @@ def _requirements(policy: Policy, report: Report, out: _Check) -> None:
     if policy.profile is not None and (report.profile != policy.profile or _status(report, "chain") != PASS):
         out.violate("require.profile", "the receipt is not a checked receipt of this profile",
                     expected=policy.profile, actual=report.profile or "no profile")
+    if policy.tsa_signers is not None:
+        stamp = next((c for c in report.checks if c.name == _TIMESTAMP and c.status == PASS), None)
+        signers = stamp.facts.get("signers") if stamp is not None else None
+        got = len(signers) if isinstance(signers, list) else 0
+        if got < policy.tsa_signers:
+            why = "" if stamp is not None else " (the timestamp check did not pass)"
+            out.violate("require.tsa_signers", f"too few tokens verified from distinct TSA signing certificates{why}",
+                        expected=f"at least {policy.tsa_signers}", actual=got)
     if policy.max_steps is not None and (report.steps is None or report.steps > policy.max_steps):
         out.violate("require.max_steps", "too many steps", expected=f"at most {policy.max_steps}",
                     actual=report.steps)
 
 
-def load_workflow(path: str) -> tuple[dict[str, Any] | None, str]:
-    """The receipt at ``path`` parsed again, or None and why it cannot be."""
+def load_workflow(path: str, report: Report | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The receipt at ``path`` parsed again (the bytes ``report`` verified, when given), or None and why not."""
     try:
         data = read_limited(path, STREAM_MIN_BYTES - 1)
         if parse_cost(data) > MAX_PARSE_COST_BYTES:
             raise MalformedInput("costly to hold parsed")
+        if report is not None and not same_bytes(data, report):  # verified in memory, so its digest is known
+            return None, "the receipt changed while it was verified"
         wf = parse_strict(data, what=path)
     except MalformedInput as e:
         return None, f"the receipt cannot be read again for the policy: {e}"
@@ -364,8 +388,25 @@ def load_workflow(path: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def _is_approved(content: Any) -> bool:
-    """An approval content that records a decision to approve (groupchat or autogen-core form)."""
-    return isinstance(content, dict) and (content.get("decision") == "approved" or content.get("approved") is True)
+    """An approval content that records a decision to approve, and nothing that says otherwise.
+
+    ``decision`` is the built-in gate's and Agent Framework's form, ``approved`` autogen-core's;
+    a content carrying both must have both say approved.
+    """
+    if not isinstance(content, dict):
+        return False
+    says = [content[k] == v for k, v in (("decision", "approved"), ("approved", True)) if k in content]
+    return bool(says) and all(says)
+
+
+#: Members of an approval content that name the tool approved: the built-in gate's and the
+#: core API's ``tool``, Agent Framework's ``function``.
+_APPROVED_TOOL_MEMBERS = ("tool", "function")
+
+
+def _approves_tool(content: Any, tool: Any) -> bool:
+    """False when the approval content names a tool (in any member, null naming none) other than ``tool``."""
+    return not isinstance(content, dict) or all(content.get(k) in (None, tool) for k in _APPROVED_TOOL_MEMBERS)
 
 
 def _argument(content: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
@@ -442,8 +483,7 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         denied = None
         for a in open_approvals:
             content = contents.get(a["seq"])
-            tool = content.get("tool") if isinstance(content, dict) else None
-            if a.get("call_id") != call_id or (tool is not None and s.get("kind") == "tool_call" and tool != s["tool"]):
+            if a.get("call_id") != call_id or (s.get("kind") == "tool_call" and not _approves_tool(content, s["tool"])):
                 continue
             if _is_approved(content):
                 found = a
@@ -452,6 +492,8 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         if found is not None:
             open_approvals.remove(found)  # one approval lets one step through
             continue
+        if denied is not None and s.get("status") == _STOPPED:
+            continue  # the gate worked: its approval said no and the call did not run
         which = f"call id {call_id}" if call_id is not None else "no call id"
         why = f"; the approval at step {denied['seq']} was not approved" if denied is not None else ""
         out.violate(rule.name, f"{s.get('kind')} {s.get('tool')!r} has no approved approval before it ({which}){why}",
@@ -541,6 +583,15 @@ def _workflow_parts(policy: Policy) -> list[str]:
     return names + (["require.status"] if policy.statuses is not None else [])
 
 
+def _unevaluated_children(policy: Policy, workflow: Mapping[str, Any] | None) -> str:
+    """What a pass does not cover: the steps of linked child receipts, which only their own receipts hold."""
+    links = sum(s.get("kind") == LINK_KIND for s in workflow["steps"]) if workflow is not None else 0
+    if not (links and policy.needs_workflow):
+        return ""
+    return (f"; over this receipt's own steps only: the steps of its {links} linked child receipt(s) were not "
+            "evaluated (verify each child with this policy)")
+
+
 def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: str | None,
                  workflow: dict[str, Any] | None = None) -> list[str]:
     """Add the ``policy`` check to ``report``; returns the names of the rules violated.
@@ -561,7 +612,7 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
         if _status(report, "chain") != PASS:
             why = "the steps are not bound: the chain check did not pass"
         elif workflow is None and receipt is not None:
-            workflow, why = load_workflow(receipt)
+            workflow, why = load_workflow(receipt, report)
         elif workflow is None:
             why = "the receipt is not available to evaluate rules over its steps"
         if workflow is not None and not why and (workflow.get("workflow_id") != report.workflow_id
@@ -577,7 +628,8 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
         if policy.digest is None:
             result.passed(f"required {', '.join(sorted(policy.require))}: all PASS")
         else:
-            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})")
+            result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})"
+                          + _unevaluated_children(policy, workflow))
     return sorted(set(out.rules))
 
 

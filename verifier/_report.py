@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line"]
+__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line", "same_bytes"]
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -281,3 +282,13 @@ class Report:
             "notes": list(self.notes),
             "basis": None if self.malformed else self.basis(),
         }
+
+
+def same_bytes(data: bytes, report: Report) -> bool:
+    """True when ``data``, a receipt file read again, are the bytes ``report`` verified.
+
+    A policy and a bundle's links read the file a second time; a file swapped in between
+    (same workflow_id, same step count, a step's agent renamed) must not be evaluated in
+    place of the receipt that was verified.
+    """
+    return report.checks[0].facts.get("sha256") == hashlib.sha256(data).hexdigest()

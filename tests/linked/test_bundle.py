@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.link import link_hash
+from aer1.link import LINK_KIND, link_content, link_hash
 
 from .helpers import child_run, edit_json, tree, verify_bundle_cli, verify_bundle_text
 
@@ -175,16 +175,18 @@ def test_two_receipts_with_one_workflow_id(bundle: tuple[Path, list[str], dict[s
 
 
 def test_a_receipt_linked_twice_in_the_tree_fails(tmp_path: Path) -> None:
-    """Two parents in one bundle both claiming the same child."""
+    """Two parents in one bundle both claiming the same child (the collector refuses to link it so)."""
     child = child_run("shared").finalize()
     a, b = Collector(goal="a"), Collector(goal="b")
     a.link(child)
     b.link(child)
+    b_receipt = b.finalize()
     root = Collector(goal="root")
     root.link(a)
-    root.link(b)
+    root.record(LINK_KIND, link_content(b_receipt), kind=LINK_KIND, target=b.workflow_id)  # what link() refuses
     folder = tmp_path / "bundle"
     root.save_bundle(folder, root.finalize())
+    b.save(folder / f"{b.workflow_id}.json", workflow=b_receipt)
     code, doc = verify_bundle_cli(str(folder))
     assert code == 1
     assert any("linked more than once" in f for f in doc["failures"]), doc["failures"]

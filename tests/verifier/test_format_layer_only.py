@@ -32,6 +32,7 @@ FORMAT_LAYER = {
     "aer1.limits",
     "aer1.link",
     "aer1.merkle",
+    "aer1.outfile",
     "aer1.receipt",
     "aer1.signing",
     "aer1.timefmt",
