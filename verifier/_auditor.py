@@ -7,6 +7,7 @@ in another: ``add_auditor_options`` adds the options, ``auditor_run`` runs files
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from typing import Any
@@ -16,6 +17,7 @@ from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_fil
 from ._attest import SummaryWriter, check_summary, summary_verdict
 from ._junit import JUnitWriter
 from ._output import CliError, dump_json, one_line
+from ._parse import MalformedInput, open_regular
 from ._policy import Policy, PolicyError, load_policy, parse_require
 
 __all__ = ["add_auditor_options", "auditor_run", "build_policy", "check_summary_file"]
@@ -89,6 +91,29 @@ def _check_outputs(args: argparse.Namespace) -> None:
                 raise CliError(f"{option} {path}: cannot create a file in {folder}")
 
 
+def _trust_files(args: argparse.Namespace) -> dict[str, Any]:
+    """What checks 9 and 10 trusted, for a signed summary: each file by name and SHA-256."""
+    def digest(path: str) -> str:
+        h = hashlib.sha256()
+        try:
+            with open_regular(path) as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+        except (OSError, MalformedInput) as e:
+            raise CliError(f"cannot read {path} to record it in the summary: {e}") from e
+        return h.hexdigest()
+
+    out: dict[str, Any] = {"tsa_policy": args.tsa_policy}
+    out["keyring"] = None if args.keyring is None else {"path": args.keyring, "sha256": digest(args.keyring)}
+    roots = None
+    if args.tsa_roots is not None:
+        names = sorted(n for n in os.listdir(args.tsa_roots) if os.path.isfile(os.path.join(args.tsa_roots, n)))
+        roots = [{"path": os.path.join(args.tsa_roots, n), "sha256": digest(os.path.join(args.tsa_roots, n))}
+                 for n in names]
+    out["tsa_roots"] = roots
+    return out
+
+
 def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | None]], policy: Policy | None,
                 trusted: set[str] | None, expected_root: str | None, expected_head: str | None,
                 *, single: bool) -> int:
@@ -108,6 +133,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         summary = SummaryWriter(args.attest, args.output, policy, {
             "trusted_key_ids": None if trusted is None else sorted(trusted),
             "expected_root": expected_root, "expected_head": expected_head,
+            **_trust_files(args),
         })
     sinks = [s for s in (junit, summary) if s is not None]
     if single:

@@ -74,7 +74,9 @@ _CONTENT_FORMS = frozenset({"approved_before", "argument"})
 _REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps",
                            "tsa_signers"})
 _ALLOW_KEYS = frozenset({"agents", "tools"})
-_TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule"})
+_TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule", "trust"})
+#: ``[trust]``: the files checks 9 and 10 trust, named by the policy (paths relative to it).
+_TRUST_KEYS = frozenset({"keyring", "tsa_roots", "tsa_policy"})
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = "approval"
 _TIMESTAMP = "timestamp"
@@ -134,6 +136,10 @@ class Policy:
     statuses: frozenset[str] | None = None
     max_steps: int | None = None
     tsa_signers: int | None = None
+    #: ``[trust]``: a keyring file, a folder of TSA certificates and a TSA policy OID.
+    keyring: str | None = None
+    tsa_roots: str | None = None
+    tsa_policy: str | None = None
     agents: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     rules: tuple[Rule, ...] = field(default=())
@@ -246,13 +252,19 @@ def load_policy(path: str) -> Policy:
     except RecursionError as e:  # the TOML reader recurses once per nested array or inline table
         raise PolicyError(f"--policy {path}: nested too deeply to be a policy") from e
     try:
-        return _policy(doc, hashlib.sha256(data).hexdigest())
+        return _policy(doc, hashlib.sha256(data).hexdigest(), os.path.dirname(os.path.abspath(path)))
     except PolicyError as e:
         raise PolicyError(f"--policy {path}: {e}") from e
 
 
-def _policy(doc: dict[str, Any], digest: str) -> Policy:
+def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
     _only(doc, _TOP_KEYS, "top level")
+    trust = _typed(doc.get("trust", {}), dict, "[trust]", "a table")
+    _only(trust, _TRUST_KEYS, "[trust]")
+    named = {k: _typed(v, str, f"[trust] {k}", "a string") for k, v in trust.items()}
+    for key in ("keyring", "tsa_roots"):
+        if key in named:
+            named[key] = os.path.join(folder, named[key])  # relative to the policy file
     if doc.get("format") != FORMAT:
         raise PolicyError(f"format: got {doc.get('format')!r}, want {FORMAT!r}")
     name = _typed(doc.get("name", "policy"), str, "name", "a string")
@@ -303,6 +315,9 @@ def _policy(doc: dict[str, Any], digest: str) -> Policy:
         statuses=statuses,
         max_steps=max_steps,
         tsa_signers=tsa_signers,
+        keyring=named.get("keyring"),
+        tsa_roots=named.get("tsa_roots"),
+        tsa_policy=named.get("tsa_policy"),
         agents=_strings(allow["agents"], "[allow] agents") if "agents" in allow else None,
         tools=_strings(allow["tools"], "[allow] tools") if "tools" in allow else None,
         rules=rules,

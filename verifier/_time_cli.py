@@ -8,6 +8,7 @@ from typing import Any
 
 from ._keyring import load_keyring
 from ._output import CliError
+from ._policy import PolicyError, load_policy
 from ._timestamp import load_tsa_trust
 
 __all__ = ["add_time_arguments", "load_time_options", "time_options", "trusted_with_keyring"]
@@ -31,8 +32,33 @@ def load_time_options(tsa_roots: str | None, tsa_policy: str | None, keyring: st
     return {"tsa_trust": trust, "keyring": ring}
 
 
+def _from_policy(args: argparse.Namespace) -> None:
+    """Fill ``--keyring``, ``--tsa-roots`` and ``--tsa-policy`` from the policy's ``[trust]``.
+
+    An option given on the command line and in the policy must name the same thing: two
+    different trust anchors for one run are refused, never silently one of them.
+    """
+    path = getattr(args, "policy", None)
+    if not path:
+        return
+    try:
+        policy = load_policy(path)
+    except PolicyError as e:
+        raise CliError(str(e)) from e
+    for option, attr in (("--keyring", "keyring"), ("--tsa-roots", "tsa_roots"), ("--tsa-policy", "tsa_policy")):
+        named = getattr(policy, attr)
+        given = getattr(args, attr)
+        if named is None:
+            continue
+        if given is None:
+            setattr(args, attr, named)
+        elif (given != named if attr == "tsa_policy" else os.path.realpath(given) != os.path.realpath(named)):
+            raise CliError(f"{option} {given} and the policy's [trust] {attr} {named} disagree: give one of them")
+
+
 def time_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``verify_receipt`` keyword arguments from the options; CliError when one cannot be used."""
+    """``verify_receipt`` keyword arguments from the options (and the policy's ``[trust]``)."""
+    _from_policy(args)
     if args.tsa_policy is not None and args.tsa_roots is None:
         raise CliError("--tsa-policy goes with --tsa-roots")
     try:
