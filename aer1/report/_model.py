@@ -18,7 +18,7 @@ from ..timeline import StepRow, evidence_contents, parse_time, step_rows
 from ..verifier._archive import Outcome
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
-from ..verifier._report import PASS, Report
+from ..verifier._report import FAIL, PASS, Report
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS", "archive_row", "load_receipt", "receipt_view"]
 
@@ -111,8 +111,14 @@ def _basis(report: Report) -> list[tuple[str, str]]:
     if report.malformed:
         return []
     b = report.basis()
-    signer = b["signature"] + (f" {b['key_id']}" if b.get("key_id") else "")
-    pairs = [("chain", f"{b['chain']} ({b['level']})"), ("signer", signer), ("evidence", b["evidence"]),
+    status = {c.name: c.status for c in report.checks}
+
+    def shown(check: str, value: str) -> str:  # a check that ran and failed is "FAILED", never "not checked"
+        return "FAILED" if status.get(check) == FAIL else value
+
+    signer = shown("signature", b["signature"] + (f" {b['key_id']}" if b.get("key_id") else ""))
+    chain = "FAILED" if status.get("chain") == FAIL else f"{b['chain']} ({b['level']})"
+    pairs = [("chain", chain), ("signer", signer), ("evidence", shown("evidence", b["evidence"])),
              ("root", b["root"]), ("timestamp", b["timestamp"] + (f" at {b['tsa_time']}" if b["tsa_time"] else "")),
              ("key validity", b["key_validity"])]
     policy = next((c for c in report.checks if c.name == POLICY_CHECK), None)

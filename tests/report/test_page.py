@@ -164,3 +164,15 @@ def test_lone_surrogate_and_tagged_values_are_written_restored(tmp_path: Path) -
     assert code == 0
     assert "caf\\udead" in html, "want the lone surrogate written as its escape"
     assert str(2**70) in html and "NaN" in html and "$aer1:" not in html, "want tagged values restored"
+
+
+def test_a_failed_check_is_shown_as_failed_in_the_basis_never_as_not_checked(tmp_path: Path) -> None:
+    from ..helpers import make_receipt
+
+    receipt = make_receipt()
+    receipt["steps"][2]["agent"] = "mallory"
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(receipt), encoding="utf-8")
+    code, html = report(path, tmp_path / "r.html")
+    assert code == 1
+    assert "chain: FAILED" in html and "chain: not checked" not in html
