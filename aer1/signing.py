@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import stat
 import struct
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from .canonical import exact_bytes
 from .errors import CouldNotVerifyError, MalformedInputError, VerificationError
+from .infile import NotRegularFile, open_regular
 
 __all__ = [
     "ALGORITHM",
@@ -122,12 +122,11 @@ def _read_key_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
     if text.lstrip().startswith("-----BEGIN"):
         return text.encode("ascii")
     path = Path(text)
-    try:  # non-blocking open, then only a regular file is read: never a FIFO, /dev/zero or a device
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise KeyFileError(f"key file {path} is not a regular file")
+    try:  # only a regular file is read: never a FIFO, /dev/zero or a device
+        with open_regular(path) as f:
             data = f.read(MAX_KEY_FILE_BYTES + 1)
+    except NotRegularFile as e:
+        raise KeyFileError(f"key file {path} is not a regular file") from e
     except OSError as e:
         raise KeyFileError(f"cannot read key file {path}: {e.strerror or e}") from e
     if len(data) > MAX_KEY_FILE_BYTES:

@@ -16,6 +16,8 @@ import stat
 from typing import IO, Any
 
 from ..errors import MalformedInputError
+from ..infile import NotRegularFile, kind_of
+from ..infile import open_regular as _open_regular
 from ..limits import (
     MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
@@ -40,7 +42,6 @@ __all__ = [
 
 #: Deepest nesting accepted in a receipt or proof (see :mod:`aer1.limits`).
 MAX_DEPTH = MAX_RECEIPT_DEPTH
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 class MalformedInput(MalformedInputError):
@@ -74,21 +75,9 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
-
-
 def _refuse_special(path: str, mode: int, what: str) -> None:
     if not stat.S_ISREG(mode):
-        raise MalformedInput(f"{path} is {_kind(mode)}, not {what}: only regular files are read")
+        raise MalformedInput(f"{path} is {kind_of(mode)}, not {what}: only regular files are read")
 
 
 def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") -> IO[bytes]:
@@ -98,19 +87,15 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
     """
     p = os.fspath(path)
     try:
-        fd = os.open(p, _OPEN_FLAGS)
+        return _open_regular(p)
+    except NotRegularFile as e:
+        raise MalformedInput(f"{p} is {e.kind}, not {what}: only regular files are read") from e
     except OSError as e:
         with contextlib.suppress(OSError):  # a socket cannot be opened at all: name what it is
             _refuse_special(p, os.stat(p).st_mode, what)
         raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
     except ValueError as e:  # a NUL character in the name
         raise MalformedInput(f"cannot read {p!r}: {e}") from e
-    try:
-        _refuse_special(p, os.fstat(fd).st_mode, what)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES, *,

@@ -28,6 +28,7 @@ FORMAT_LAYER = {
     "aer1.chain",
     "aer1.errors",
     "aer1.imprint",
+    "aer1.infile",
     "aer1.keyring",
     "aer1.limits",
     "aer1.link",
