@@ -127,7 +127,7 @@ def check_summary(path: str, trusted: set[str] | None) -> tuple[list[CheckResult
     checks = [c_parse, c_members, c_sig, c_files]
     facts: dict[str, Any] = {"source": path}
     try:
-        doc: Any = parse_strict(read_limited(path, MAX_SUMMARY_BYTES), what=path)
+        doc: Any = parse_strict(read_limited(path, MAX_SUMMARY_BYTES, what="a summary file"), what=path)
     except MalformedInput as e:
         c_parse.fail(str(e))
         for c in checks[1:]:

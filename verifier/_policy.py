@@ -242,7 +242,7 @@ def _rule(table: Any, index: int) -> Rule:
 def load_policy(path: str) -> Policy:
     """Read and check a policy file; anything it cannot use is a :class:`PolicyError`."""
     try:
-        data = read_limited(path, MAX_POLICY_BYTES)
+        data = read_limited(path, MAX_POLICY_BYTES, what="a policy file")
     except MalformedInput as e:
         raise PolicyError(f"--policy {path}: {e}") from e
     try:
