@@ -35,6 +35,10 @@ GRANT_ID_BYTES = 16
 RUN_SECRET_BYTES = 32
 MAC_DOMAIN = b"aer1-groupchat-approval-v1\x00"
 PENDING_PREFIX = "approval required: "
+#: Requests a :class:`DeferredApproval` keeps waiting at once, and decisions it keeps for
+#: retries. Past it, new requests are denied (fail closed) and the oldest kept decision is
+#: dropped (its retry asks again), so an unattended port cannot grow without bound.
+MAX_DEFERRED_APPROVALS = 1024
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
@@ -134,21 +138,30 @@ class DeferredApproval:
     """A port that never decides on the spot: it answers "pending" and keeps the request.
 
     Someone decides later with :meth:`resolve`; a retry of the same tool with the
-    same arguments in the same run then gets that decision (once).
+    same arguments in the same run then gets that decision (once). At most ``limit``
+    requests wait at once: past that, a new request is denied (and recorded as such)
+    until some are resolved or :meth:`forget_run` drops a finished run's requests.
     """
 
     name = "deferred"
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_DEFERRED_APPROVALS) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        self.limit = limit
         self.pending: dict[str, ToolApprovalRequest] = {}
         self._resolved: dict[tuple[str, str, str], ApprovalDecision] = {}
 
     async def request(self, request: ToolApprovalRequest) -> ApprovalDecision:
-        """Return a decision made earlier for this call's twin, else "pending"."""
+        """Return a decision made earlier for this call's twin, else "pending" (or a denial when full)."""
         key = (request.run_id, request.tool, request.digest)
         decided = self._resolved.pop(key, None)
         if decided is not None:
             return decided
+        if len(self.pending) >= self.limit:
+            return ApprovalDecision.deny(
+                f"too many approvals waiting: {len(self.pending)}, limit {self.limit}; resolve some first"
+            )
         self.pending[request.approval_id] = request
         return ApprovalDecision.pending(f"waiting for a decision on {request.approval_id}")
 
@@ -156,7 +169,22 @@ class DeferredApproval:
         """Decide a pending request; raises KeyError for an unknown id."""
         request = self.pending.pop(approval_id)
         decision = ApprovalDecision.approve(reason) if approved else ApprovalDecision.deny(reason or "denied")
-        self._resolved[(request.run_id, request.tool, request.digest)] = decision
+        key = (request.run_id, request.tool, request.digest)
+        self._resolved.pop(key, None)
+        while len(self._resolved) >= self.limit:
+            # dropping a kept decision fails closed: the retry is asked again
+            del self._resolved[next(iter(self._resolved))]
+        self._resolved[key] = decision
+
+    def forget_run(self, run_id: str) -> int:
+        """Drop the waiting requests and kept decisions of one run; returns how many were dropped."""
+        waiting = [a for a, r in self.pending.items() if r.run_id == run_id]
+        for approval_id in waiting:
+            del self.pending[approval_id]
+        kept = [k for k in self._resolved if k[0] == run_id]
+        for key in kept:
+            del self._resolved[key]
+        return len(waiting) + len(kept)
 
 
 @dataclass(frozen=True)

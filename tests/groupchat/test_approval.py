@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
@@ -195,6 +196,43 @@ def test_deferred_answers_approval_required_then_a_resolved_retry_runs(
     headers = [s for s in result.receipt["steps"] if s["kind"] == "tool_call"]
     assert [h["status"] for h in headers] == ["cancelled", "ok"]
     check_receipt(result)
+
+
+def test_a_full_deferred_port_denies_new_requests_and_records_the_denial(
+    tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
+) -> None:
+    files, port = Files(), DeferredApproval(limit=1)
+    turns = [ask(delete_call("c1", "/srv/a.csv")), ask(delete_call("c2", "/srv/b.csv")), DONE]
+    result = chat(turns, executor(files, port))
+    assert files.deleted == []
+    assert len(port.pending) == 1
+    approvals = contents_of(result, tmp_path, "approval")
+    assert [(a["decision"], a["call_id"]) for a in approvals] == [("pending", "c1"), ("denied", "c2")]
+    assert approvals[1]["reason"] == "too many approvals waiting: 1, limit 1; resolve some first"
+    # a finished run's requests can be dropped; the port then takes requests again
+    [request] = port.pending.values()
+    assert port.forget_run(request.run_id) == 1
+    assert port.pending == {}
+    check_receipt(result)
+
+
+def test_a_deferred_port_keeps_a_bounded_number_of_decisions_and_drops_the_oldest() -> None:
+    port = DeferredApproval(limit=2)
+
+    def request(n: int) -> ToolApprovalRequest:
+        return ToolApprovalRequest(run_id="r", call_id=f"c{n}", tool="delete", arguments={"path": f"/srv/{n}"})
+
+    for n in range(3):
+        first = request(n)
+        assert asyncio.run(port.request(first)).outcome == "pending"
+        port.resolve(first.approval_id, approved=True)
+    # the decision for call 0 was dropped: its retry is asked again (fail closed)
+    assert asyncio.run(port.request(request(0))).outcome == "pending"
+    assert asyncio.run(port.request(request(2))).outcome == "approved"
+    assert port.forget_run("r") == 2  # the waiting retry of call 0 and the kept decision for call 1
+    assert asyncio.run(port.request(request(1))).outcome == "pending"
+    with pytest.raises(ValueError, match="positive int"):
+        DeferredApproval(limit=0)
 
 
 def test_an_approval_that_edits_the_arguments_is_refused(
