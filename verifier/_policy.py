@@ -496,23 +496,70 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         call_id = s.get("call_id")
         found = None
         denied = None
+        other_arguments = None
         for a in open_approvals:
             content = contents.get(a["seq"])
             if a.get("call_id") != call_id or (s.get("kind") == "tool_call" and not _approves_tool(content, s["tool"])):
                 continue
-            if _is_approved(content):
+            if not _is_approved(content):
+                denied = a
+            elif not _same_arguments(content, contents.get(s["seq"])):
+                other_arguments = a
+            else:
                 found = a
                 break
-            denied = a
         if found is not None:
             open_approvals.remove(found)  # one approval lets one step through
             continue
         if denied is not None and s.get("status") == _STOPPED:
             continue  # the gate worked: its approval said no and the call did not run
         which = f"call id {call_id}" if call_id is not None else "no call id"
-        why = f"; the approval at step {denied['seq']} was not approved" if denied is not None else ""
+        if other_arguments is not None:
+            why = f"; the approval at step {other_arguments['seq']} approved other arguments"
+        elif denied is not None:
+            why = f"; the approval at step {denied['seq']} was not approved"
+        else:
+            why = ""
         out.violate(rule.name, f"{s.get('kind')} {s.get('tool')!r} has no approved approval before it ({which}){why}",
                     [s["seq"]])
+
+
+def _arguments_key(content: Any, member: str) -> str | None:
+    """What a content says its arguments were, as one comparable string (None: it does not say).
+
+    ``arguments_digest`` is compared as given; ``arguments`` (an object, or JSON text of one,
+    as models send it) by the SHA-256 of its exact bytes, so key order and spacing do not
+    matter and value types do. Unreadable arguments compare as themselves, never as equal
+    to readable ones.
+    """
+    if not isinstance(content, dict) or content.get(member) is None:
+        return None
+    value = content[member]
+    if member == "arguments_digest":
+        return f"digest:{value}"
+    if isinstance(value, str) and len(value) <= MAX_ARGUMENTS_BYTES:
+        try:
+            value = parse_strict(value.encode("utf-8", "surrogatepass"), what="arguments")
+        except MalformedInput:
+            return f"text:{value}"
+    try:
+        return "sha256:" + hashlib.sha256(exact_bytes(value)).hexdigest()
+    except CanonicalizationError:
+        return f"repr:{value!r}"
+
+
+def _same_arguments(approval: Any, step: Any) -> bool:
+    """False when the approval and the step both name their arguments, and they differ.
+
+    The built-in gate records ``arguments_digest`` on both (over the unredacted arguments),
+    so that is compared when both have it; otherwise ``arguments``. When either content
+    does not name them there is nothing to bind, and the approval counts as today.
+    """
+    for member in ("arguments_digest", "arguments"):
+        approved, ran = _arguments_key(approval, member), _arguments_key(step, member)
+        if approved is not None and ran is not None:
+            return approved == ran
+    return True
 
 
 def _argument_rule(rule: Rule, steps: list[Any], contents: dict[int, Any], out: _Check) -> None:
@@ -567,8 +614,7 @@ def _steps_rules(policy: Policy, report: Report, wf: dict[str, Any], evidence: s
     content_rules = [r for r in policy.rules if r.form in _CONTENT_FORMS]
     for r in content_rules:
         needed.update(s["seq"] for s in steps
-                      if (r.form == "approved_before" and s.get("kind") == _APPROVAL) or (r.form == "argument"
-                                                                                          and r.matches(s)))
+                      if (r.form == "approved_before" and s.get("kind") == _APPROVAL) or r.matches(s))
     contents: dict[int, Any] = {}
     missing = None
     if content_rules:

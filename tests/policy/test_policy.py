@@ -295,3 +295,34 @@ def test_code_approval_without_call_ids_in_the_autogen_core_form(tmp_path: Path,
     out = run_cli(denied, "--policy", _policy(tmp_path, rules), "--json")[1]
     assert _violations(out) == [("code approved", [2])]
     assert "the approval at step 1 was not approved" in json.loads(out)["failures"][0]["message"]
+
+
+_PAY_ARGS = {"amount": 1, "payee": "acct_00112233"}
+
+
+@pytest.mark.parametrize(("approval", "ran"), [
+    ({**_APPROVED, "arguments": {**_PAY_ARGS, "amount": 1}}, {"arguments": {**_PAY_ARGS, "amount": 900}}),
+    ({**_APPROVED, "arguments": json.dumps(_PAY_ARGS)}, {"arguments": {**_PAY_ARGS, "payee": "acct_99999999"}}),
+    ({**_APPROVED, "arguments": {**_PAY_ARGS, "amount": 1}}, {"arguments": {**_PAY_ARGS, "amount": 1.5}}),
+    ({**_APPROVED, "arguments": _PAY_ARGS, "arguments_digest": "a" * 64},
+     {"arguments": _PAY_ARGS, "arguments_digest": "b" * 64}),  # the gate's digests decide when both have them
+])
+def test_an_approval_for_other_arguments_does_not_let_the_call_through(
+    tmp_path: Path, run_cli: Run, approval: dict[str, Any], ran: dict[str, Any]
+) -> None:
+    r = _calls(tmp_path, [("approval", approval, "c1"), ("pay", ran, "c1")])
+    out = run_cli(r, "--policy", _policy(tmp_path, PAY_RULES), "--json")[1]
+    assert ("pay approved", [2]) in _violations(out)
+    messages = [f["message"] for f in json.loads(out)["failures"] if f.get("rule") == "pay approved"]
+    assert any("the approval at step 1 approved other arguments" in m for m in messages), messages
+
+
+def test_the_same_arguments_in_another_spelling_are_the_approved_ones(tmp_path: Path, run_cli: Run) -> None:
+    spelled = '{ "payee":"acct_00112233",  "amount": 1 }'
+    r = _calls(tmp_path, [
+        ("approval", {**_APPROVED, "arguments": {**_PAY_ARGS, "amount": 7}}, "c1"),  # another call's approval
+        ("approval", {**_APPROVED, "arguments": spelled}, "c1"),
+        ("pay", {"arguments": _PAY_ARGS}, "c1"),
+    ])
+    assert "pay approved" not in {v[0] for v in _violations(run_cli(r, "--policy", _policy(tmp_path, PAY_RULES),
+                                                                      "--json")[1])}
