@@ -67,7 +67,7 @@ MAX_ARGUMENTS_BYTES = 1024 * 1024
 FORMS: dict[str, frozenset[str]] = {
     "approved_before": frozenset({"kind", "tool"}),
     "argument": frozenset({"tool", "argument", "max", "min", "pattern"}),
-    "none_after": frozenset({"kind", "tool", "after"}),
+    "none_after": frozenset({"kind", "tool", "after", "until"}),
     "at_most": frozenset({"kind", "tool", "count"}),
 }
 _CONTENT_FORMS = frozenset({"approved_before", "argument"})
@@ -109,6 +109,7 @@ class Rule:
     kind: str = "*"
     tool: str = "*"
     after: str = "termination"
+    until: str | None = None
     count: int = 0
     argument: tuple[str, ...] = ()
     max: float | None = None
@@ -208,7 +209,7 @@ def _rule(table: Any, index: int) -> Rule:
         raise PolicyError(f"{where}: unknown rule form {form!r} (want one of {', '.join(FORMS)})")
     _only(table, FORMS[form] | {"name", "form"}, where)
     args: dict[str, Any] = {}
-    for key in ("kind", "tool", "after"):
+    for key in ("kind", "tool", "after", "until"):
         if key in table:
             args[key] = _typed(table[key], str, f"{where}: {key}", "a string (pattern)")
     if form == "approved_before":
@@ -589,12 +590,27 @@ def _argument_rule(rule: Rule, steps: list[Any], contents: dict[int, Any], out: 
 
 
 def _none_after(rule: Rule, steps: list[Any], out: _Check) -> None:
-    start = next((i for i, s in enumerate(steps) if fnmatch.fnmatchcase(str(s.get("kind")), rule.after)), None)
-    if start is None:
-        return
-    seqs = [s["seq"] for s in steps[start + 1:] if rule.matches(s)]
-    if seqs:
-        out.violate(rule.name, f"{rule.kind} step after the {rule.after} at step {steps[start]['seq']}", seqs)
+    """Each quiet part, from a step matching ``after`` to the next matching ``until`` (or the end)."""
+    start: int | None = None
+    seqs: list[int] = []
+
+    def close() -> None:
+        if start is not None and seqs:
+            out.violate(rule.name, f"{rule.kind} step after the {rule.after} at step {steps[start]['seq']}", seqs)
+
+    for i, s in enumerate(steps):
+        kind = str(s.get("kind"))
+        if start is None:
+            if fnmatch.fnmatchcase(kind, rule.after):
+                start, seqs = i, []
+        elif rule.until is not None and kind != CLOSE_KIND and fnmatch.fnmatchcase(kind, rule.until):
+            close()
+            start = None
+            if fnmatch.fnmatchcase(kind, rule.after):
+                start, seqs = i, []
+        elif rule.matches(s):
+            seqs.append(s["seq"])
+    close()
 
 
 def _at_most(rule: Rule, steps: list[Any], out: _Check) -> None:

@@ -326,3 +326,32 @@ def test_the_same_arguments_in_another_spelling_are_the_approved_ones(tmp_path: 
     ])
     assert "pay approved" not in {v[0] for v in _violations(run_cli(r, "--policy", _policy(tmp_path, PAY_RULES),
                                                                       "--json")[1])}
+
+
+def _two_runs(tmp_path: Path, extra_in_first_quiet: bool) -> Path:
+    c = Collector(goal="two runs")
+    for run in range(2):
+        c.record("task", {"task": f"run {run}"}, agent="user", kind="task")
+        c.record("reply", {"text": "ok"}, agent="writer", kind="message")
+        c.record("end", {"reason": "done"}, agent="team", kind="termination")
+        if extra_in_first_quiet and run == 0:
+            c.record("late", {"text": "after the end"}, agent="writer", kind="message")
+    return Path(c.save(tmp_path / "two.json"))
+
+
+QUIET = '[[rule]]\nname = "quiet"\nform = "none_after"\nkind = "*"\n'
+
+
+def test_none_after_without_until_holds_the_whole_receipt_quiet(tmp_path: Path, run_cli: Run) -> None:
+    r = _two_runs(tmp_path, extra_in_first_quiet=False)
+    assert _violations(run_cli(r, "--policy", _policy(tmp_path, QUIET), "--json")[1]) == [("quiet", [4, 5, 6])]
+
+
+def test_none_after_until_a_new_task_checks_each_run_on_its_own(tmp_path: Path, run_cli: Run) -> None:
+    until = QUIET + 'until = "task"\n'
+    clean = _two_runs(tmp_path, extra_in_first_quiet=False)
+    assert _violations(run_cli(clean, "--policy", _policy(tmp_path, until), "--json")[1]) == []
+    late = _two_runs(tmp_path, extra_in_first_quiet=True)
+    out = run_cli(late, "--policy", _policy(tmp_path, until), "--json")[1]
+    assert _violations(out) == [("quiet", [4])]
+    assert "after the termination at step 3" in json.loads(out)["failures"][0]["message"]
