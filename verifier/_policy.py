@@ -500,12 +500,15 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         found = None
         denied = None
         other_arguments = None
+        late = None
         for a in open_approvals:
             content = contents.get(a["seq"])
             if a.get("call_id") != call_id or (s.get("kind") == "tool_call" and not _approves_tool(content, s["tool"])):
                 continue
             if not _is_approved(content):
                 denied = a
+            elif not _decided_before(a, s):
+                late = a  # recorded first, yet decided after the step had started: it did not gate it
             elif not _same_arguments(content, contents.get(s["seq"])):
                 other_arguments = a
             else:
@@ -519,12 +522,25 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         which = f"call id {call_id}" if call_id is not None else "no call id"
         if other_arguments is not None:
             why = f"; the approval at step {other_arguments['seq']} approved other arguments"
+        elif late is not None:
+            why = f"; the approval at step {late['seq']} was decided after the step started"
         elif denied is not None:
             why = f"; the approval at step {denied['seq']} was not approved"
         else:
             why = ""
         out.violate(rule.name, f"{s.get('kind')} {s.get('tool')!r} has no approved approval before it ({which}){why}",
                     [s["seq"]])
+
+
+def _decided_before(approval: Mapping[str, Any], step: Mapping[str, Any]) -> bool:
+    """True when the approval ended no later than the step started.
+
+    Steps are recorded when they end, so seq order alone lets a call that started first
+    and an approval given while it ran pass as "approved before". The chain binds both
+    times, which have one fixed RFC 3339 form, so they compare as text.
+    """
+    ended, started = approval.get("ended_at"), step.get("started_at")
+    return isinstance(ended, str) and isinstance(started, str) and ended <= started
 
 
 def _arguments_key(content: Any, member: str) -> str | None:
