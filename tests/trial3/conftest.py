@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..trial2.conftest import Run, run_cli
+from ..trial2.conftest import Run, receipt, run_cli
 
-__all__ = ["Run", "policy_failures", "run_cli", "write_policy"]
+__all__ = ["Run", "policy_failures", "receipt", "run_cli", "write_policy"]
 
 
 def write_policy(folder: Path, body: str) -> Path:

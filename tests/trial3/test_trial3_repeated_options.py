@@ -14,21 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from aer1 import Collector
 from aer1.cli import main as aer1_main
 
 from .conftest import Run
 
 ROOT_B = "f" * 64
-
-
-@pytest.fixture
-def receipt(tmp_path: Path) -> Path:
-    c = Collector(goal="one run")
-    c.record("lookup", {"arguments": {"q": "x"}, "result": "y"}, agent="alice", kind="tool_call", call_id="c1")
-    path = tmp_path / "receipt.json"
-    c.save(path, workflow=c.finalize("done"))
-    return path
 
 
 def _root(receipt: Path) -> str:
