@@ -57,7 +57,8 @@ class CliError(UsageError):
     """A usage or input problem of a command: one line, exit code 2."""
 
 
-#: The namespace attribute where :class:`_StoreOnce` notes the options already given.
+#: The namespace attribute where :class:`_StoreOnce` notes the options already given (as
+#: argparse notes ``_unrecognized_args``; no command reads its namespace as a whole).
 _GIVEN_ATTR = "_aer1_options_given"
 
 
@@ -91,13 +92,6 @@ class OneLineParser(argparse.ArgumentParser):
         if optional and kwargs.get("action", "store") == "store" and kwargs.get("nargs") in (None, "?"):
             kwargs["action"] = _StoreOnce
         return super().add_argument(*args, **kwargs)
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
-        """As argparse's, without the bookkeeping of :class:`_StoreOnce` in the result."""
-        parsed, rest = super().parse_known_args(args, namespace)
-        if hasattr(parsed, _GIVEN_ATTR):
-            delattr(parsed, _GIVEN_ATTR)
-        return parsed, rest
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (usage: {self.prog} --help)")
