@@ -57,8 +57,41 @@ class CliError(UsageError):
     """A usage or input problem of a command: one line, exit code 2."""
 
 
+#: The namespace attribute where :class:`_StoreOnce` notes the options already given (as
+#: argparse notes ``_unrecognized_args``; no command reads its namespace as a whole).
+_GIVEN_ATTR = "_aer1_options_given"
+
+
+class _StoreOnce(argparse._StoreAction):
+    """Store an option's value, refusing a second occurrence of the option.
+
+    Plain argparse keeps the last value, so ``--expected-root A --expected-root B`` would
+    drop pin A without a word: a second trust anchor, key file or output must never be
+    silently ignored.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given: set[str] = getattr(namespace, _GIVEN_ATTR, set())
+        if self.dest in given:
+            raise argparse.ArgumentError(self, f"given more than once (last {values!r}): it takes one value")
+        given.add(self.dest)
+        setattr(namespace, _GIVEN_ATTR, given)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse with its errors raised as :class:`CliError` (one line, no usage block, no exit)."""
+    """argparse with its errors raised as :class:`CliError` (one line, no usage block, no exit).
+
+    An option that takes one value (the default ``store`` action) may be given once.
+    """
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's; a single-valued option gets :class:`_StoreOnce`."""
+        optional = bool(args) and all(isinstance(a, str) and a.startswith(self.prefix_chars) for a in args)
+        if optional and kwargs.get("action", "store") == "store" and kwargs.get("nargs") in (None, "?"):
+            kwargs["action"] = _StoreOnce
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (usage: {self.prog} --help)")

@@ -411,7 +411,9 @@ def _is_approved(content: Any) -> bool:
     """
     if not isinstance(content, dict):
         return False
-    says = [content[k] == v for k, v in (("decision", "approved"), ("approved", True)) if k in content]
+    # ``is True`` and a str compare: JSON 1 or 1.0 equals True in Python, yet records no approval.
+    says = [content[k] is True if k == "approved" else content[k] == "approved"
+            for k in ("decision", "approved") if k in content]
     return bool(says) and all(says)
 
 
@@ -498,12 +500,15 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         found = None
         denied = None
         other_arguments = None
+        late = None
         for a in open_approvals:
             content = contents.get(a["seq"])
             if a.get("call_id") != call_id or (s.get("kind") == "tool_call" and not _approves_tool(content, s["tool"])):
                 continue
             if not _is_approved(content):
                 denied = a
+            elif not _decided_before(a, s):
+                late = a  # recorded first, yet decided after the step had started: it did not gate it
             elif not _same_arguments(content, contents.get(s["seq"])):
                 other_arguments = a
             else:
@@ -517,6 +522,8 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         which = f"call id {call_id}" if call_id is not None else "no call id"
         if other_arguments is not None:
             why = f"; the approval at step {other_arguments['seq']} approved other arguments"
+        elif late is not None:
+            why = f"; the approval at step {late['seq']} was decided after the step started"
         elif denied is not None:
             why = f"; the approval at step {denied['seq']} was not approved"
         else:
@@ -525,19 +532,30 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
                     [s["seq"]])
 
 
+def _decided_before(approval: Mapping[str, Any], step: Mapping[str, Any]) -> bool:
+    """True when the approval ended no later than the step started.
+
+    Steps are recorded when they end, so seq order alone lets a call that started first
+    and an approval given while it ran pass as "approved before". The chain binds both
+    times, which have one fixed RFC 3339 form, so they compare as text.
+    """
+    ended, started = approval.get("ended_at"), step.get("started_at")
+    return isinstance(ended, str) and isinstance(started, str) and ended <= started
+
+
 def _arguments_key(content: Any, member: str) -> str | None:
     """What a content says its arguments were, as one comparable string (None: it does not say).
 
-    ``arguments_digest`` is compared as given; ``arguments`` (an object, or JSON text of one,
-    as models send it) by the SHA-256 of its exact bytes, so key order and spacing do not
-    matter and value types do. Unreadable arguments compare as themselves, never as equal
-    to readable ones.
+    ``arguments_digest`` is the gate's SHA-256 of the arguments' RFC 8785 bytes; ``arguments``
+    (an object, or JSON text of one, as models send it) is hashed the same way, so the two
+    forms compare with each other, key order and spacing do not matter and value types do.
+    Unreadable arguments compare as themselves, never as equal to readable ones.
     """
     if not isinstance(content, dict) or content.get(member) is None:
         return None
     value = content[member]
     if member == "arguments_digest":
-        return f"digest:{value}"
+        return f"sha256:{value}" if isinstance(value, str) and _HEX64.fullmatch(value) else f"digest:{value!r}"
     if isinstance(value, str) and len(value) <= MAX_ARGUMENTS_BYTES:
         try:
             value = parse_strict(value.encode("utf-8", "surrogatepass"), what="arguments")
@@ -549,18 +567,26 @@ def _arguments_key(content: Any, member: str) -> str | None:
         return f"repr:{value!r}"
 
 
+_ARGUMENT_FORMS = ("arguments_digest", "arguments")
+
+
 def _same_arguments(approval: Any, step: Any) -> bool:
     """False when the approval and the step both name their arguments, and they differ.
 
-    The built-in gate records ``arguments_digest`` on both (over the unredacted arguments),
-    so that is compared when both have it; otherwise ``arguments``. When either content
-    does not name them there is nothing to bind, and the approval counts as today.
+    The built-in gate records ``arguments_digest`` on both, over the unredacted arguments
+    (its recorded ``arguments`` are redacted on one side only), so that is compared when
+    both have it; otherwise ``arguments``. When they share no form, one side's digest is
+    compared with the other side's arguments hashed alike: naming the approved call only by
+    digest and the call that ran only by value binds no less. When either content does not
+    name its arguments there is nothing to bind, and the approval counts.
     """
-    for member in ("arguments_digest", "arguments"):
-        approved, ran = _arguments_key(approval, member), _arguments_key(step, member)
-        if approved is not None and ran is not None:
-            return approved == ran
-    return True
+    approved = {m: _arguments_key(approval, m) for m in _ARGUMENT_FORMS}
+    ran = {m: _arguments_key(step, m) for m in _ARGUMENT_FORMS}
+    for m in _ARGUMENT_FORMS:
+        if approved[m] is not None and ran[m] is not None:
+            return approved[m] == ran[m]
+    said, done = next((k for k in approved.values() if k), None), next((k for k in ran.values() if k), None)
+    return said is None or done is None or said == done
 
 
 def _argument_rule(rule: Rule, steps: list[Any], contents: dict[int, Any], out: _Check) -> None:

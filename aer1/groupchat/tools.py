@@ -350,6 +350,7 @@ class ToolExecutor:
                 if isinstance(decided, ToolOutcome):
                     return self._finish(context, call, started, decided)
                 approval_id = decided
+                started = time.time()  # the call runs from here: its approval was decided before it
         return self._finish(context, call, started, await self._run(call, prepared, approval_id))
 
     async def _executor_decides(
