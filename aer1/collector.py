@@ -18,7 +18,7 @@ import orjson
 
 from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
-from .chain import _VARIANT, STEP_TAG, genesis_digest
+from .chain import _VARIANT, STEP_TAG, genesis_digest, uuid8_from_hex
 from .errors import UsageError
 from .evidence import EvidenceSink
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
@@ -76,14 +76,9 @@ _STATUSES = {s: s for s in STEP_STATUSES}
 #: Validated tool and agent names a collector remembers (each with its JSON text); a name
 #: recorded past this many is checked and encoded on every record instead.
 LABEL_CACHE_SIZE = 1024
-#: The RFC 8785 bytes of a step's chained header without optional members: the members in
-#: sorted order, tool and agent as JSON text, every other value plain ASCII (a kind and a
-#: status are identifiers, timestamps and digests are digits and hex letters).
-_CLOSE_JSON = orjson.dumps(CLOSE_KIND)
-_CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT)
+_CLOSE_JSON = orjson.dumps(CLOSE_KIND).decode()
+_CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
-_HEADER = (b'{"agent":%s,"ended_at":"%s","kind":"%s","prev_digest":"%s","receipt_hash":"%s","seq":%d,'
-           b'"started_at":"%s","status":"%s","tool":%s}')
 
 
 def _edited(seq: int) -> str:
@@ -174,7 +169,7 @@ class Collector:
         # The receipt's steps, members in reading order: finalize() hands this list and these
         # dicts over as the receipt's steps, so no second copy of a step is ever held.
         self._step_list: list[dict[str, Any]] = []
-        self._labels: dict[str, tuple[str, bytes]] = {}  # see LABEL_CACHE_SIZE
+        self._labels: dict[str, tuple[str, str]] = {}  # see LABEL_CACHE_SIZE
         self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
@@ -237,14 +232,14 @@ class Collector:
         except CanonicalizationError:
             return canonical_bytes(content)  # a custom redactor returned values that need normalizing
 
-    def _label(self, name: str, value: Any) -> tuple[str, bytes]:
+    def _label(self, name: str, value: Any) -> tuple[str, str]:
         """A tool or agent name checked, with its JSON text; remembered, so a repeated name is one lookup.
 
         The remembered string object is the one every later step holds, however the caller
         made its copy of the name.
         """
         _check_label(name, value)
-        found = (value, orjson.dumps(value))
+        found = (value, orjson.dumps(value).decode())
         if type(value) is str and len(self._labels) < LABEL_CACHE_SIZE:
             found = self._labels.setdefault(value, found)
         return found
@@ -319,10 +314,10 @@ class Collector:
     def _append(
         self,
         tool: str,
-        tool_json: bytes,
+        tool_json: str,
         kind: str,
         agent: str,
-        agent_json: bytes,
+        agent_json: str,
         status: str,
         start_ns: int,
         end_ns: int,
@@ -347,8 +342,12 @@ class Collector:
                 except orjson.JSONEncodeError as e:
                     raise ValueError(f"step member is not valid text: {e}") from e
             else:
-                hbytes = _HEADER % (agent_json, ended.encode(), kind.encode(), prev.encode(), rhash.encode(), seq,
-                                    started.encode(), status.encode(), tool_json)
+                # The RFC 8785 bytes of the header: members in sorted order, tool and agent as JSON
+                # text, every other value plain ASCII (kinds and statuses are identifiers,
+                # timestamps and digests are digits and hex letters).
+                hbytes = (f'{{"agent":{agent_json},"ended_at":"{ended}","kind":"{kind}","prev_digest":"{prev}",'
+                          f'"receipt_hash":"{rhash}","seq":{seq},"started_at":"{started}","status":"{status}",'
+                          f'"tool":{tool_json}}}').encode()
             receipt_bytes = self._receipt_bytes + len(hbytes) + STEP_OVERHEAD_BYTES
             evidence_bytes = self._evidence_bytes + len(cbytes) + STEP_OVERHEAD_BYTES
             if kind != CLOSE_KIND and (receipt_bytes > _RECEIPT_ROOM or evidence_bytes > _EVIDENCE_ROOM):
@@ -549,7 +548,7 @@ class Collector:
                 h = sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
             except (orjson.JSONEncodeError, TypeError) as e:
                 raise ReceiptEditedError(_edited(i + 1)) from e
-            if rid != f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}":
+            if rid != uuid8_from_hex(h):
                 raise ReceiptEditedError(_edited(i + 1))
             prev = h
         if prev != self._head:

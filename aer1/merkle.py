@@ -99,14 +99,16 @@ def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) ->
         full += 1
         node = root_of_leaves(leaves)
         j = 0
-        while j < len(peaks) and peaks[j] is not None:
-            node = sha(peaks[j] + node).digest()  # type: ignore[operator]
+        while j < len(peaks):
+            waiting = peaks[j]
+            if waiting is None:
+                peaks[j] = node
+                break
+            node = sha(waiting + node).digest()
             peaks[j] = None
             j += 1
-        if j == len(peaks):
-            peaks.append(node)
         else:
-            peaks[j] = node
+            peaks.append(node)
     if not full:
         return root_of_leaves(leaves).hex()
     return _fold_peaks(peaks, _lift(leaves, chunk), full * chunk + len(leaves), chunk).hex()
