@@ -58,7 +58,7 @@ from .timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
 if TYPE_CHECKING:
     from .bundle import LinkedChild
 
-__all__ = ["DEFAULT_AGENT", "LABEL_CACHE_SIZE", "Collector", "CollectorClosedError", "ReceiptEditedError"]
+__all__ = ["DEFAULT_AGENT", "LABEL_CACHE_SIZE", "Collector", "CollectorClosedError"]
 
 log = logging.getLogger("aer1")
 
@@ -81,17 +81,8 @@ _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
 
 
-def _edited(seq: int) -> str:
-    return (f"the receipt finalize() returned was changed at step {seq}, and the collector keeps no other "
-            "copy of its steps: copy a receipt (copy.deepcopy) before editing it")
-
-
 class CollectorClosedError(UsageError, RuntimeError):
     """The collector was finalized: its chain is closed to new steps."""
-
-
-class ReceiptEditedError(CollectorClosedError):
-    """The steps of the receipt ``finalize()`` returned were changed: the collector holds no other copy."""
 
 
 def _check_label(name: str, value: Any) -> str:
@@ -473,6 +464,12 @@ class Collector:
         ``final_answer`` is hashed into ``output_hash`` (a string as UTF-8, anything
         else as canonical JSON, None as the empty string). Calling again with the same
         arguments returns an equal receipt; the chain is closed only once.
+
+        The receipt's steps are the step dicts the collector kept while recording, handed
+        over without a copy (a receipt of a million steps is not held twice), as the
+        aer1-autogen collector hands over its own: copy the receipt (``copy.deepcopy``)
+        before editing it. A later call returns the kept steps as they are then, after
+        checking them against the chain: a change is logged as a warning naming the step.
         """
         args = (final_answer if isinstance(final_answer, (str, type(None))) else canonical_bytes(final_answer), status)
         with self._lock:
@@ -527,33 +524,41 @@ class Collector:
         return {**orjson.loads(head_bytes), "steps": self._steps(), **orjson.loads(tail_bytes)}
 
     def _steps(self) -> list[dict[str, Any]]:
-        """The receipt's steps (a new list of the kept step dicts), once checked to be exactly those recorded.
+        """The receipt's steps: a new list of the kept step dicts, which are checked against the chain.
 
-        The first ``finalize()`` hands the kept dicts over as the receipt's steps; a caller who
-        changed one of them has changed the only copy. Each step is hashed again and held to
-        the chain (its ``prev_digest``, its derived id, the kept chain head), so a changed
-        receipt is refused rather than returned as this collector's.
+        The first ``finalize()`` hands the kept dicts over as the receipt's steps, so a
+        caller who changed one has changed the only copy. Each step is hashed again and held
+        to the chain (its ``prev_digest``, its derived id, the kept chain head): a change is
+        never passed on unsaid.
         """
         steps = self._step_list
-        if len(steps) != self._seq:
-            raise ReceiptEditedError(f"the receipt finalize() returned was changed: it has {len(steps)} steps, "
-                                     f"want {self._seq}; copy a receipt before editing it")
+        changed = self._first_changed(steps)
+        if changed is not None:
+            log.warning("aer1: the receipt finalize() returned was changed (%s); the collector keeps no other "
+                        "copy of its steps, so its receipt is now the changed one: copy a receipt "
+                        "(copy.deepcopy) before editing it", changed)
+        return list(steps)
+
+    def _first_changed(self, steps: list[Any]) -> str | None:
+        """Where ``steps`` first differ from the steps recorded, or None when they are exactly those."""
         prev = genesis_digest(self.workflow_id)
         for i, step in enumerate(steps):
             if type(step) is not dict or step.get("seq") != i + 1 or step.get("prev_digest") != prev:
-                raise ReceiptEditedError(_edited(i + 1))
+                return f"step {i + 1}"
             body = step.copy()
             rid = body.pop("receipt_id", None)
             try:
                 h = sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
-            except (orjson.JSONEncodeError, TypeError) as e:
-                raise ReceiptEditedError(_edited(i + 1)) from e
+            except orjson.JSONEncodeError:
+                return f"step {i + 1}"
             if rid != uuid8_from_hex(h):
-                raise ReceiptEditedError(_edited(i + 1))
+                return f"step {i + 1}"
             prev = h
+        if len(steps) != self._seq:
+            return f"it has {len(steps)} steps, {self._seq} were recorded"
         if prev != self._head:
-            raise ReceiptEditedError(_edited(len(steps)))
-        return list(steps)
+            return f"step {len(steps)}"
+        return None
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
         """Every offline check of a receipt (this collector's when none is given): [] when valid.
@@ -565,10 +570,7 @@ class Collector:
         from .verifier import verify_receipt  # local import: the verifier stands alone
 
         if receipt is None:
-            try:
-                receipt = self.finalize()
-            except ReceiptEditedError as e:
-                return [str(e)]
+            receipt = self.finalize()
         if self._sink is None or receipt.get("workflow_id") != self.workflow_id:
             return [f.reason for f in verify_receipt(receipt).failures]
         with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
