@@ -35,7 +35,7 @@ __all__ = [
 
 _HASH_LEN = 32
 #: Leaves :func:`merkle_root_hex` hashes and reduces at a time (a power of two).
-CHUNK_LEAVES = 1024
+CHUNK_LEAVES = 256
 _sha256 = hashlib.sha256
 
 
