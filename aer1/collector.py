@@ -79,6 +79,7 @@ LABEL_CACHE_SIZE = 1024
 _CLOSE_JSON = orjson.dumps(CLOSE_KIND).decode()
 _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
+_STEP_HASH = sha256(STEP_TAG)
 
 
 class CollectorClosedError(UsageError, RuntimeError):
@@ -345,7 +346,9 @@ class Collector:
                 raise ValueError("the receipt or its evidence would grow past the size the verifier reads "
                                  f"({MAX_INPUT_BYTES} and {MAX_EVIDENCE_BYTES} bytes)")
             self._receipt_bytes, self._evidence_bytes = receipt_bytes, evidence_bytes
-            h = sha256(STEP_TAG + hbytes).hexdigest()
+            digest = _STEP_HASH.copy()  # the tag is hashed once, not once a step
+            digest.update(hbytes)
+            h = digest.hexdigest()
             # uuid8_from_hex, inlined: version nibble 8, variant bits 10
             rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
             if self.journal is not None:
