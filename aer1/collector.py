@@ -23,7 +23,7 @@ from .errors import UsageError
 from .evidence import EvidenceSink
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
-from .layout import receipt_json
+from .layout import write_receipt
 from .limits import (
     CLOSE_RESERVE_BYTES,
     LINE_COST_SLACK_BYTES,
@@ -587,11 +587,10 @@ class Collector:
         if workflow is None:
             workflow = self.finalize()
         target = os.fspath(path)
-        data = receipt_json(workflow)
         keeps_evidence = self._sink is not None and workflow.get("workflow_id") == self.workflow_id
         if keeps_evidence:
             check_output(evidence_path_for(target))  # refused before the receipt is written
-        replace_file(target, lambda f: f.write(data))
+        replace_file(target, lambda f: write_receipt(f, workflow))
         if keeps_evidence and self._sink is not None:
             self._sink.save_to(evidence_path_for(target))
         return target

@@ -23,7 +23,7 @@ import pytest
 import aer1.verifier
 from aer1 import Collector
 from aer1.cli import main as aer1_cli
-from aer1.layout import STEP_INDENT, receipt_json
+from aer1.layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
 from aer1.recover import recover_journal
 from aer1.verifier import _stream, verify_receipt
 from aer1.verifier._stream import verify_streaming
@@ -83,6 +83,25 @@ def test_lone_surrogates_are_escaped_in_the_same_layout() -> None:
     assert data.isascii()
     assert json.loads(data) == receipt
     assert [json.loads(line.rstrip(b",")) for line in _steps_of(data)] == receipt["steps"]
+
+
+def test_pieces_make_the_whole_file_across_piece_boundaries() -> None:
+    n = 2 * STEPS_PER_PIECE + 3
+    steps: list[Any] = [{"seq": i, "agent": "ünï"} for i in range(1, n + 1)]
+    steps[STEPS_PER_PIECE + 5]["agent"] = "lone \udc00"  # only this step needs escapes
+    receipt = {"goal": "g", "steps": steps, "merkle_root": "0" * 64}
+    pieces = list(receipt_pieces(receipt))
+    assert len(pieces) == 5, f"got {len(pieces)} pieces, want head, 3 of steps, tail"
+    data = receipt_json(receipt)
+    assert data == b"".join(pieces)
+    out = io.BytesIO()
+    write_receipt(out, receipt)
+    assert out.getvalue() == data
+    assert json.loads(data) == receipt
+    lines = _steps_of(data)
+    assert len(lines) == n and [json.loads(line.rstrip(b",")) for line in lines] == steps
+    escaped = [line for line in lines if b"\\u" in line]
+    assert len(escaped) == 1 and b"\\udc00" in escaped[0], "escapes reach beyond the step that needs them"
 
 
 def test_values_no_encoder_takes_are_refused_with_type_error() -> None:
