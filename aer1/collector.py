@@ -258,13 +258,13 @@ class Collector:
         if kind is None:
             kind = _KINDS.get(tool, "tool_call")
         else:
-            known = _KINDS.get(kind)
+            known = _KINDS.get(kind) if isinstance(kind, str) else None
             if known is None:
                 raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
             kind = known
         if kind == CLOSE_KIND:
             raise ValueError("kind 'close' is reserved for finalize()")
-        known_status = _STATUSES.get(status) if type(status) is str else None
+        known_status = _STATUSES.get(status) if isinstance(status, str) else None
         if known_status is None:
             raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
         if agent is None:

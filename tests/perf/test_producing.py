@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 import logging
 import tracemalloc
 from collections.abc import Callable
@@ -91,6 +92,21 @@ def test_equal_names_kinds_and_statuses_are_one_string_object() -> None:
     assert all(s["started_at"] is s["ended_at"] for s in steps), "equal start and end are not one object"
 
 
+def test_string_enum_kinds_and_statuses_are_recorded_as_plain_strings() -> None:
+    class Kind(str, enum.Enum):
+        MESSAGE = "message"
+
+    class Status(str, enum.Enum):
+        ERROR = "error"
+
+    c = Collector("enums", session_id="enums")
+    step = c.record("message", {"n": 1}, agent="alice", kind=Kind.MESSAGE, status=Status.ERROR)
+    assert type(step["kind"]) is str and type(step["status"]) is str
+    assert (step["kind"], step["status"]) == ("message", "error")
+    receipt = c.finalize("done")
+    _chain_by_jcs(receipt["steps"], c.workflow_id)
+
+
 @pytest.mark.parametrize(("member", "value", "error"), [
     ("tool", "bad\udc00", ValueError),
     ("agent", "bad\udc00", ValueError),
@@ -99,6 +115,7 @@ def test_equal_names_kinds_and_statuses_are_one_string_object() -> None:
     ("tool", 7, ValueError),
     ("agent", ["alice"], ValueError),
     ("kind", "mesage", ValueError),
+    ("kind", ["message"], ValueError),
     ("status", "fine", ValueError),
     ("status", ["ok"], ValueError),
 ])
