@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from .layout import receipt_json
 from .link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_status
 from .receipt import evidence_path_for
 
@@ -196,7 +195,7 @@ def save_bundle(parent: Collector, folder: str | os.PathLike[str],
     paths = [parent.save(os.path.join(target, BUNDLE_ROOT_NAME), workflow=workflow)]
     for c in children:
         path = os.path.join(target, child_file_name(c.receipt["workflow_id"]))
-        _write_file(path, orjson.dumps(c.receipt, option=orjson.OPT_INDENT_2) + b"\n")
+        _write_file(path, receipt_json(c.receipt))
         if c.evidence is not None:
             _write_file(evidence_path_for(path), c.evidence)
         paths.append(path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 import os
@@ -11,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from hashlib import sha256
+from operator import itemgetter
 from time import time_ns
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +18,12 @@ import orjson
 
 from . import timefmt
 from .canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
-from .chain import _VARIANT, STEP_TAG, genesis_digest
+from .chain import _VARIANT, STEP_TAG, genesis_digest, uuid8_from_hex
 from .errors import UsageError
 from .evidence import EvidenceSink
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
+from .layout import write_receipt
 from .limits import (
     CLOSE_RESERVE_BYTES,
     LINE_COST_SLACK_BYTES,
@@ -43,8 +44,6 @@ from .receipt import (
     CLOSE_KIND,
     DEFAULT_VERIFY_URL,
     KINDS,
-    STEP_OPTIONAL_MEMBERS,
-    STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
     WORKFLOW_STATUSES,
     close_content,
@@ -59,22 +58,28 @@ from .timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
 if TYPE_CHECKING:
     from .bundle import LinkedChild
 
-__all__ = ["DEFAULT_AGENT", "Collector", "CollectorClosedError"]
+__all__ = ["DEFAULT_AGENT", "LABEL_CACHE_SIZE", "Collector", "CollectorClosedError"]
 
 log = logging.getLogger("aer1")
 
 #: The ``agent`` of a step recorded without one.
 DEFAULT_AGENT = "unattributed"
 _SORT = orjson.OPT_SORT_KEYS
-_KIND_SET = frozenset(KINDS)
 #: Parse cost a content may have: its evidence line adds its own few members.
 _CONTENT_COST_ROOM = MAX_PARSE_COST_BYTES - LINE_COST_SLACK_BYTES
 #: Room for steps in the receipt and the evidence: the close step and the workflow members go in the reserve.
 _RECEIPT_ROOM = MAX_INPUT_BYTES - CLOSE_RESERVE_BYTES
 _EVIDENCE_ROOM = MAX_EVIDENCE_BYTES - CLOSE_RESERVE_BYTES
-_STATUS_SET = frozenset(STEP_STATUSES)
-#: Members of a chained header without optional members (every required one but receipt_id).
-_REQUIRED_HEADER_MEMBERS = len(STEP_REQUIRED_MEMBERS) - 1
+#: Each kind and status, mapped to one shared string object (a step holds the shared one).
+_KINDS = {k: k for k in KINDS}
+_STATUSES = {s: s for s in STEP_STATUSES}
+#: Validated tool and agent names a collector remembers (each with its JSON text); a name
+#: recorded past this many is checked and encoded on every record instead.
+LABEL_CACHE_SIZE = 1024
+_CLOSE_JSON = orjson.dumps(CLOSE_KIND).decode()
+_CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
+_RECEIPT_ID = itemgetter("receipt_id")
+_STEP_HASH = sha256(STEP_TAG)
 
 
 class CollectorClosedError(UsageError, RuntimeError):
@@ -153,17 +158,16 @@ class Collector:
         self._lock = threading.Lock()
         self._seq = 0
         self._head = genesis_digest(self.workflow_id)
-        # One tuple of step values per step, in reading order (see _STEP_KEYS); the members
-        # after prev_digest (reply_to, target, recipient, call_id), rare, by step index.
-        self._rows: list[tuple[Any, ...]] = []
-        self._extras: dict[int, dict[str, str]] = {}
+        # The receipt's steps, members in reading order: finalize() hands this list and these
+        # dicts over as the receipt's steps, so no second copy of a step is ever held.
+        self._step_list: list[dict[str, Any]] = []
+        self._labels: dict[str, tuple[str, str]] = {}  # see LABEL_CACHE_SIZE
         self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
         self._any_error = False
         self._agents: dict[str, dict[str, Any]] = {}
         self._agents_bytes = 0
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
-        # After finalize(): the receipt's members other than steps, as JSON (head, tail); the
-        # steps are rebuilt from the rows, so a finalized collector holds no second copy of a step dict.
+        # After finalize(): the receipt's members other than steps, as JSON (head, tail).
         self._closed_parts: tuple[bytes, bytes] | None = None
         self._closing = False  # set by finalize(): only the close step may follow
         self._final_args: tuple[Any, ...] | None = None
@@ -220,6 +224,18 @@ class Collector:
         except CanonicalizationError:
             return canonical_bytes(content)  # a custom redactor returned values that need normalizing
 
+    def _label(self, name: str, value: Any) -> tuple[str, str]:
+        """A tool or agent name checked, with its JSON text; remembered, so a repeated name is one lookup.
+
+        The remembered string object is the one every later step holds, however the caller
+        made its copy of the name.
+        """
+        _check_label(name, value)
+        found = (value, orjson.dumps(value).decode())
+        if type(value) is str and len(self._labels) < LABEL_CACHE_SIZE:
+            found = self._labels.setdefault(value, found)
+        return found
+
     def record(
         self,
         tool: str,
@@ -235,21 +251,29 @@ class Collector:
         recipient: str | None = None,
         call_id: str | None = None,
     ) -> dict[str, Any]:
-        """Record one step; returns a copy of its header (as it appears in the receipt)."""
-        _check_label("tool", tool)
+        """Record one step; returns a copy of the step as it appears in the receipt."""
+        labels = self._labels
+        found = labels.get(tool) if type(tool) is str else None
+        tool, tool_json = found if found is not None else self._label("tool", tool)
         if kind is None:
-            kind = tool if tool in _KIND_SET else "tool_call"
-        elif kind not in _KIND_SET:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+            kind = _KINDS.get(tool, "tool_call")
+        else:
+            known = _KINDS.get(kind) if isinstance(kind, str) else None
+            if known is None:
+                raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+            kind = known
         if kind == CLOSE_KIND:
             raise ValueError("kind 'close' is reserved for finalize()")
-        if status not in _STATUS_SET:
+        known_status = _STATUSES.get(status) if isinstance(status, str) else None
+        if known_status is None:
             raise ValueError(f"status must be one of {', '.join(STEP_STATUSES)}; got {status!r}")
         if agent is None:
             agent = DEFAULT_AGENT
-        else:
-            _check_label("agent", agent)
+        found = labels.get(agent) if type(agent) is str else None
+        agent, agent_json = found if found is not None else self._label("agent", agent)
+        extras: dict[str, str] | None = None
         if reply_to is not None or target is not None or recipient is not None or call_id is not None:
+            extras = {}
             for name, value in (("reply_to", reply_to), ("target", target), ("recipient", recipient),
                                 ("call_id", call_id)):
                 if value is not None and type(value) is not str:
@@ -258,6 +282,8 @@ class Collector:
                     raise ValueError(f"{name} must be a non-empty string or None, got ''")
                 if value is not None and len(value) > MAX_MEMBER_CHARS:
                     raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
+                if value is not None:
+                    extras[name] = value
         if started_at is None or ended_at is None:
             now = time_ns()
         start_ns = now if started_at is None else timefmt.to_ns(started_at)
@@ -274,23 +300,23 @@ class Collector:
             # the verifier would refuse to parse its evidence line
             raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
                              f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
-        return self._append(tool, kind, agent, status, start_ns, end_ns, cbytes, reply_to, target, recipient, call_id)
+        step = self._append(tool, tool_json, kind, agent, agent_json, known_status, start_ns, end_ns, cbytes, extras)
+        return step.copy()
 
     def _append(
         self,
         tool: str,
+        tool_json: str,
         kind: str,
         agent: str,
+        agent_json: str,
         status: str,
         start_ns: int,
         end_ns: int,
         cbytes: bytes,
-        reply_to: str | None = None,
-        target: str | None = None,
-        recipient: str | None = None,
-        call_id: str | None = None,
+        extras: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Chain one step (the hot path of every record: keep it flat)."""
+        """Chain one step and keep it (the hot path of every record: keep it flat); returns the kept step."""
         rhash = sha256(cbytes).hexdigest()
         started = format_ns(start_ns)
         ended = started if end_ns == start_ns else format_ns(end_ns)
@@ -298,36 +324,31 @@ class Collector:
             if self._closed_parts is not None or (self._closing and kind != CLOSE_KIND):
                 raise CollectorClosedError("collector is finalized; its chain takes no new steps")
             seq = self._seq + 1
-            header: dict[str, Any] = {
-                "seq": seq,
-                "tool": tool,
-                "kind": kind,
-                "agent": agent,
-                "receipt_hash": rhash,
-                "started_at": started,
-                "ended_at": ended,
-                "status": status,
-                "prev_digest": self._head,
-            }
-            if reply_to is not None:
-                header["reply_to"] = reply_to
-            if target is not None:
-                header["target"] = target
-            if recipient is not None:
-                header["recipient"] = recipient
-            if call_id is not None:
-                header["call_id"] = call_id
-            try:
-                hbytes = orjson.dumps(header, option=_SORT)
-            except orjson.JSONEncodeError as e:
-                raise ValueError(f"step member is not valid text: {e}") from e
+            prev = self._head
+            if extras:  # rare: the optional members sort in among the others
+                header: dict[str, Any] = {"seq": seq, "tool": tool, "kind": kind, "agent": agent,
+                                          "receipt_hash": rhash, "started_at": started, "ended_at": ended,
+                                          "status": status, "prev_digest": prev, **extras}
+                try:
+                    hbytes = orjson.dumps(header, option=_SORT)
+                except orjson.JSONEncodeError as e:
+                    raise ValueError(f"step member is not valid text: {e}") from e
+            else:
+                # The RFC 8785 bytes of the header: members in sorted order, tool and agent as JSON
+                # text, every other value plain ASCII (kinds and statuses are identifiers,
+                # timestamps and digests are digits and hex letters).
+                hbytes = (f'{{"agent":{agent_json},"ended_at":"{ended}","kind":"{kind}","prev_digest":"{prev}",'
+                          f'"receipt_hash":"{rhash}","seq":{seq},"started_at":"{started}","status":"{status}",'
+                          f'"tool":{tool_json}}}').encode()
             receipt_bytes = self._receipt_bytes + len(hbytes) + STEP_OVERHEAD_BYTES
             evidence_bytes = self._evidence_bytes + len(cbytes) + STEP_OVERHEAD_BYTES
             if kind != CLOSE_KIND and (receipt_bytes > _RECEIPT_ROOM or evidence_bytes > _EVIDENCE_ROOM):
                 raise ValueError("the receipt or its evidence would grow past the size the verifier reads "
                                  f"({MAX_INPUT_BYTES} and {MAX_EVIDENCE_BYTES} bytes)")
             self._receipt_bytes, self._evidence_bytes = receipt_bytes, evidence_bytes
-            h = sha256(STEP_TAG + hbytes).hexdigest()
+            digest = _STEP_HASH.copy()  # the tag is hashed once, not once a step
+            digest.update(hbytes)
+            h = digest.hexdigest()
             # uuid8_from_hex, inlined: version nibble 8, variant bits 10
             rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
             if self.journal is not None:
@@ -335,18 +356,19 @@ class Collector:
                 self.journal.write_step(rid, hbytes, cbytes if keep else None)
             if self._sink is not None:
                 self._sink.write(seq, rhash, cbytes)
-            # The values only, not the hashed bytes: finalize builds the step dicts from them directly.
-            self._rows.append((seq, rid, tool, kind, agent, rhash, started, ended, status, self._head))
-            if len(header) > _REQUIRED_HEADER_MEMBERS:
-                self._extras[seq - 1] = {k: header[k] for k in STEP_OPTIONAL_MEMBERS if k in header}
+            # one dict display in reading order: this dict is the receipt's step
+            step = {"seq": seq, "receipt_id": rid, "tool": tool, "kind": kind, "agent": agent, "receipt_hash": rhash,
+                    "started_at": started, "ended_at": ended, "status": status, "prev_digest": prev}
+            if extras:
+                step.update(extras)  # after prev_digest, in STEP_OPTIONAL_MEMBERS order
+            self._step_list.append(step)
             self._head = h
             self._seq = seq
             if status == "error":
                 self._any_error = True
         if self.journal is not None:
             self.journal.sync_step()
-        header["receipt_id"] = rid
-        return header
+        return step
 
     def safe_record(self, tool: str, content: Any, **kwargs: Any) -> dict[str, Any] | None:
         """Like :meth:`record` but never raises: a failure is logged and counted.
@@ -445,14 +467,19 @@ class Collector:
         ``final_answer`` is hashed into ``output_hash`` (a string as UTF-8, anything
         else as canonical JSON, None as the empty string). Calling again with the same
         arguments returns an equal receipt; the chain is closed only once.
+
+        The receipt's steps are the step dicts the collector kept while recording, handed
+        over without a copy (a receipt of a million steps is not held twice), as the
+        aer1-autogen collector hands over its own: copy the receipt (``copy.deepcopy``)
+        before editing it. A later call returns the kept steps as they are then, after
+        checking them against the chain: a change is logged as a warning naming the step.
         """
         args = (final_answer if isinstance(final_answer, (str, type(None))) else canonical_bytes(final_answer), status)
         with self._lock:
             if self._closed_parts is not None:
                 if args != self._final_args:
                     raise CollectorClosedError("collector is already finalized with other arguments")
-                head_bytes, tail_bytes = self._closed_parts
-                return {**orjson.loads(head_bytes), "steps": self._steps(), **orjson.loads(tail_bytes)}
+                return self._finalized()
             if status is not None and status not in WORKFLOW_STATUSES:
                 raise ValueError(f"status must be one of {', '.join(WORKFLOW_STATUSES)}; got {status!r}")
             if self._closing:
@@ -469,14 +496,15 @@ class Collector:
         )
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
-        self._append(CLOSE_KIND, CLOSE_KIND, CLOSE_AGENT, "ok", now, now, canonical_bytes(content))
+        self._append(CLOSE_KIND, _CLOSE_JSON, CLOSE_KIND, CLOSE_AGENT, _CLOSE_AGENT_JSON, "ok", now, now,
+                     canonical_bytes(content))
         with self._lock:
-            receipt: dict[str, Any] = {**workflow, "steps": self._steps()}
+            steps = self._step_list  # handed over as they are: no step is copied
             tail: dict[str, Any] = {
-                "merkle_root": merkle_root_hex([row[1] for row in self._rows]),
+                "merkle_root": merkle_root_hex(map(_RECEIPT_ID, steps)),
                 "chain_head": self._head,
             }
-            receipt.update(tail)
+            receipt: dict[str, Any] = {**workflow, "steps": steps, **tail}
         if self._tsas:  # outside the lock: a slow TSA holds up nothing but this call, and only until the timeout
             add_key_proof(receipt, self._signing_key)
             if KEY_PROOF_MEMBER in receipt:
@@ -492,25 +520,48 @@ class Collector:
                 self.journal.finish(receipt)
         return receipt
 
+    def _finalized(self) -> dict[str, Any]:
+        """The receipt ``finalize()`` returned, again (called under the lock, once finalized)."""
+        assert self._closed_parts is not None
+        head_bytes, tail_bytes = self._closed_parts
+        return {**orjson.loads(head_bytes), "steps": self._steps(), **orjson.loads(tail_bytes)}
+
     def _steps(self) -> list[dict[str, Any]]:
-        """The receipt's steps, new dicts (members in reading order) built from the stored rows."""
-        # Millions of new dicts would set off the cyclic collector again and again, and none
-        # of them can be part of a cycle: pause it while they are built.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            # one dict display per step: the fastest way CPython builds a dict of known members
-            steps = [
-                {"seq": seq, "receipt_id": rid, "tool": tool, "kind": kind, "agent": agent, "receipt_hash": rhash,
-                 "started_at": started, "ended_at": ended, "status": status, "prev_digest": prev}
-                for seq, rid, tool, kind, agent, rhash, started, ended, status, prev in self._rows
-            ]
-            for i, extra in self._extras.items():  # after prev_digest, as in step_in_order
-                steps[i].update(extra)
-            return steps
-        finally:
-            if was_enabled:
-                gc.enable()
+        """The receipt's steps: a new list of the kept step dicts, which are checked against the chain.
+
+        The first ``finalize()`` hands the kept dicts over as the receipt's steps, so a
+        caller who changed one has changed the only copy. Each step is hashed again and held
+        to the chain (its ``prev_digest``, its derived id, the kept chain head): a change is
+        never passed on unsaid.
+        """
+        steps = self._step_list
+        changed = self._first_changed(steps)
+        if changed is not None:
+            log.warning("aer1: the receipt finalize() returned was changed (%s); the collector keeps no other "
+                        "copy of its steps, so its receipt is now the changed one: copy a receipt "
+                        "(copy.deepcopy) before editing it", changed)
+        return list(steps)
+
+    def _first_changed(self, steps: list[Any]) -> str | None:
+        """Where ``steps`` first differ from the steps recorded, or None when they are exactly those."""
+        prev = genesis_digest(self.workflow_id)
+        for i, step in enumerate(steps):
+            if type(step) is not dict or step.get("seq") != i + 1 or step.get("prev_digest") != prev:
+                return f"step {i + 1}"
+            body = step.copy()
+            rid = body.pop("receipt_id", None)
+            try:
+                h = sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
+            except orjson.JSONEncodeError:
+                return f"step {i + 1}"
+            if rid != uuid8_from_hex(h):
+                return f"step {i + 1}"
+            prev = h
+        if len(steps) != self._seq:
+            return f"it has {len(steps)} steps, {self._seq} were recorded"
+        if prev != self._head:
+            return f"step {len(steps)}"
+        return None
 
     def verify(self, receipt: Mapping[str, Any] | None = None) -> list[str]:
         """Every offline check of a receipt (this collector's when none is given): [] when valid.
@@ -536,11 +587,10 @@ class Collector:
         if workflow is None:
             workflow = self.finalize()
         target = os.fspath(path)
-        data = orjson.dumps(workflow, option=orjson.OPT_INDENT_2) + b"\n"
         keeps_evidence = self._sink is not None and workflow.get("workflow_id") == self.workflow_id
         if keeps_evidence:
             check_output(evidence_path_for(target))  # refused before the receipt is written
-        replace_file(target, lambda f: f.write(data))
+        replace_file(target, lambda f: write_receipt(f, workflow))
         if keeps_evidence and self._sink is not None:
             self._sink.save_to(evidence_path_for(target))
         return target

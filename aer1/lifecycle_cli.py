@@ -16,13 +16,14 @@ from typing import Any
 
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TIMESTAMPS, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .keyring import KeyEntry, KeyringError, dump_keyring, format_time, new_entry, parse_time
+from .layout import receipt_json
 from .receipt import evidence_path_for
 from .recover import _write_atomic, same_file
 from .signing import KeyError_, key_id, load_private_key, load_public_key, sign_receipt
 from .timestamp import add_key_proof, normalize_tsas, request_timestamps
 from .verifier import verify_receipt
 from .verifier._keyring import load_keyring
-from .verifier._output import CliError, dump_json
+from .verifier._output import CliError
 
 __all__ = ["add_key_parser", "add_keygen_keyring_arguments", "add_timestamp_parser", "check_keygen_arguments",
            "stamp_receipt", "write_keygen_entry"]
@@ -212,7 +213,7 @@ def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     evidence, evidence_out = evidence_path_for(args.receipt), evidence_path_for(out)
     if same_file(out, evidence):
         raise CliError(f"the output {out} is the receipt's evidence file; choose another name")
-    _write_atomic(out, dump_json(body).encode("utf-8"))
+    _write_atomic(out, receipt_json(body))
     if not same_file(evidence_out, evidence) and os.path.isfile(evidence):  # same steps: same evidence
         shutil.copyfile(evidence, evidence_out)
     print(f"{len(new)} token(s) added; {out} written" + ("" if key is None else " and signed again"),

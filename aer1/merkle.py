@@ -13,12 +13,14 @@ the index and tree size).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import islice
 
 from .errors import VerificationError
 from .receipt import MERKLE_VERSIONS
 
 __all__ = [
+    "CHUNK_LEAVES",
     "MERKLE_VERSIONS",
     "RootMismatchError",
     "inclusion_proof",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 _HASH_LEN = 32
+#: Leaves :func:`merkle_root_hex` hashes and reduces at a time (a power of two).
+CHUNK_LEAVES = 256
 _sha256 = hashlib.sha256
 
 
@@ -74,10 +78,87 @@ def root_of_leaves(level: list[bytes]) -> bytes:
     return level[0]
 
 
-def merkle_root_hex(receipt_ids: Sequence[str]) -> str:
-    """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex."""
+def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) -> str:
+    """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex.
+
+    The ids are read once, ``chunk`` (a power of two) at a time: each full chunk is reduced
+    to the root of its complete subtree and carried up like a binary counter, so memory
+    stays at one chunk of leaves and one node per level whatever the number of ids.
+    """
+    if chunk < 1 or chunk & (chunk - 1):
+        raise ValueError(f"chunk must be a power of two, got {chunk}")
     sha = _sha256
-    return root_of_leaves([sha(r.encode()).digest() for r in receipt_ids]).hex()
+    ids = iter(receipt_ids)
+    # peaks[j]: the root of a complete subtree of chunk * 2**j leaves still waiting for its right sibling
+    peaks: list[bytes | None] = []
+    full = 0
+    while True:
+        leaves = [sha(r.encode()).digest() for r in islice(ids, chunk)]
+        if len(leaves) < chunk:
+            break
+        full += 1
+        node = root_of_leaves(leaves)
+        j = 0
+        while j < len(peaks):
+            waiting = peaks[j]
+            if waiting is None:
+                peaks[j] = node
+                break
+            node = sha(waiting + node).digest()
+            peaks[j] = None
+            j += 1
+        else:
+            peaks.append(node)
+    if not full:
+        return root_of_leaves(leaves).hex()
+    return _fold_peaks(peaks, _lift(leaves, chunk), full * chunk + len(leaves), chunk).hex()
+
+
+def _lift(leaves: list[bytes], chunk: int) -> bytes | None:
+    """The node at a full chunk's height over the last, partial chunk, or None when it is empty.
+
+    Below that height the full chunks before it hold an even number of nodes at every level,
+    so the partial chunk's odd last node is paired with itself exactly as in the whole tree,
+    up to and including a single node.
+    """
+    if not leaves:
+        return None
+    sha = _sha256
+    level = leaves
+    width = 1
+    while width < chunk:
+        if len(level) % 2:
+            level.append(level[-1])
+        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
+        width *= 2
+    return level[0]
+
+
+def _fold_peaks(peaks: list[bytes | None], node: bytes | None, size: int, chunk: int) -> bytes:
+    """The root from the carried subtree roots (``peaks``) and the partial node above them.
+
+    At each level from a chunk's height up, ``node`` is the level's last node when it covers
+    fewer leaves than a complete subtree of that level: it pairs with a waiting peak on its
+    left, or else with itself (an odd last node). With no partial node, a waiting peak that
+    is the last of an odd number of nodes pairs with itself.
+    """
+    sha = _sha256
+    j = 0
+    width = chunk
+    while -(-size // width) > 1:  # more than one node at this level
+        left = peaks[j] if j < len(peaks) else None
+        if node is None:
+            if left is not None:
+                node = sha(left + left).digest()
+        else:
+            node = sha((left if left is not None else node) + node).digest()
+        j += 1
+        width *= 2
+    if node is not None:
+        return node
+    top = peaks[j]
+    assert top is not None  # size is a power of two times chunk: one complete subtree
+    return top
 
 
 def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:

@@ -39,6 +39,7 @@ from .chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
 from .errors import MalformedInputError
 from .evidence import evidence_header, evidence_line
 from .journal import JOURNAL_TYPE, JOURNAL_VERSION
+from .layout import receipt_json
 from .limits import MAX_AGENTS_BYTES, MAX_JOURNAL_LINE_BYTES, MAX_MEMBER_CHARS, STEP_OVERHEAD_BYTES
 from .merkle import merkle_root_hex
 from .outfile import TEMP_FLAGS, check_output, replace_file, temp_path
@@ -457,7 +458,7 @@ def recover_journal(
                 ev_file.close()
             if ev_tmp is not None and os.path.exists(ev_tmp):
                 os.unlink(ev_tmp)
-    _write_atomic(out, orjson.dumps(result.receipt, option=orjson.OPT_INDENT_2) + b"\n")
+    _write_atomic(out, receipt_json(result.receipt))
     return result
 
 

@@ -95,6 +95,8 @@ def _redact(value: Any, scrub: bool) -> Any:
 
 
 _NOT_PLAIN = object()
+#: Keys known to be plain (str, BMP-only, not tag-prefixed), each with whether it is secret: one lookup a key.
+_plain_keys: dict[str, bool] = {}
 
 
 def _plain_redacted(value: Any, depth: int) -> Any:
@@ -104,11 +106,13 @@ def _plain_redacted(value: Any, depth: int) -> Any:
             return _NOT_PLAIN
         out = None
         for k, v in value.items():
-            if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
-                return _NOT_PLAIN
-            secret = _key_cache.get(k)
+            secret = _plain_keys.get(k)
             if secret is None:
+                if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
+                    return _NOT_PLAIN
                 secret = is_secret_key(k)
+                if len(_plain_keys) < _KEY_CACHE_LIMIT:
+                    _plain_keys[k] = secret
             tv = type(v)
             if secret:
                 new: Any = REDACTED if v is not None else None

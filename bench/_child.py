@@ -70,11 +70,22 @@ def record(who: str, steps: int, size: int, outdir: str) -> dict[str, Any]:
     else:
         p.save(path, receipt)
     save_s = time.perf_counter() - t0
+    rss_end = _rss_kib()
     return {
         "steps": steps, "record_s": record_s, "finalize_s": finalize_s, "save_s": save_s,
         "rss_base_kib": base, "rss_record_kib": after_record, "rss_finalize_kib": after_finalize,
-        "rss_end_kib": _rss_kib(), "file_bytes": os.path.getsize(path), "path": path,
+        "rss_end_kib": rss_end, "file_bytes": os.path.getsize(path), "path": path,
+        # the same receipt in either layout, measured after everything else (it imports aer1)
+        **_sizes_by_layout(receipt),
     }
+
+
+def _sizes_by_layout(receipt: dict[str, Any]) -> dict[str, int]:
+    """Bytes of ``receipt`` laid out as ours (a step per line) and as the peer's (indented throughout)."""
+    from aer1.layout import receipt_json
+
+    return {"bytes_step_lines": len(receipt_json(receipt)),
+            "bytes_indented": len(json.dumps(receipt, indent=2, ensure_ascii=False).encode())}
 
 
 def verify(who: str, path: str, evidence: str | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aer1.merkle import (
+    CHUNK_LEAVES,
     RootMismatchError,
     inclusion_proof,
     leaf_seq_output,
@@ -77,3 +78,29 @@ def test_duplicate_last_rule_collides_without_the_duplicate_check() -> None:
     """Why verifiers must reject repeated receipt ids: A..E and A..E,E share a root."""
     ids = [VECTORS["ids"][k] for k in "ABCDE"]
     assert merkle_root_hex(ids) == merkle_root_hex([*ids, ids[-1]])
+
+
+def _root_by_levels(ids: list[str]) -> str:
+    """The root the plain way: every leaf in one list, reduced level by level."""
+    return merkle_root([hashlib.sha256(r.encode()).digest() for r in ids]).hex()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4, 8])
+def test_root_in_chunks_equals_the_root_by_levels_for_every_size(chunk: int) -> None:
+    for n in range(0, 140):
+        ids = [f"id-{i}" for i in range(n)]
+        got = merkle_root_hex(iter(ids), chunk=chunk)  # read once, as a generator gives them
+        assert got == _root_by_levels(ids), f"{n} ids in chunks of {chunk}: got {got}"
+
+
+@pytest.mark.parametrize("n", [CHUNK_LEAVES - 1, CHUNK_LEAVES, CHUNK_LEAVES + 1, 2 * CHUNK_LEAVES,
+                               3 * CHUNK_LEAVES + 7, 5 * CHUNK_LEAVES])
+def test_root_in_chunks_at_the_default_chunk_boundaries(n: int) -> None:
+    ids = [f"{i:032x}" for i in range(n)]
+    assert merkle_root_hex(ids) == _root_by_levels(ids)
+
+
+@pytest.mark.parametrize("chunk", [0, -4, 3, 6, 1000])
+def test_chunk_that_is_not_a_power_of_two_is_refused(chunk: int) -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        merkle_root_hex(["a"], chunk=chunk)

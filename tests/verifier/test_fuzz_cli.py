@@ -254,7 +254,7 @@ def test_fuzzed_arguments(argv: list[str], command: str | None) -> None:
 def test_known_crashers_each_give_one_line(honest: dict[str, bytes], tmp_path: Path) -> None:
     receipt = json.loads(honest["receipt"])
     cases: dict[str, bytes] = {
-        "integer_over_4300_digits": honest["receipt"].replace(b'"seq": 1,', b'"seq": ' + _BIG_TEXT.encode() + b",",
+        "integer_over_4300_digits": honest["receipt"].replace(b'{"seq":1,', b'{"seq":' + _BIG_TEXT.encode() + b",",
                                                                1),
         "kind_is_a_list": _dump(_replace(receipt, ("steps", 0, "kind"), ["task"]), True),
         "status_is_an_object": _dump(_replace(receipt, ("steps", 0, "status"), {"ok": 1}), True),
@@ -326,7 +326,7 @@ def test_recover_close_step_with_agents_null_is_a_left_out_line(tmp_path: Path) 
 def test_console_scripts_never_print_a_traceback(honest: dict[str, bytes], tmp_path: Path,
                                                  argv: list[str]) -> None:
     big = tmp_path / "big.json"
-    big.write_bytes(honest["receipt"].replace(b'"seq": 1,', b'"seq": ' + _BIG_TEXT.encode() + b",", 1))
+    big.write_bytes(honest["receipt"].replace(b'{"seq":1,', b'{"seq":' + _BIG_TEXT.encode() + b",", 1))
     surrogate = tmp_path / os.fsdecode(b"\xfe.json")
     shutil.copyfile(big, surrogate)
     args = [str(big) if a == "BIG" else str(surrogate) if a == "SURROGATE" else a for a in argv]
