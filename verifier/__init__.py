@@ -29,6 +29,7 @@ from ..link import LINK_KIND
 from ..receipt import evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import claims_profile
+from ._fast import Passed, quick_steps
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 from ._steps import check_members
@@ -75,6 +76,7 @@ def verify_receipt(
     report = Report(None, checks)
     source: str | None = None
     given_parsed = not isinstance(receipt, (str, os.PathLike, bytes))
+    passed: Passed | None = None
     try:
         if isinstance(receipt, (str, os.PathLike)):
             source = report.source = os.fspath(receipt)
@@ -95,7 +97,8 @@ def verify_receipt(
             wf = parse_strict(receipt, what="the receipt")
         else:
             wf = receipt
-            check_json_value(wf)
+            passed = quick_steps(wf)  # steps it passes are JSON data: the walk covers the rest
+            check_json_value(wf if passed is None else {k: v for k, v in wf.items() if k != "steps"})
     except MalformedInput as e:
         c_parse.fail(str(e))
         skip_rest(checks[1:], "the input is not JSON data" if given_parsed else "the input could not be parsed")
@@ -103,7 +106,9 @@ def verify_receipt(
     c_parse.passed("given as parsed JSON data within limits" if given_parsed
                    else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
 
-    checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members)
+    if not given_parsed:
+        passed = quick_steps(wf)
+    checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members, passed)
     if checker is None:
         skip_rest(checks[2:], "members check failed")
         return report
@@ -111,4 +116,5 @@ def verify_receipt(
                          beside=None if source is None else evidence_path_for(source),
                          trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
                          tsa_trust=tsa_trust, keyring=keyring,
-                         links=sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
+                         links=checker.links if checker.links is not None
+                         else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
