@@ -30,10 +30,10 @@ from ..chain import STEP_TAG
 from ..limits import MAX_STRING_CHARS
 from ..link import LINK_KIND
 from ..merkle import reduce_levels, root_of_leaves
-from ..receipt import CLOSE_KIND, KINDS, MERKLE_VERSION, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
+from ..receipt import CLOSE_KIND, KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
 from ._checks import _date_ok, _is_hex64, _is_uuid
 
-__all__ = ["Passed", "Run", "check_run", "combine", "quick_steps"]
+__all__ = ["Passed", "Run", "check_run", "combine"]
 
 _REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _N_REQUIRED = len(STEP_REQUIRED_MEMBERS)
@@ -231,14 +231,3 @@ def combine(runs: Sequence[Run | None]) -> Passed | None:
     return Passed(n, done[0].first_prev, done[-1].last_digest, root_of_leaves(nodes), sum(r.links for r in done),
                   done[-1].closed)
 
-
-def quick_steps(wf: Any) -> Passed | None:
-    """Checks 2, 3 and 5 over the steps of a receipt that claims our profile; None: run the reference."""
-    if type(wf) is not dict or not ("profile" in wf or "chain_head" in wf):
-        return None
-    if wf.get("merkle_version") != MERKLE_VERSION:
-        return None
-    steps = wf.get("steps")
-    if type(steps) is not list or not steps:
-        return None
-    return combine([check_run(steps, 0, len(steps), last=True)])

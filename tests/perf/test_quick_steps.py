@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import random
+import threading
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 from typing import Any
@@ -26,8 +28,10 @@ from aer1.limits import MAX_STRING_CHARS
 from aer1.link import LINK_KIND
 from aer1.merkle import merkle_root, merkle_root_hex, reduce_levels, root_of_leaves
 from aer1.receipt import close_content
+from aer1.verifier import _parallel as parallel
 from aer1.verifier import verify_receipt
-from aer1.verifier._fast import Passed, check_run, combine, quick_steps
+from aer1.verifier._fast import Passed, check_run, combine
+from aer1.verifier._parallel import quick_steps
 from aer1.verifier._parse import check_json_value
 from aer1.verifier._steps import StepChecker
 
@@ -37,7 +41,7 @@ from ..helpers import make_collector
 def _reference(receipt: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The report with the quick path switched off: the step checker alone."""
     with monkeypatch.context() as m:
-        m.setattr(verifier_api, "quick_steps", lambda wf: None)
+        m.setattr(verifier_api, "quick_steps", lambda wf, jobs: None)
         return verify_receipt(receipt).to_dict()
 
 
@@ -367,3 +371,49 @@ def test_merkle_nodes_of_aligned_runs_give_the_root(n: int, levels: int) -> None
         nodes += reduce_levels(leaves[lo:lo + size * 2], levels)
     got = root_of_leaves(nodes)
     assert got == merkle_root(leaves), f"n={n} levels={levels}: got {got.hex()}, want {merkle_root(leaves).hex()}"
+
+
+def _long_receipt(n: int) -> dict[str, Any]:
+    c = Collector(goal="long", session_id="long")
+    for k in range(n):
+        c.record("message", {"k": k}, agent="a", reply_to="u" if k % 3 == 0 else None)
+    return c.finalize("done")
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("where", ["none", "first run", "seam", "worker run", "last step"])
+def test_worker_processes_decide_as_one_process(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs checked in forked workers give the report one process gives, honest or tampered at any place."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_STEPS", 1)
+    monkeypatch.setattr(parallel, "LEVELS", 3)
+    receipt = _long_receipt(70)  # runs of 24 steps with jobs=3: three processes
+    steps = receipt["steps"]
+    k = {"none": None, "first run": 5, "seam": 24, "worker run": 50, "last step": len(steps) - 1}[where]
+    if k is not None:
+        steps[k] = {**steps[k], "agent": "mallory"}
+    assert parallel.fork_safe(), "got no fork (threads running?), want the forked path tested"
+    one = verify_receipt(receipt, jobs=1).to_dict()
+    for jobs in (2, 3, 8):
+        many = verify_receipt(receipt, jobs=jobs).to_dict()
+        assert many == one, f"jobs={jobs}: got {many}, want {one}"
+    assert (quick_steps(receipt, 3) is None) == (k is not None)
+    assert quick_steps(receipt, 3) == quick_steps(receipt, 1)
+
+
+def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_STEPS", 1)
+    monkeypatch.setattr(parallel, "LEVELS", 3)
+    receipt = _long_receipt(40)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not parallel.fork_safe(), "got fork_safe with a second thread, want False"
+        forks: list[int] = []
+        real_fork = os.fork
+        monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+        assert verify_receipt(receipt, jobs=2).verdict == "VALID"
+        assert forks == [], f"got {len(forks)} forks with a thread running, want none"
+    finally:
+        stop.set()
+        other.join()
