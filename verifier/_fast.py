@@ -52,7 +52,8 @@ _UNDER_3, _UNDER_6 = frozenset("012"), frozenset("012345")
 #: Marks hour tens "2" and hour units "4" to "9" with 1 (every other byte 0): an hour from 24 to 29 has both.
 _TENS_2 = bytes(1 if b == ord("2") else 0 for b in range(256))
 _UNITS_4_9 = bytes(1 if ord("4") <= b <= ord("9") else 0 for b in range(256))
-_DATE = itemgetter(slice(0, 10))
+_DAY_LEN = 10
+_DATE = itemgetter(slice(0, _DAY_LEN))
 _HEX_DIGITS = b"0123456789abcdef"
 _ID_LEN = 36
 _ID_DASHES = (8, 13, 18, 23)
@@ -118,7 +119,7 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
     links = kinds.count(LINK_KIND)
     if links and not all(_is_uuid(s.get("target")) for s, k in zip(run, kinds, strict=True) if k == LINK_KIND):
         return None
-    if not (_times_ok(started) and _times_ok(ended) and all(map(ge, ended, started))):
+    if not (_times_ok(started + ended) and all(map(ge, ended, started))):
         return None
     if not (_hex_ok(hashes) and _is_hex64(prevs[0])) or set(map(len, prevs)) != {_HEX_LEN}:
         return None
@@ -154,7 +155,8 @@ def _times_ok(times: tuple[Any, ...]) -> bool:
 
     The joined times, digits written 0, must be the shape repeated (any other character,
     a non-ASCII digit among them, breaks it); then the tens of hours, minutes and seconds
-    and the hours 24 to 29 are checked over every time at once, and each distinct date.
+    and the hours 24 to 29 are checked over every time at once, and each distinct date
+    (once when, character by character, every time has the first one's).
     """
     if set(map(len, times)) != {_TS_LEN}:
         return False
@@ -167,7 +169,12 @@ def _times_ok(times: tuple[Any, ...]) -> bool:
         return False
     late = int.from_bytes(tens.encode().translate(_TENS_2), "big") & int.from_bytes(
         text[_HOUR_TENS + 1::_TS_LEN].encode().translate(_UNITS_4_9), "big")
-    return late == 0 and all(_date_ok(day) for day in set(map(_DATE, times)))
+    if late:
+        return False
+    day = times[0][:_DAY_LEN]
+    if all(text[k::_TS_LEN] == day[k] * len(times) for k in range(_DAY_LEN)):
+        return _date_ok(day)  # one date throughout (a run of a day): checked once, no string per time
+    return all(_date_ok(day) for day in set(map(_DATE, times)))
 
 
 def _hex_ok(values: tuple[Any, ...]) -> bool:
