@@ -9,9 +9,12 @@ pass no receipt whose steps the reference refuses.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import random
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from itertools import pairwise
@@ -385,24 +388,42 @@ def _long_receipt(n: int) -> dict[str, Any]:
     return c.finalize("done")
 
 
+#: Run in a fresh interpreter: the test process may have threads left by other tests, and then
+#: (rightly) never forks. Tampers with step ``argv[1]`` (or none), prints whether each jobs
+#: setting gave the one-process report and whether a fork could be made.
+_WORKERS_SCRIPT = """
+import sys, json
+from aer1 import Collector
+from aer1.verifier import verify_receipt, _parallel as parallel
+parallel.PARALLEL_MIN_STEPS, parallel.LEVELS = 1, 3
+c = Collector(goal="long", session_id="long")
+for k in range(70):
+    c.record("message", {"k": k}, agent="a", reply_to="u" if k % 3 == 0 else None)
+receipt = c.finalize("done")
+k = int(sys.argv[1])
+if k >= 0:
+    receipt["steps"][k] = {**receipt["steps"][k], "agent": "mallory"}
+one = verify_receipt(receipt, jobs=1).to_dict()
+same = {jobs: verify_receipt(receipt, jobs=jobs).to_dict() == one for jobs in (2, 3, 8)}
+quick = [parallel.quick_steps(receipt, j) for j in (1, 3)]
+print(json.dumps({"fork_safe": parallel.fork_safe(), "same": same, "quick_equal": quick[0] == quick[1],
+                  "quick_passed": quick[1] is not None, "verdict": one["verdict"]}))
+"""
+
+
 @pytest.mark.unverified_receipts
-@pytest.mark.parametrize("where", ["none", "first run", "seam", "worker run", "last step"])
-def test_worker_processes_decide_as_one_process(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("where", "k"), [("none", -1), ("first run", 5), ("seam", 24), ("worker run", 50),
+                                          ("last step", 70)])
+def test_worker_processes_decide_as_one_process(where: str, k: int) -> None:
     """Runs checked in forked workers give the report one process gives, honest or tampered at any place."""
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_STEPS", 1)
-    monkeypatch.setattr(parallel, "LEVELS", 3)
-    receipt = _long_receipt(70)  # runs of 24 steps with jobs=3: three processes
-    steps = receipt["steps"]
-    k = {"none": None, "first run": 5, "seam": 24, "worker run": 50, "last step": len(steps) - 1}[where]
-    if k is not None:
-        steps[k] = {**steps[k], "agent": "mallory"}
-    assert parallel.fork_safe(), "got no fork (threads running?), want the forked path tested"
-    one = verify_receipt(receipt, jobs=1).to_dict()
-    for jobs in (2, 3, 8):
-        many = verify_receipt(receipt, jobs=jobs).to_dict()
-        assert many == one, f"jobs={jobs}: got {many}, want {one}"
-    assert (quick_steps(receipt, 3) is None) == (k is not None)
-    assert quick_steps(receipt, 3) == quick_steps(receipt, 1)
+    out = subprocess.run([sys.executable, "-c", _WORKERS_SCRIPT, str(k)], capture_output=True, text=True,
+                         check=True, timeout=120)
+    got = json.loads(out.stdout)
+    assert got["fork_safe"], f"got no fork in a fresh interpreter, want the forked path tested: {got}"
+    assert all(got["same"].values()), f"{where}: got {got['same']}, want every jobs setting to give one report"
+    assert got["quick_equal"], f"{where}: got different quick results for jobs=1 and jobs=3"
+    assert got["quick_passed"] == (k < 0), f"{where}: got quick pass {got['quick_passed']}"
+    assert (got["verdict"] == "VALID") == (k < 0), f"{where}: got {got['verdict']}"
 
 
 def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
