@@ -28,6 +28,7 @@ __all__ = [
     "leaf_seq_output",
     "merkle_root",
     "merkle_root_hex",
+    "reduce_levels",
     "root_from_inclusion_proof",
     "root_of_leaves",
     "verify_inclusion",
@@ -76,6 +77,22 @@ def root_of_leaves(level: list[bytes]) -> bytes:
             level.append(level[-1])
         level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
     return level[0]
+
+
+def reduce_levels(level: list[bytes], levels: int) -> list[bytes]:
+    """The nodes ``levels`` levels above 32-byte ``level`` (consumed), by the rule of :func:`root_of_leaves`.
+
+    For a run of leaves that starts at a multiple of ``2**levels`` in a tree of more leaves
+    than the run: a run whose length is a multiple of ``2**levels`` pairs only its own
+    nodes, and the last run's odd last node is paired with itself exactly where the whole
+    level's would be, so :func:`root_of_leaves` over the runs' nodes, in order, is the root.
+    """
+    sha = _sha256
+    for _ in range(levels):
+        if len(level) % 2:
+            level.append(level[-1])
+        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
+    return level
 
 
 def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) -> str:

@@ -19,6 +19,7 @@ from ..chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
 from ..merkle import leaf_seq_output, root_of_leaves
 from ..receipt import CLOSE_KIND, MERKLE_VERSION
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
+from ._fast import Passed
 from ._report import FAIL, CheckResult
 
 __all__ = ["MAX_MEMBER_FAILURES", "NOT_PROFILE_NOTE", "StepChecker", "check_members"]
@@ -67,6 +68,19 @@ class StepChecker:
         self.prev = ""
         self.chain_fail: tuple[str, int, Any, Any] | None = None
         self.close_at: int | None = None
+        # the quick path's results (``_fast``): the root, and how many link steps
+        self.root: bytes | None = None
+        self.links: int | None = None
+
+    @classmethod
+    def from_passed(cls, passed: Passed, last: Any) -> StepChecker:
+        """The state the reference leaves after feeding the steps the quick path passed (a profile receipt)."""
+        checker = cls(True)
+        checker.n, checker.last = passed.n, last
+        checker.first_prev, checker.prev = passed.first_prev, passed.last_digest
+        checker.close_at = passed.n - 1 if passed.closed else None
+        checker.root, checker.links = passed.root, passed.links
+        return checker
 
     @property
     def settled(self) -> bool:
@@ -180,14 +194,17 @@ class StepChecker:
     def merkle_result(self, wf: Mapping[str, Any], result: CheckResult) -> None:
         """Check 4: merkle_root recomputed under merkle_version (absent means receipt-id-v0)."""
         version = wf.get("merkle_version", MERKLE_VERSION)
-        if version == MERKLE_VERSION:
-            raw = self.leaves
-        elif self.output_bad is not None:
-            result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=self.output_bad)
-            return
+        if version == MERKLE_VERSION and self.root is not None:
+            root = self.root.hex()
         else:
-            raw = self.output_leaves
-        root = root_of_leaves([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
+            if version == MERKLE_VERSION:
+                raw = self.leaves
+            elif self.output_bad is not None:
+                result.fail("output_hash (needed by seq-output-v1) is not 64 lowercase hex", seq=self.output_bad)
+                return
+            else:
+                raw = self.output_leaves
+            root = root_of_leaves([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
         self.leaves = bytearray()
         if root != wf["merkle_root"]:
             result.fail(f"merkle_root does not match the {version} root of the steps",
@@ -210,8 +227,11 @@ class StepChecker:
         check_chain_end(wf, self.prev, self.last, self.n, result)
 
 
-def check_members(wf: Any, profile: bool, result: CheckResult) -> StepChecker | None:
-    """Check 2 over a parsed receipt; the fed checker when the members are well-formed, else None."""
+def check_members(wf: Any, profile: bool, result: CheckResult, passed: Passed | None = None) -> StepChecker | None:
+    """Check 2 over a parsed receipt; the fed checker when the members are well-formed, else None.
+
+    ``passed``: the quick path's verdict on the steps (``_fast``), when it passed them all.
+    """
     if not isinstance(wf, dict):
         result.fail(f"the receipt is a JSON {type(wf).__name__}, not an object")
         return None
@@ -220,6 +240,9 @@ def check_members(wf: Any, profile: bool, result: CheckResult) -> StepChecker | 
     if not isinstance(steps, list) or not steps:
         result.fail("steps is not a non-empty array")
         return None
+    if passed is not None and profile:
+        checker = StepChecker.from_passed(passed, steps[-1])
+        return checker if checker.members_result(result) else None
     checker = StepChecker(profile)
     for step in steps:
         checker.feed(step)

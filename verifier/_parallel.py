@@ -1,0 +1,123 @@
+"""The quick path over a large receipt in several processes: each checks a run of steps.
+
+Given the ``prev_digest`` a run starts from, each run's digests, links, ids and leaves are
+checked apart, and its Merkle nodes reduced :data:`LEVELS` levels (runs start at a
+multiple of ``2**LEVELS`` steps, so their nodes are those of the whole tree); this
+process then checks the seams, the repeated ids and the top of the tree (``_fast.combine``).
+
+Worker processes are made with ``os.fork``: they read the parsed receipt where it lies,
+with nothing pickled on the way in. A fork is made only when this process runs one
+thread (a lock held by another thread would stay held in the child); otherwise, on a
+system without ``fork``, below :data:`PARALLEL_MIN_STEPS`, or when a worker does not
+answer, the runs are checked here. The result is the same either way: a run that is not
+certainly passing makes the caller run the reference over the whole receipt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import threading
+from typing import Any
+
+from ..receipt import MERKLE_VERSION
+from ._fast import Passed, Run, check_run, combine
+
+__all__ = ["LEVELS", "PARALLEL_MIN_STEPS", "fork_safe", "quick_steps", "steps_in_runs"]
+
+#: Receipts with fewer steps are checked in one process: a fork and its page copies cost more.
+PARALLEL_MIN_STEPS = 20_000
+#: Merkle levels each worker reduces its run by (runs are multiples of 2**LEVELS steps, but the last).
+LEVELS = 10
+_READ = 1 << 20
+
+
+def fork_safe() -> bool:
+    """True when forking cannot copy a lock another thread holds: ``fork`` exists and one thread runs.
+
+    Threads Python does not know of (started by a C library) count too: on Linux they are
+    read from ``/proc/self/task``; where that cannot be read, no fork is made.
+    """
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def steps_in_runs(steps: list[Any], jobs: int) -> Passed | None:
+    """The quick path over ``steps`` in up to ``jobs`` processes (this one included); None: run the reference."""
+    n = len(steps)
+    block = 1 << LEVELS
+    per = -(-n // max(jobs, 1) // block) * block or block  # whole blocks, rounded up
+    if jobs <= 1 or n < PARALLEL_MIN_STEPS or per >= n or not fork_safe():
+        return combine([check_run(steps, 0, n, last=True)])
+    bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
+    workers: list[tuple[int, int, tuple[int, int]]] = []
+    try:
+        for lo, hi in bounds[1:]:
+            workers.append(_fork(steps, lo, hi, n))
+        runs: list[Run | None] = [check_run(steps, 0, bounds[0][1], last=False, levels=LEVELS)]
+        while workers:
+            pid, fd, (lo, hi) = workers.pop(0)
+            run = _collect(pid, fd)
+            runs.append(run if isinstance(run, Run) else check_run(steps, lo, hi, last=hi == n, levels=LEVELS))
+    finally:
+        for pid, fd, _ in workers:  # only when this process was interrupted: do not leave workers behind
+            os.close(fd)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return combine(runs)
+
+
+def _fork(steps: list[Any], lo: int, hi: int, n: int) -> tuple[int, int, tuple[int, int]]:
+    """Start a worker checking ``steps[lo:hi]``; its answer comes on the returned pipe."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        try:
+            os.close(read_fd)
+            gc.disable()  # a collection would touch (and so copy) every page of the receipt
+            data = pickle.dumps(check_run(steps, lo, hi, last=hi == n, levels=LEVELS))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd, (lo, hi)
+
+
+def _collect(pid: int, fd: int) -> Any:
+    """The worker's answer (its run, or None), or None when it gave none."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, _READ):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        return None
+    try:
+        return pickle.loads(b"".join(chunks))  # our own child's bytes, not input
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return None
+
+
+def quick_steps(wf: Any, jobs: int = 1) -> Passed | None:
+    """Checks 2, 3 and 5 over the steps of a receipt that claims our profile; None: run the reference.
+
+    ``jobs``: processes to use for a receipt of :data:`PARALLEL_MIN_STEPS` steps or more.
+    """
+    if type(wf) is not dict or not ("profile" in wf or "chain_head" in wf):
+        return None
+    if wf.get("merkle_version") != MERKLE_VERSION:
+        return None
+    steps = wf.get("steps")
+    if type(steps) is not list or not steps:
+        return None
+    return steps_in_runs(steps, jobs)
