@@ -29,7 +29,7 @@ from ..link import LINK_KIND
 from ..receipt import evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import claims_profile
-from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
+from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 from ._steps import check_members
 from ._stream import STREAM_MIN_BYTES, verify_streaming
@@ -86,7 +86,7 @@ def verify_receipt(
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
-            wf: Any = parse_strict(data, what=source)
+            wf: Any = parse_checked_cost(data, what=source)  # size and cost checked just above
             # What a later reader of the file (a policy, a bundle's links) checks it reads the same bytes by.
             c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
             if evidence is None and os.path.lexists(evidence_path_for(source)):
