@@ -203,11 +203,16 @@ def parse_checked_cost(data: bytes, *, what: str = "input", max_depth: int = MAX
     gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
         value = _parse_quick(data)
-        if value is _MISS:
+        quick = value is not _MISS
+        if not quick:
             value = _parse_exact(data, what)
     finally:
         if was_enabled:
             gc.enable()
+    if quick and len(data) <= max_string and data.count(b"{") + data.count(b"[") < max_depth:
+        # orjson gives JSON types and finite numbers only; no string is longer than the text
+        # and no nesting deeper than its brackets: the walk could not refuse it (an evidence line).
+        return value
     check_json_value(value, max_depth=max_depth, max_string=max_string)
     return value
 

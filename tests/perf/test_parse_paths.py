@@ -53,19 +53,19 @@ _TRICKY: list[bytes] = [
 ]
 
 
-def _strict(data: bytes) -> tuple[str, Any]:
+def _strict(data: bytes, **limits: int) -> tuple[str, Any]:
     """What the strict parser alone decides: ("ok", value) or ("refused", message)."""
     try:
         value = _parse_exact(data, "input")
-        check_json_value(value)
+        check_json_value(value, **limits)
     except MalformedInput as e:
         return "refused", str(e)
     return "ok", value
 
 
-def _decided(data: bytes) -> tuple[str, Any]:
+def _decided(data: bytes, **limits: int) -> tuple[str, Any]:
     try:
-        return "ok", parse_strict(data)
+        return "ok", parse_strict(data, **limits)
     except MalformedInput as e:
         return "refused", str(e)
 
@@ -93,6 +93,21 @@ def _typed(v: Any) -> Any:
 def test_tricky_texts_decide_as_the_strict_parser(data: bytes) -> None:
     got, want = _decided(data), _strict(data)
     assert _same(got, want), f"got {got!r}, want {want!r} for {data[:80]!r}"
+
+
+#: Short texts near small limits: the quick parse skips the value walk only when the text itself
+#: proves it cannot fail (no string longer than the text, no nesting deeper than its brackets).
+_NEAR_LIMITS: list[bytes] = [b'"abc"', b'"abcd"', b'["ab","abcd"]', b'{"abcd":1}', b'{"a":"\\u00e9\\u00e9\\u00e9"}',
+                             b'[[[]]]', b'[[["x"]]]', b'{"a":{"b":{}}}', b'[{},{},{}]', b'[[],[],[]]', b'"[[[[[["',
+                             b'{"a":[1,[2,[3]]]}', b'[1.5]', b'{"k":"\xc3\xa9\xc3\xa9"}']
+
+
+@pytest.mark.parametrize("data", _NEAR_LIMITS)
+@pytest.mark.parametrize(("max_depth", "max_string"), [(1, 3), (2, 4), (3, 2), (3, 8), (4, 100)])
+def test_small_limits_decide_as_the_strict_parser(data: bytes, max_depth: int, max_string: int) -> None:
+    got = _decided(data, max_depth=max_depth, max_string=max_string)
+    want = _strict(data, max_depth=max_depth, max_string=max_string)
+    assert _same(got, want), f"got {got!r}, want {want!r} for {data!r} at depth {max_depth}, string {max_string}"
 
 
 @pytest.mark.parametrize("data", [b'{"a":1,"a":2}', b'{\n  "a": 1,\n  "a": 1\n}\n', b'[NaN]', b'"\\ud800"',
