@@ -12,7 +12,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..outfile import check_output
 from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_file
 from ._output import CliError, dump_json, one_line
 from ._parse import MalformedInput, open_regular
@@ -84,6 +83,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise CliError("--attest KEY and -o FILE go together")
     for option, path in (("--junit", args.junit), ("-o", args.output)):
         if path is not None:
+            from ..outfile import check_output  # only for --junit and -o
+
             # Refused before any receipt is verified, so that nothing is printed before the error:
             # a device, FIFO or folder, and a file that cannot be created where it is named.
             try:

@@ -99,11 +99,21 @@ def test_tricky_texts_decide_as_the_strict_parser(data: bytes) -> None:
 #: proves it cannot fail (no string longer than the text, no nesting deeper than its brackets).
 _NEAR_LIMITS: list[bytes] = [b'"abc"', b'"abcd"', b'["ab","abcd"]', b'{"abcd":1}', b'{"a":"\\u00e9\\u00e9\\u00e9"}',
                              b'[[[]]]', b'[[["x"]]]', b'{"a":{"b":{}}}', b'[{},{},{}]', b'[[],[],[]]', b'"[[[[[["',
-                             b'{"a":[1,[2,[3]]]}', b'[1.5]', b'{"k":"\xc3\xa9\xc3\xa9"}']
+                             b'{"a":[1,[2,[3]]]}', b'[1.5]', b'{"k":"\xc3\xa9\xc3\xa9"}',
+                             b'{"a":[[],{}]}', b'[[[{}]]]', b'[[["abcd"]]]']  # the deepest containers empty
 
 
-@pytest.mark.parametrize("data", _NEAR_LIMITS)
-@pytest.mark.parametrize(("max_depth", "max_string"), [(1, 3), (2, 4), (3, 2), (3, 8), (4, 100)])
+def _indented(text: bytes) -> bytes:
+    return orjson.dumps(orjson.loads(text), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+_DEEP_ITEMS = b'{"a":[{"b":[1,{"c":"' + b"x" * 30 + b'"}]}],"d":"' + b"y" * 40 + b'"}'
+
+
+@pytest.mark.parametrize("data", [*_NEAR_LIMITS, *map(_indented, _NEAR_LIMITS), _DEEP_ITEMS, _indented(_DEEP_ITEMS)])
+@pytest.mark.parametrize(("max_depth", "max_string"),
+                         [(0, 100), (1, 3), (2, 4), (3, 2), (3, 8), (4, 100), (4, 29), (4, 30), (4, 39), (4, 40),
+                          (5, 30), (5, 40), (5, 41), (6, 100)])
 def test_small_limits_decide_as_the_strict_parser(data: bytes, max_depth: int, max_string: int) -> None:
     got = _decided(data, max_depth=max_depth, max_string=max_string)
     want = _strict(data, max_depth=max_depth, max_string=max_string)
@@ -170,3 +180,19 @@ def test_any_value_in_any_layout_decides_as_the_strict_parser(value: Any) -> Non
     for data in _variants(value):
         got, want = _decided(data), _strict(data)
         assert _same(got, want), f"got {got!r}, want {want!r} for {data[:120]!r}"
+
+
+def test_a_large_saved_receipt_needs_no_value_walk(tmp_path: Any) -> None:
+    from aer1 import Collector
+    from aer1.verifier._parse import MAX_DEPTH, MAX_STRING_CHARS, _limits_shown
+
+    c = Collector("large")
+    for i in range(2_500):
+        c.record("message", {"content": f"turn {i} " + "x" * 200}, agent="alice", kind="message")
+    c.save(str(tmp_path / "large.json"))
+    data = (tmp_path / "large.json").read_bytes()
+    assert len(data) > MAX_STRING_CHARS
+    assert _limits_shown(data, MAX_DEPTH, MAX_STRING_CHARS), "got the value walk for our saved layout, want none"
+    deep = data.replace(b'"status": "ok"', b'"status": ' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH, 1)
+    assert not _limits_shown(orjson.dumps(orjson.loads(deep), option=orjson.OPT_INDENT_2), MAX_DEPTH,
+                             MAX_STRING_CHARS), "got no walk for a receipt nested past the limit"

@@ -23,7 +23,7 @@ from aer1 import Collector, generate_key_pair
 _NEVER = (
     "cryptography.x509", "cryptography.hazmat.primitives.serialization", "rfc3161_client",
     "multiprocessing", "concurrent.futures", "tomllib", "tomli", "xml", "http", "ssl", "email", "urllib.request",
-    "tempfile", "tqdm", "jinja2",
+    "tempfile", "tqdm", "jinja2", "rfc3339_validator", "aer1.outfile",
     "aer1.verifier._policy", "aer1.verifier._junit", "aer1.verifier._attest", "aer1.verifier._tsa_verify",
     "aer1.collector", "aer1.journal", "aer1.evidence", "aer1.redact", "aer1.report", "aer1.timestamp",
     "aer1.collectors",
