@@ -277,12 +277,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 def _command(argv: Sequence[str]) -> str | None:
     """The command ``argv`` names: its first positional argument (the top level has no valued options)."""
-    for i, a in enumerate(argv):
-        if a == "--":
-            return argv[i + 1] if i + 1 < len(argv) else None
-        if not a.startswith("-"):
-            return a
-    return None
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _parser(command: str | None) -> argparse.ArgumentParser:

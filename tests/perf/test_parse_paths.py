@@ -196,3 +196,41 @@ def test_a_large_saved_receipt_needs_no_value_walk(tmp_path: Any) -> None:
     deep = data.replace(b'"status": "ok"', b'"status": ' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH, 1)
     assert not _limits_shown(orjson.dumps(orjson.loads(deep), option=orjson.OPT_INDENT_2), MAX_DEPTH,
                              MAX_STRING_CHARS), "got no walk for a receipt nested past the limit"
+
+
+def _tampered(data: bytes) -> list[bytes]:
+    """A saved receipt edited the ways an attacker or a broken tool would, in our layout and others."""
+    return [
+        data,
+        data.replace(b'"status": "ok"', b'"status": "error"', 1),
+        data.replace(b'"seq": 2', b'"seq": 3', 1),
+        data.replace(b'"goal": ', b'"goal": "x",\n  "goal": ', 1),  # a member twice
+        data.replace(b'"seq": 1,', b'"seq": 1,\n      "seq": 1,', 1),
+        data.replace(b'"seq": 1', b'"seq": 1.0', 1),
+        data.replace(b'"seq": 1', b'"seq": NaN', 1),
+        data.replace(b'"seq": 1', b'"seq": 100000000000000000000', 1),
+        data.replace(b'"goal": "', b'"goal": "\\ud800', 1),
+        data.replace(b'"goal": "', b'"goal": "\\u0041', 1),
+        data.replace(b'"status": "ok"', b'"status": ' + b"[" * 70 + b"]" * 70, 1),
+        orjson.dumps(orjson.loads(data)),  # compact
+        json.dumps(orjson.loads(data), indent=4).encode(),
+        data[:-40],
+        data + b"{}",
+    ]
+
+
+def test_a_tampered_receipt_gets_the_same_report_from_either_parser(tmp_path: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from aer1.verifier import _parse, verify_receipt
+
+    c = make_collector()
+    c.save(str(tmp_path / "run.json"))
+    data = (tmp_path / "run.json").read_bytes()
+    for i, text in enumerate(_tampered(data)):
+        path = tmp_path / f"t{i}.json"
+        path.write_bytes(text)
+        quick = verify_receipt(path).to_dict()
+        with monkeypatch.context() as m:
+            m.setattr(_parse, "_parse_quick", lambda _data: _MISS)
+            exact = verify_receipt(path).to_dict()
+        assert quick == exact, f"got {quick['verdict']}, want {exact['verdict']} for edit {i}"
