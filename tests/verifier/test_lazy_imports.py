@@ -1,5 +1,8 @@
 """A plain ``aer1-verify receipt.json`` loads only what it needs: start-up is most of a small run's wall time.
 
+(And each ``aer1`` command loads only its own modules: ``prove`` and ``recover`` no HTML
+report, none of them the timestamp client.)
+
 Each run is a fresh interpreter (as the console script runs), and what it imported is read
 from ``sys.modules`` afterwards. An unsigned receipt needs no cryptography at all; a signed
 one needs Ed25519 only, never X.509, the RFC 3161 client or key serialization. No plain run
@@ -35,6 +38,9 @@ _RUN = """
 import json, sys
 from aer1.verifier.cli import main
 out, argv = sys.argv[1], sys.argv[2:]
+if argv[:1] == ["aer1"]:
+    from aer1.cli import main
+    argv = argv[1:]
 code = main(argv)
 sys.stdout.flush()
 with open(out, "w") as f:
@@ -94,6 +100,29 @@ def test_options_still_load_what_they_need(tmp_path: Path) -> None:
     assert code == 0, f"got exit {code}, want 0"
     assert "aer1.verifier._policy" in modules and "aer1.verifier._junit" in modules
     assert junit.read_text().count("<testcase") == 1
+
+
+#: What no aer1 command below loads: the TSA client, X.509, the agent frameworks.
+_AER1_NEVER = ("rfc3161_client", "cryptography.x509", "urllib.request", "aer1.timestamp", "aer1.collectors",
+               "aer1.collector", "multiprocessing", "tomllib")
+
+
+def test_aer1_commands_load_only_their_own_modules(tmp_path: Path) -> None:
+    path = _receipt(tmp_path, signed=False)
+    journal = tmp_path / "run.journal"
+    c = Collector("recover me", journal=str(journal))
+    c.record("message", {"content": "hi"}, agent="alice", kind="message")
+    runs = {
+        "prove": ["aer1", "prove", str(path), "--step", "2", "-o", str(tmp_path / "s2.proof.json")],
+        "recover": ["aer1", "recover", str(journal), "-o", str(tmp_path / "recovered.json")],
+        "show": ["aer1", "show", str(path)],
+        "keygen": ["aer1", "keygen", "-o", str(tmp_path / "k")],
+    }
+    for name, argv in runs.items():
+        code, modules = _loaded(tmp_path, *argv)
+        assert code == 0, f"aer1 {name}: got exit {code}, want 0"
+        banned = _AER1_NEVER if name == "show" else (*_AER1_NEVER, "jinja2", "aer1.report")
+        assert _offending(modules, banned) == [], f"aer1 {name}: got {_offending(modules, banned)}, want none"
 
 
 def test_help_lists_every_option() -> None:
