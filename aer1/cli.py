@@ -10,11 +10,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from .verifier._output import CliError, OneLineParser, dump_json, one_line, run_cli
+from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 _PROG = "aer1"
 _PRIVATE_MODE = 0o600
@@ -307,6 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(verify_main(args[1:]))
     return int(run_cli(_PROG, args, _run, {}))
+
+
+def console() -> NoReturn:
+    """The ``aer1`` console script: :func:`main`, then exit without the interpreter's teardown."""
+    exit_now(main())
 
 
 if __name__ == "__main__":

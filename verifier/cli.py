@@ -12,21 +12,21 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyFileError, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._archive import SCHEMA, report_doc
 from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
-from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
+from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli, unreadable_report
 from ._report import NOT_CHECKED, Report
 from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
 
 if TYPE_CHECKING:  # a policy's module loads only when one is given
     from ._policy import Policy
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 _PROG = "aer1-verify"
 _KEY_SUFFIXES = (".pub", ".pem")
@@ -350,6 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``aer1-verify``."""
     args = list(sys.argv[1:] if argv is None else argv)
     return run_cli(_PROG, args, _run, {"schema": SCHEMA, "verdict": "MALFORMED"})
+
+
+def console() -> NoReturn:
+    """The ``aer1-verify`` console script: :func:`main`, then exit without the interpreter's teardown."""
+    exit_now(main())
 
 
 if __name__ == "__main__":
