@@ -7,6 +7,7 @@ error (with ``recover --json``, one JSON object on standard output) and exit cod
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -85,8 +86,6 @@ def _evidence_content(path: str, seq: int) -> object:
 
 def _check_content(receipt: dict[str, Any], seq: int, content: object, evidence: str) -> None:
     """Refuse evidence content that does not hash to step ``seq``: the proof would embed it and fail."""
-    import hashlib
-
     from .canonical import CanonicalizationError, exact_bytes
 
     steps = receipt["steps"]
