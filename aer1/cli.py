@@ -10,37 +10,12 @@ import argparse
 import hashlib
 import os
 import sys
-from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
-from .canonical import CanonicalizationError, exact_bytes
-from .lifecycle_cli import (
-    add_key_parser,
-    add_keygen_keyring_arguments,
-    add_timestamp_parser,
-    check_keygen_arguments,
-    stamp_receipt,
-    write_keygen_entry,
-)
-from .outfile import check_output
-from .proof import build_step_proof
-from .receipt import evidence_path_for
-from .recover import _write_atomic, add_recover_arguments, cli_recover, same_file
-from .report import write_archive, write_receipt_page
-from .report._model import verdict_line
-from .report._verify import add_verify_options, expand_paths, verify_for_view, view_options
-from .signing import generate_key_pair, key_id, load_public_key
-from .timeline import evidence_contents, format_timeline, step_rows
-from .verifier._checks import claims_profile
-from .verifier._evidence import evidence_lines, parse_evidence_line
-from .verifier._output import CliError, OneLineParser, dump_json, one_line, run_cli
-from .verifier._parse import MalformedInput, parse_strict, read_limited
-from .verifier._policy import evidence_for
-from .verifier._report import CheckResult
-from .verifier._steps import check_members
+from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 _PROG = "aer1"
 _PRIVATE_MODE = 0o600
@@ -51,6 +26,11 @@ MIN_ROWS, MAX_ROWS = 10, 100_000
 
 def _read_receipt(path: str) -> dict[str, Any]:
     """A receipt whose members are well-formed: odd shapes are refused here, not deep in a command."""
+    from .verifier._checks import claims_profile
+    from .verifier._parse import MalformedInput, parse_strict, read_limited
+    from .verifier._report import CheckResult
+    from .verifier._steps import check_members
+
     try:
         receipt = parse_strict(read_limited(path), what=path)
     except MalformedInput as e:
@@ -74,6 +54,9 @@ def _write_new(path: str, data: bytes, mode: int) -> None:
 
 
 def _keygen(args: argparse.Namespace) -> int:
+    from .lifecycle_cli import check_keygen_arguments, write_keygen_entry
+    from .signing import generate_key_pair, key_id, load_public_key
+
     private_path, public_path = f"{args.out}.key", f"{args.out}.pub"
     for p in (private_path, public_path):
         if os.path.lexists(p) and not args.force:
@@ -90,6 +73,8 @@ def _keygen(args: argparse.Namespace) -> int:
 
 def _evidence_content(path: str, seq: int) -> object:
     """Step ``seq``'s content from an evidence file, read under the verifier's rules and limits."""
+    from .verifier._evidence import evidence_lines, parse_evidence_line
+
     for number, line in evidence_lines(path):
         if number == 1:
             continue
@@ -101,6 +86,8 @@ def _evidence_content(path: str, seq: int) -> object:
 
 def _check_content(receipt: dict[str, Any], seq: int, content: object, evidence: str) -> None:
     """Refuse evidence content that does not hash to step ``seq``: the proof would embed it and fail."""
+    from .canonical import CanonicalizationError, exact_bytes
+
     steps = receipt["steps"]
     if content is None or not 1 <= seq <= len(steps):
         return  # no content to embed; an out-of-range step is refused when the proof is built
@@ -115,12 +102,18 @@ def _check_content(receipt: dict[str, Any], seq: int, content: object, evidence:
 
 
 def _refuse_overwrite(output: str, inputs: Sequence[str]) -> None:
+    from .recover import same_file
+
     for path in inputs:
         if same_file(output, path):
             raise CliError(f"the output {output} is an input ({path}); choose another name")
 
 
 def _prove(args: argparse.Namespace) -> int:
+    from .proof import build_step_proof
+    from .receipt import evidence_path_for
+    from .verifier._parse import MalformedInput
+
     receipt = _read_receipt(args.receipt)
     evidence = args.evidence or evidence_path_for(args.receipt)
     content = None
@@ -136,8 +129,10 @@ def _prove(args: argparse.Namespace) -> int:
         raise CliError(f"cannot build a proof: {e}") from e
     text = dump_json(proof)
     if args.output:
+        from .outfile import replace_file
+
         _refuse_overwrite(args.output, [args.receipt, evidence])
-        _write_atomic(args.output, text.encode("ascii"))
+        replace_file(args.output, lambda f: f.write(text.encode("ascii")))
         print(f"proof for step {args.step} written to {args.output}")
     else:
         sys.stdout.write(text)
@@ -146,6 +141,11 @@ def _prove(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     """The verdict on the first line, then one row per step (``--json``: the same as one object)."""
+    from .report._model import verdict_line
+    from .report._verify import verify_for_view, view_options
+    from .timeline import evidence_contents, format_timeline, step_rows
+    from .verifier._evidence import evidence_for
+
     if not MIN_ROWS <= args.rows <= MAX_ROWS:
         raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
     if os.path.isdir(args.receipt):
@@ -170,6 +170,12 @@ def _show(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """``aer1 report``: the HTML page of a receipt, or of every receipt under a folder; exit as aer1-verify."""
+    from collections import Counter
+
+    from .outfile import check_output
+    from .report import write_archive, write_receipt_page
+    from .report._verify import expand_paths, view_options
+
     opts = view_options(args)
     tasks = expand_paths(args.path)
     if not tasks:
@@ -190,42 +196,97 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
+    from .receipt import evidence_path_for
+    from .recover import cli_recover
+
     inputs = [args.journal, *([args.key] if args.key else [])]
     _refuse_overwrite(args.output, inputs)
     _refuse_overwrite(evidence_path_for(args.output), inputs)
     return int(cli_recover(args))
 
 
-def _parser() -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = OneLineParser(prog=_PROG, description="aer1: verifiable AER-1 receipts for agent runs")
-    sub = p.add_subparsers(dest="command", required=True)
-    k = sub.add_parser("keygen", help="write an Ed25519 key pair (NAME.key, NAME.pub) and its keyring entry")
+def _keygen_arguments(k: argparse.ArgumentParser) -> None:
+    from .lifecycle_cli import add_keygen_keyring_arguments
+
     k.add_argument("-o", "--out", default="aer1-signing", help="file name prefix (default: aer1-signing)")
     k.add_argument("--force", action="store_true", help="replace existing files")
     add_keygen_keyring_arguments(k)
     k.set_defaults(func=_keygen)
-    add_key_parser(sub)
-    add_timestamp_parser(sub).set_defaults(func=lambda a: stamp_receipt(a, _read_receipt(a.receipt)))
-    pr = sub.add_parser("prove", help="write one step with its Merkle audit path")
+
+
+def _key_arguments(k: argparse.ArgumentParser) -> None:
+    from .lifecycle_cli import add_key_arguments
+
+    add_key_arguments(k)
+
+
+def _timestamp_arguments(t: argparse.ArgumentParser) -> None:
+    from .lifecycle_cli import add_timestamp_arguments, stamp_receipt
+
+    add_timestamp_arguments(t)
+    t.set_defaults(func=lambda a: stamp_receipt(a, _read_receipt(a.receipt)))
+
+
+def _prove_arguments(pr: argparse.ArgumentParser) -> None:
     pr.add_argument("receipt")
     pr.add_argument("--step", type=int, required=True, help="the step's seq (1-based)")
     pr.add_argument("--evidence", help="evidence file (default: beside the receipt)")
     pr.add_argument("-o", "--output", help="output file (default: stdout)")
     pr.set_defaults(func=_prove)
-    sh = sub.add_parser("show", help="print a receipt's verdict and timeline")
+
+
+def _show_arguments(sh: argparse.ArgumentParser) -> None:
+    from .report._verify import add_verify_options
+
     sh.add_argument("receipt")
     sh.add_argument("--rows", type=int, default=60)
     sh.add_argument("--json", action="store_true", help="one JSON object: the verdict and the same rows")
     add_verify_options(sh)
     sh.set_defaults(func=_show)
-    rp = sub.add_parser("report", help="write a self-contained HTML page of a receipt or of a folder of receipts")
+
+
+def _report_arguments(rp: argparse.ArgumentParser) -> None:
+    from .report._verify import add_verify_options
+
     rp.add_argument("path", help="a receipt file, or a folder: every *.json under it")
     rp.add_argument("-o", "--output", required=True, help="the HTML file to write (a folder's pages go beside it)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
-    rc = sub.add_parser("recover", help="build a receipt from a crash-safe journal (see spec/journal.md)")
+
+
+def _recover_arguments(rc: argparse.ArgumentParser) -> None:
+    from .recover import add_recover_arguments
+
     add_recover_arguments(rc)
     rc.set_defaults(func=_recover)
+
+
+#: Each command: its help line and what adds its arguments and handler. Only the command
+#: that runs gets its arguments, so only its modules load (start-up is most of a short run).
+_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "keygen": ("write an Ed25519 key pair (NAME.key, NAME.pub) and its keyring entry", _keygen_arguments),
+    "key": ("change a key's entry in a keyring (spec/keys.md)", _key_arguments),
+    "timestamp": ("add RFC 3161 timestamp tokens to a receipt (spec/timestamp.md)", _timestamp_arguments),
+    "prove": ("write one step with its Merkle audit path", _prove_arguments),
+    "show": ("print a receipt's verdict and timeline", _show_arguments),
+    "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
+    "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+}
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first positional argument (the top level has no valued options)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser: every command listed with its help line, the arguments of ``command`` only."""
+    p: argparse.ArgumentParser = OneLineParser(prog=_PROG, description="aer1: verifiable AER-1 receipts for agent runs")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, (help_line, add_arguments) in _COMMANDS.items():
+        sp = sub.add_parser(name, help=help_line)
+        if name == command:
+            add_arguments(sp)
     v = sub.add_parser("verify", help="same as aer1-verify", add_help=False)
     v.add_argument("rest", nargs=argparse.REMAINDER)
     v.set_defaults(func=None)
@@ -233,7 +294,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(_command(argv)).parse_args(argv)
     return int(args.func(args))
 
 
@@ -245,6 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return int(verify_main(args[1:]))
     return int(run_cli(_PROG, args, _run, {}))
+
+
+def console() -> NoReturn:
+    """The ``aer1`` console script: :func:`main`, then exit without the interpreter's teardown."""
+    exit_now(main())
 
 
 if __name__ == "__main__":

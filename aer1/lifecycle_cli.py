@@ -10,22 +10,20 @@ import argparse
 import datetime as _dt
 import os
 import re
-import shutil
 import sys
 from typing import Any
 
 from .imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TIMESTAMPS, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from .keyring import KeyEntry, KeyringError, dump_keyring, format_time, new_entry, parse_time
 from .layout import receipt_json
+from .outfile import replace_file
 from .receipt import evidence_path_for
-from .recover import _write_atomic, same_file
 from .signing import KeyError_, key_id, load_private_key, load_public_key, sign_receipt
-from .timestamp import add_key_proof, normalize_tsas, request_timestamps
 from .verifier import verify_receipt
 from .verifier._keyring import load_keyring
 from .verifier._output import CliError
 
-__all__ = ["add_key_parser", "add_keygen_keyring_arguments", "add_timestamp_parser", "check_keygen_arguments",
+__all__ = ["add_key_arguments", "add_keygen_keyring_arguments", "add_timestamp_arguments", "check_keygen_arguments",
            "stamp_receipt", "write_keygen_entry"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -54,8 +52,13 @@ def _read_keyring(path: str, *, may_be_missing: bool) -> dict[str, KeyEntry]:
         raise CliError(str(e)) from e
 
 
+def _write_whole(path: str, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
+    replace_file(path, lambda f: f.write(data))
+
+
 def _write_keyring(path: str, entries: dict[str, KeyEntry]) -> None:
-    _write_atomic(path, dump_keyring(entries))
+    _write_whole(path, dump_keyring(entries))
     os.chmod(path, _KEYRING_MODE)
 
 
@@ -97,9 +100,8 @@ def check_keygen_arguments(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------ key revoke / retire
 
 
-def add_key_parser(sub: Any) -> None:
-    """``aer1 key revoke`` and ``aer1 key retire``."""
-    k = sub.add_parser("key", help="change a key's entry in a keyring (spec/keys.md)")
+def add_key_arguments(k: argparse.ArgumentParser) -> None:
+    """``aer1 key revoke`` and ``aer1 key retire``: the subcommands of ``k``, each with its handler."""
     ks = k.add_subparsers(dest="key_command", required=True)
     r = ks.add_parser("revoke", help="mark a key revoked from a time on (default: now), with a reason")
     r.add_argument("keyring")
@@ -158,21 +160,23 @@ def _retire(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ timestamp
 
 
-def add_timestamp_parser(sub: Any) -> argparse.ArgumentParser:
-    """``aer1 timestamp RECEIPT --tsa URL``: the caller sets ``func``."""
-    t: argparse.ArgumentParser = sub.add_parser(
-        "timestamp", help="add RFC 3161 timestamp tokens to a receipt (spec/timestamp.md)")
+def add_timestamp_arguments(t: argparse.ArgumentParser) -> None:
+    """``aer1 timestamp RECEIPT --tsa URL``: the arguments of ``t``; the caller sets ``func``."""
     t.add_argument("receipt")
     t.add_argument("--tsa", metavar="URL", action="append", required=True, help="TSA URL; repeatable")
     t.add_argument("--timeout", type=float, default=DEFAULT_TSA_TIMEOUT_S,
                    help=f"seconds to wait for the TSAs (default {DEFAULT_TSA_TIMEOUT_S:g})")
     t.add_argument("--key", metavar="FILE", help="the receipt's signing key (a signed receipt is signed again)")
     t.add_argument("-o", "--output", help="write here (default: replace the receipt)")
-    return t
 
 
 def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     """Add a token from each ``--tsa`` to ``receipt`` (re-signing it) and write it; 2 if no TSA gave one."""
+    import shutil
+
+    from .recover import same_file
+    from .timestamp import add_key_proof, normalize_tsas, request_timestamps  # the TSA client: only here
+
     if not 0 < args.timeout <= MAX_TSA_TIMEOUT_S:
         raise CliError(f"--timeout must be in (0, {MAX_TSA_TIMEOUT_S:g}] seconds, got {args.timeout:g}")
     try:
@@ -213,7 +217,7 @@ def stamp_receipt(args: argparse.Namespace, receipt: dict[str, Any]) -> int:
     evidence, evidence_out = evidence_path_for(args.receipt), evidence_path_for(out)
     if same_file(out, evidence):
         raise CliError(f"the output {out} is the receipt's evidence file; choose another name")
-    _write_atomic(out, receipt_json(body))
+    _write_whole(out, receipt_json(body))
     if not same_file(evidence_out, evidence) and os.path.isfile(evidence):  # same steps: same evidence
         shutil.copyfile(evidence, evidence_out)
     print(f"{len(new)} token(s) added; {out} written" + ("" if key is None else " and signed again"),

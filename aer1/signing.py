@@ -18,15 +18,14 @@ import os
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from .canonical import exact_bytes
 from .errors import CouldNotVerifyError, MalformedInputError, VerificationError
 from .infile import NotRegularFile, open_regular
+
+if TYPE_CHECKING:  # cryptography is loaded on first use: checking an unsigned receipt never needs it
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
     "ALGORITHM",
@@ -94,6 +93,8 @@ def signing_input(receipt: Mapping[str, Any], payload_type: bytes = PAYLOAD_TYPE
 
 
 def _raw_public(key: Ed25519PublicKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
@@ -105,6 +106,9 @@ def key_id(public_key: Ed25519PublicKey | bytes) -> str:
 
 def generate_key_pair() -> tuple[bytes, bytes]:
     """A new key pair as (PKCS#8 PEM private key, SubjectPublicKeyInfo PEM public key)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     private = Ed25519PrivateKey.generate()
     pem_private = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -136,6 +140,9 @@ def _read_key_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
 
 def load_private_key(source: Any = None) -> Ed25519PrivateKey:
     """An Ed25519 private key from a key object, PEM bytes/text, a path, or $AER1_SIGNING_KEY."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     if source is None:
         source = os.environ.get(ENV_SIGNING_KEY)
         if not source:
@@ -154,6 +161,9 @@ def load_private_key(source: Any = None) -> Ed25519PrivateKey:
 
 def load_public_key(source: Any) -> Ed25519PublicKey:
     """An Ed25519 public key from a key object, PEM, 64-char hex of the raw key, or a path."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
     if isinstance(source, Ed25519PublicKey):
         return source
     if isinstance(source, Ed25519PrivateKey):
@@ -233,6 +243,9 @@ def verify_signature(receipt: Mapping[str, Any], message: bytes | bytearray | No
     Raises :class:`SignatureMalformed` if the member is malformed, :class:`SignatureInvalid`
     if the signature does not verify.
     """
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     raw, sig, kid = parse_signature(receipt.get("signature"))
     try:
         signed = signing_input(receipt, payload_type) if message is None else message

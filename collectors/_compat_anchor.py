@@ -24,7 +24,7 @@ from aer1.imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, imprint_message
 from aer1.timefmt import format_ns, now_ns
 from aer1.timestamp import TSA, normalize_tsas, request_timestamps
 from aer1.verifier import PASS, TsaTrust, verify_receipt
-from aer1.verifier._timestamp import _Untrusted, _verify_one
+from aer1.verifier._tsa_verify import _Untrusted, _verify_one
 
 from ._compat_verify import VERDICT_FAIL, VERDICT_PASS, VERDICT_UNAVAILABLE
 

@@ -21,22 +21,21 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..keyring import KeyEntry
+from .._lazy import lazy_exports
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..link import LINK_KIND
 from ..receipt import evidence_path_for
-from ._assemble import fresh_checks, skip_rest, steps_checked
-from ._checks import claims_profile
 from ._fast import Passed
 from ._parallel import quick_steps
-from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
+from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
-from ._steps import check_members
-from ._stream import STREAM_MIN_BYTES, verify_streaming
-from ._timestamp import TsaTrust
-from .proof import verify_proof
+
+if TYPE_CHECKING:  # loaded on first use: a command that only reads files (aer1 recover) does not load the checks
+    from ..keyring import KeyEntry
+    from ._timestamp import TsaTrust
+    from .proof import verify_proof
 
 __all__ = [
     "CHECKS",
@@ -75,6 +74,11 @@ def verify_receipt(
     A file too large or too costly to hold parsed is
     verified by streaming, with the same checks and the same report.
     """
+    from ._assemble import fresh_checks, skip_rest, steps_checked
+    from ._checks import claims_profile
+    from ._steps import check_members
+    from ._stream import STREAM_MIN_BYTES, verify_streaming
+
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
     report = Report(None, checks)
@@ -92,7 +96,7 @@ def verify_receipt(
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
-            wf: Any = parse_strict(data, what=source)
+            wf: Any = parse_checked_cost(data, what=source)  # size and cost checked just above
             # What a later reader of the file (a policy, a bundle's links) checks it reads the same bytes by.
             c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
             if evidence is None and os.path.lexists(evidence_path_for(source)):
@@ -122,3 +126,6 @@ def verify_receipt(
                          tsa_trust=tsa_trust, keyring=keyring,
                          links=checker.links if checker.links is not None
                          else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
+
+
+__getattr__, __dir__ = lazy_exports(__name__, {"TsaTrust": "._timestamp", "verify_proof": ".proof"}, __all__, globals())

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import multiprocessing
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import verify_proof, verify_receipt
+from ._evidence import evidence_for
 from ._output import dump_json, one_line, unreadable_report
 from ._parse import MalformedInput, open_regular
-from ._policy import POLICY_CHECK, Policy, apply_policy, evidence_for, load_workflow
 from ._report import PASS, Report
 from ._time_cli import load_time_options
+
+if TYPE_CHECKING:  # a policy's module loads only when one is given
+    from ._policy import Policy
 
 __all__ = ["SCHEMA", "ArchiveOptions", "Outcome", "Tally", "run_archive", "verify_file"]
 
@@ -105,6 +107,8 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
         proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
                                      trusted_key_ids=opts.trusted))
         if opts.policy is not None:  # a proof has no chain, evidence or steps: what needs them fails
+            from ._policy import apply_policy
+
             proof.rules = apply_policy(proof.report, opts.policy, None, None)
         return proof
     before = _stat(path)
@@ -117,8 +121,12 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     chain = report.check("chain")
     if not report.malformed and chain.status == PASS and (
             "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
+        from ._policy import load_workflow
+
         wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
     if opts.policy is not None:
+        from ._policy import apply_policy
+
         outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
     outcome.status = _status_of(report, wf)
     if opts.digests:
@@ -162,6 +170,8 @@ def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jo
         for t in tasks:
             yield worker(t)
         return
+    import multiprocessing  # loaded only for a run of many files in worker processes
+
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     window = jobs * _CHUNK * _WINDOW_CHUNKS  # results a slow reader can leave waiting, at most
@@ -240,6 +250,8 @@ def short_line(r: Report) -> str:
     if r.malformed:
         return one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}")
     if r.valid:
+        from ._policy import POLICY_CHECK
+
         policy = next((c for c in r.checks if c.name == POLICY_CHECK and c.status == PASS), None)
         held = f"; {policy.detail}" if policy is not None else ""
         return one_line(f"{r.source}: VALID ({r.basis_text()}{held})")

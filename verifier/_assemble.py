@@ -8,7 +8,6 @@ from typing import Any
 
 from ..chain import PROFILE
 from ..keyring import KeyEntry
-from ._bundle import links_note
 from ._checks import check_expected, check_signature
 from ._evidence import check_evidence
 from ._keyring import check_key
@@ -59,6 +58,8 @@ def steps_checked(
     report.profile = PROFILE if checker.profile else None
     checker.sequence_result(c_seq)
     if links:
+        from ._bundle import links_note  # the bundle verifier (and its process pool) loads only for links
+
         report.notes.append(links_note(links))
     checker.merkle_result(wf, c_merkle)
     if checker.profile:

@@ -10,15 +10,14 @@ import argparse
 import hashlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..outfile import check_output
 from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_file
-from ._attest import SummaryWriter, check_summary, summary_verdict
-from ._junit import JUnitWriter
 from ._output import CliError, dump_json, one_line
 from ._parse import MalformedInput, open_regular
-from ._policy import Policy, PolicyError, load_policy, parse_require
+
+if TYPE_CHECKING:  # the policy, JUnit and summary modules load only when their options are given
+    from ._policy import Policy
 
 __all__ = ["add_auditor_options", "auditor_run", "build_policy", "check_summary_file"]
 
@@ -45,6 +44,10 @@ def build_policy(args: argparse.Namespace, trusted: set[str] | None) -> tuple[Po
     trusted keys; with both, the signer must be in both. ``--require signature`` with no
     trusted key at all is refused: a signature by a key nobody trusts proves nothing.
     """
+    if not args.policy and not args.require:
+        return None, trusted
+    from ._policy import Policy, PolicyError, load_policy, parse_require
+
     try:
         policy = load_policy(args.policy) if args.policy else None
         names = frozenset().union(*(parse_require(r) for r in args.require))
@@ -80,6 +83,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise CliError("--attest KEY and -o FILE go together")
     for option, path in (("--junit", args.junit), ("-o", args.output)):
         if path is not None:
+            from ..outfile import check_output  # only for --junit and -o
+
             # Refused before any receipt is verified, so that nothing is printed before the error:
             # a device, FIFO or folder, and a file that cannot be created where it is named.
             try:
@@ -127,9 +132,15 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
     )
     sinks: list[Any] = []
-    junit = JUnitWriter(args.junit) if args.junit else None
+    junit = None
+    if args.junit:
+        from ._junit import JUnitWriter
+
+        junit = JUnitWriter(args.junit)
     summary = None
     if args.attest is not None:
+        from ._attest import SummaryWriter
+
         summary = SummaryWriter(args.attest, args.output, policy, {
             "trusted_key_ids": None if trusted is None else sorted(trusted),
             "expected_root": expected_root, "expected_head": expected_head,
@@ -169,6 +180,8 @@ def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> in
     """``--summary FILE``: the summary's own checks, then its verdict; exit 0, 1 or 2."""
     if args.paths or args.policy or args.require or args.attest or args.junit:
         raise CliError("--summary FILE goes alone (with --key/--trusted-keys and --json)")
+    from ._attest import check_summary, summary_verdict
+
     checks, facts = check_summary(args.summary, trusted)
     verdict, code = summary_verdict(checks)
     if args.json:

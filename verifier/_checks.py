@@ -8,8 +8,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rfc3339_validator import validate_rfc3339
-
 from ..canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
 from ..chain import PROFILE
 from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
@@ -108,6 +106,8 @@ def is_rfc3339(v: Any) -> bool:
     m = _OUR_TS.fullmatch(v)
     if m is not None:
         return _date_ok(m.group(1))
+    from rfc3339_validator import validate_rfc3339  # other forms only: our own timestamps never load it
+
     return bool(validate_rfc3339(v))
 
 

@@ -11,11 +11,11 @@ import orjson
 
 from ..canonical import _ORJSON_OPTS, CanonicalizationError, _is_plain, exact_bytes
 from ..limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
-from ..receipt import EVIDENCE_TYPE
+from ..receipt import EVIDENCE_TYPE, evidence_path_for
 from ._parse import MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult
 
-__all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence", "evidence_lines", "parse_evidence_line"]
+__all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence", "evidence_for", "evidence_lines", "parse_evidence_line"]
 
 
 def evidence_lines(path: str) -> Any:
@@ -128,3 +128,13 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
         result.fail(f"evidence ends after {seen} of {n} steps", seq=seen + 1)
         return
     result.passed(f"{n} step contents hash to their receipt_hash ({os.path.basename(path)})")
+
+
+def evidence_for(receipt: str | None, explicit: str | os.PathLike[str] | None) -> str | None:
+    """The evidence file the verifier used for ``receipt``: ``--evidence`` or the one beside it."""
+    if explicit is not None:
+        return os.fspath(explicit)
+    if receipt is None:
+        return None
+    beside = evidence_path_for(receipt)
+    return beside if os.path.lexists(beside) else None

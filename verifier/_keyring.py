@@ -17,9 +17,6 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from ..canonical import CanonicalizationError
 from ..imprint import KEY_PROOF_MEMBER, key_proof_input
 from ..keyring import KeyEntry, KeyringError, parse_keyring, parse_time
@@ -48,6 +45,9 @@ def _key_proof_fault(wf: Mapping[str, Any], entry: KeyEntry) -> str | None:
     proof = wf[KEY_PROOF_MEMBER]
     if not isinstance(proof, dict) or set(proof) != {"key_id", "value"} or proof["key_id"] != entry.key_id:
         return f"{KEY_PROOF_MEMBER} is not {{key_id, value}} for key {entry.key_id}"
+    from cryptography.exceptions import InvalidSignature  # loaded only for a dated key proof
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     value = proof["value"]
     try:
         raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""

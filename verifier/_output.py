@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 from ..errors import UsageError
 from ._report import CHECKS, CheckResult, Report, one_line
 
-__all__ = ["CliError", "OneLineParser", "dump_json", "one_line", "run_cli", "safe_streams", "unreadable_report"]
+__all__ = ["CliError", "OneLineParser", "dump_json", "exit_now", "one_line", "run_cli", "safe_streams",
+           "unreadable_report"]
 
 
 def dump_json(doc: Any) -> str:
@@ -133,6 +134,22 @@ def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_d
     except OSError:
         pass  # nowhere left to report to; the exit code still says it
     return 2
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a console script with ``code`` once its output is flushed, skipping the interpreter's teardown.
+
+    Finalizing every loaded module takes about a tenth of a small run (6 ms of 60), and
+    nothing of ours needs it: files are closed, worker pools joined and temporary folders
+    removed before a command returns. If flushing fails, the ordinary exit runs instead,
+    and reports as it always did.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code)
 
 
 def _drop_stdout() -> None:

@@ -1,5 +1,12 @@
 """Strict JSON reading: UTF-8, no duplicate keys, no NaN or Infinity, bounded size and depth.
 
+Two parsers decide alike. The quick one is orjson's, kept only when orjson writes the
+parsed value back as exactly the bytes read (the layout our files are saved in): such a
+text holds no duplicate key (a dropped member would be missing from the rewrite), no
+escape or number spelled two ways, and the standard library's parser reads the same
+value from it. Anything else (another layout, a duplicate key, NaN, a lone surrogate,
+invalid UTF-8) goes to the strict parser below, which names the problem.
+
 Files are opened with :func:`open_regular`: only regular files are read, so a FIFO, a
 socket or a device (given directly, through a symlink or inside a folder) is refused at
 once instead of blocking or feeding bytes forever.
@@ -8,12 +15,16 @@ once instead of blocking or feeding bytes forever.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import math
 import os
+import re
 import stat
 from typing import IO, Any
+
+import orjson
 
 from ..errors import MalformedInputError
 from ..infile import NotRegularFile, kind_of
@@ -36,6 +47,7 @@ __all__ = [
     "check_json_value",
     "check_parse_cost",
     "open_regular",
+    "parse_checked_cost",
     "parse_strict",
     "read_limited",
 ]
@@ -183,6 +195,72 @@ def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH
     if len(data) > MAX_INPUT_BYTES:
         raise MalformedInput(f"{what} is {len(data)} bytes, over the {MAX_INPUT_BYTES}-byte limit")
     check_parse_cost(data, what)
+    return parse_checked_cost(data, what=what, max_depth=max_depth, max_string=max_string)
+
+
+def parse_checked_cost(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH,
+                       max_string: int = MAX_STRING_CHARS) -> Any:
+    """:func:`parse_strict` for ``data`` whose size and :func:`parse_cost` the caller has checked already."""
+    was_enabled = gc.isenabled()
+    gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
+    try:
+        value = _parse_quick(data)
+        quick = value is not _MISS
+        if not quick:
+            value = _parse_exact(data, what)
+    finally:
+        if was_enabled:
+            gc.enable()
+    if not (quick and _limits_shown(data, max_depth, max_string)):
+        check_json_value(value, max_depth=max_depth, max_string=max_string)
+    return value
+
+
+@functools.lru_cache(maxsize=8)
+def _line_longer_than(chars: int) -> re.Pattern[bytes]:
+    return re.compile(rb"\n[^\n]{%d}" % (chars + 1))
+
+
+def _limits_shown(data: bytes, max_depth: int, max_string: int) -> bool:
+    """Whether the text of a quick parse shows, at C speed, that :func:`check_json_value` cannot refuse it.
+
+    orjson gives JSON types and finite numbers only, so depth and string length are left.
+    A short text: no string is longer than the text, no nesting deeper than its brackets.
+    The indented layout (verified byte for byte by the quick parse): a member or item at
+    nesting level D sits on its own line indented 2 * D spaces, and a string never holds a
+    raw newline, so no line indented 2 * max_depth spaces means no container that deep, and
+    no line longer than max_string bytes means no string that long. Otherwise: False.
+    """
+    if len(data) <= max_string and data.count(b"{") + data.count(b"[") < max_depth:
+        return True
+    if data[1:2] != b"\n" or b"\n" + b" " * (2 * max_depth) in data:
+        return False
+    return data.find(b"\n") <= max_string and _line_longer_than(max_string).search(data) is None
+
+
+#: What :func:`_parse_quick` gives when it cannot vouch for its parse.
+_MISS: Any = object()
+_NEWLINE = 0x0A
+
+
+def _parse_quick(data: bytes) -> Any:
+    """orjson's parse of ``data`` if orjson writes it back byte for byte (indented or compact), else _MISS.
+
+    The rewrite is compared in place (no copy of ``data``); one trailing newline is allowed.
+    """
+    try:
+        value = orjson.loads(data)
+        again = orjson.dumps(value, option=orjson.OPT_INDENT_2 if data[1:2] == b"\n" else 0)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return _MISS
+    n = len(again)
+    if len(data) - n in (0, 1) and data.startswith(again) and (len(data) == n or data[n] == _NEWLINE):
+        return value
+    return _MISS
+
+
+def _parse_exact(data: bytes, what: str) -> Any:
+    """The standard library's parser with every strict rule enforced; errors name the problem."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -191,19 +269,12 @@ def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH
         raise MalformedInput(f"{what} starts with a byte order mark")
     if not text.strip():
         raise MalformedInput(f"{what} is empty")
-    was_enabled = gc.isenabled()
-    gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int,
-                           parse_float=_float)
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int,
+                          parse_float=_float)
     except MalformedInput:
         raise
     except RecursionError as e:
         raise MalformedInput(f"{what} is nested too deeply") from e
     except json.JSONDecodeError as e:
         raise MalformedInput(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
-    finally:
-        if was_enabled:
-            gc.enable()
-    check_json_value(value, max_depth=max_depth, max_string=max_string)
-    return value

@@ -23,16 +23,11 @@ from ..chain import PROFILE
 from ..errors import MalformedInputError
 from ..limits import MAX_PARSE_COST_BYTES, parse_cost
 from ..link import LINK_KIND
-from ..receipt import CLOSE_KIND, evidence_path_for
-from ._evidence import evidence_lines, parse_evidence_line
+from ..receipt import CLOSE_KIND
+from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes
 from ._stream import STREAM_MIN_BYTES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 __all__ = [
     "FORMAT",
@@ -242,6 +237,11 @@ def _rule(table: Any, index: int) -> Rule:
 
 def load_policy(path: str) -> Policy:
     """Read and check a policy file; anything it cannot use is a :class:`PolicyError`."""
+    if sys.version_info >= (3, 11):  # the TOML reader loads only when a policy is read
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
     try:
         data = read_limited(path, MAX_POLICY_BYTES, what="a policy file")
     except MalformedInput as e:
@@ -734,13 +734,3 @@ def apply_policy(report: Report, policy: Policy, receipt: str | None, evidence: 
             result.passed(f"policy {policy.name!r} holds ({len(policy.rules)} rules; file sha256 {policy.digest[:16]})"
                           + _unevaluated_children(policy, workflow))
     return sorted(set(out.rules))
-
-
-def evidence_for(receipt: str | None, explicit: str | os.PathLike[str] | None) -> str | None:
-    """The evidence file the verifier used for ``receipt``: ``--evidence`` or the one beside it."""
-    if explicit is not None:
-        return os.fspath(explicit)
-    if receipt is None:
-        return None
-    beside = evidence_path_for(receipt)
-    return beside if os.path.lexists(beside) else None

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import struct
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -382,6 +381,8 @@ def verify_streaming(
     a file too large or too costly to parse in memory is never verified any other way.
     """
     try:
+        import tempfile  # only large files come here: a plain verification does not load it
+
         with open_regular(source) as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
             size = os.fstat(f.fileno()).st_size
             if size > MAX_INPUT_BYTES:

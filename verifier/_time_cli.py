@@ -8,7 +8,6 @@ from typing import Any
 
 from ._keyring import load_keyring
 from ._output import CliError
-from ._policy import PolicyError, load_policy
 from ._timestamp import load_tsa_trust
 
 __all__ = ["add_time_arguments", "load_time_options", "time_options", "trusted_with_keyring"]
@@ -41,6 +40,8 @@ def _from_policy(args: argparse.Namespace) -> None:
     path = getattr(args, "policy", None)
     if not path:
         return
+    from ._policy import PolicyError, load_policy
+
     try:
         policy = load_policy(path)
     except PolicyError as e:

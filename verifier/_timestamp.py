@@ -11,23 +11,10 @@ Without trusted roots nothing about a token is claimed.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from rfc3161_client import (
-    PKIStatus,
-    TimeStampResponse,
-    VerificationError,
-    VerifierBuilder,
-    decode_timestamp_response,
-)
+from typing import TYPE_CHECKING, Any
 
 from ..imprint import (
     ENTRY_ERROR_MEMBERS,
@@ -39,8 +26,10 @@ from ..imprint import (
     TIMESTAMPS_MEMBER,
     imprint_message,
 )
-from ..keyring import format_time
 from ._report import CheckResult
+
+if TYPE_CHECKING:  # X.509 and the RFC 3161 client load only when TSA roots are given (._tsa_verify)
+    from cryptography import x509
 
 __all__ = ["CERT_SUFFIXES", "MAX_TRUST_CERTS", "TsaTrust", "check_timestamp", "load_tsa_trust"]
 
@@ -51,10 +40,6 @@ MAX_TRUST_CERTS = 256
 _MAX_CERT_FILE_BYTES = 256 * 1024
 #: Longest nonce recorded (decimal digits of an unsigned 64-bit value, with room).
 _MAX_NONCE_DIGITS = 40
-#: Imprint hash algorithms accepted (OID -> hashlib name), as RFC 3161 TSAs commonly offer.
-_HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384", "2.16.840.1.101.3.4.2.3": "sha512"}
-#: Accuracy assumed for a token that states none, in seconds.
-_UNKNOWN_ACCURACY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -66,21 +51,15 @@ class TsaTrust:
     policy: str | None = None
 
 
-def _self_signed(cert: x509.Certificate) -> bool:
-    if cert.issuer != cert.subject:
-        return False
-    try:
-        cert.verify_directly_issued_by(cert)
-    except (InvalidSignature, UnsupportedAlgorithm, ValueError, TypeError):  # not its own issuer: not a root
-        return False
-    return True
-
-
 def load_tsa_trust(folder: str, policy: str | None = None) -> TsaTrust:
     """Certificates in ``folder`` (``*.pem``, ``*.crt``): self-signed ones are roots, the rest intermediates.
 
     Raises ValueError naming the file when something cannot be read or no root is found.
     """
+    from cryptography import x509
+
+    from ._tsa_verify import _self_signed
+
     if not os.path.isdir(folder):
         raise ValueError(f"--tsa-roots {folder}: not a directory")
     try:
@@ -134,74 +113,6 @@ def _entries(member: Any, result: CheckResult) -> list[dict[str, str]] | None:
     return member
 
 
-def _token(entry: Mapping[str, str]) -> bytes:
-    try:
-        der = base64.b64decode(entry["token"], validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise VerificationError("token is not base64") from e
-    if base64.b64encode(der).decode("ascii") != entry["token"]:
-        raise VerificationError("token is not canonical base64")
-    return der
-
-
-class _Untrusted(VerificationError):
-    """The token is about this receipt, but its signature does not verify up to a trusted TSA root."""
-
-
-def _check_content(response: TimeStampResponse, entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> None:
-    """Granted, the recorded nonce, the demanded policy, this receipt's imprint: else VerificationError."""
-    if response.status != PKIStatus.GRANTED:
-        raise VerificationError("not granted")
-    info = response.tst_info
-    if info.nonce != int(entry["nonce"]):
-        raise VerificationError("nonce differs from the one the receipt recorded")
-    if trust.policy is not None and info.policy.dotted_string != trust.policy:
-        raise VerificationError(f"policy {info.policy.dotted_string} differs from the one demanded (--tsa-policy)")
-    algorithm = _HASHES.get(info.message_imprint.hash_algorithm.dotted_string)
-    if algorithm is None:
-        raise VerificationError(f"imprint hash {info.message_imprint.hash_algorithm.dotted_string} is not supported")
-    if info.message_imprint.message != hashlib.new(algorithm, message).digest():
-        raise VerificationError("imprint is not this receipt's digest (token over other content)")
-
-
-def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> dict[str, Any]:
-    """Facts of one verified token; raises _Untrusted, or VerificationError for a token not about this receipt."""
-    try:
-        response = decode_timestamp_response(_token(entry))
-        _check_content(response, entry, message, trust)
-    except VerificationError:
-        raise
-    except Exception as e:  # a hostile token is a failure whatever the decoder raises, never a traceback
-        raise VerificationError(f"not a time-stamp response: {e}") from e
-    # A fresh builder for each token: a reused one keeps certificates added for earlier ones.
-    builder = VerifierBuilder(roots=list(trust.roots), intermediates=list(trust.intermediates),
-                              nonce=int(entry["nonce"]))
-    if trust.policy is not None:
-        builder = builder.policy_id(x509.ObjectIdentifier(trust.policy))
-    try:
-        builder.build().verify_message(response, message)
-    except Exception as e:  # hostile certificates inside the token: never a traceback
-        raise _Untrusted(f"does not chain to a trusted TSA root or its signature is invalid: {e}") from e
-    info = response.tst_info
-    signer = next(iter(response.signed_data.signer_infos), None)
-    return {
-        "tsa": entry["tsa"],
-        "time": format_time(info.gen_time),
-        "accuracy_s": _accuracy_s(info),
-        "serial": str(info.serial_number),
-        "policy": info.policy.dotted_string,
-        "signer": signer.issuer.rfc4514_string() + f" #{signer.serial_number}" if signer else "",
-    }
-
-
-def _accuracy_s(info: Any) -> float:
-    """The token's accuracy in seconds (RFC 3161: absent means unknown; taken as one second)."""
-    acc = info.accuracy
-    if acc is None:
-        return _UNKNOWN_ACCURACY_S
-    return float(acc.seconds or 0) + (acc.millis or 0) / 1e3 + (acc.micros or 0) / 1e6
-
-
 def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: CheckResult) -> None:
     """Check 9: every token verifies against ``trust``; facts: each TSA's time, the latest as ``time``."""
     if TIMESTAMPS_MEMBER not in wf:
@@ -220,6 +131,8 @@ def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: Check
     if trust is None:
         result.skip(f"{len(tokens)} token(s) present, not verified: give --tsa-roots DIR")
         return
+    from ._tsa_verify import VerificationError, _Untrusted, _verify_one
+
     message = imprint_message(wf)
     verified: list[dict[str, Any]] = []
     untrusted: list[str] = []

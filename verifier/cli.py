@@ -11,22 +11,22 @@ import argparse
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..limits import MAX_FILES, MAX_INPUT_BYTES
 from ..signing import KeyFileError, key_id, load_public_key
 from . import verify_proof, verify_receipt
 from ._archive import SCHEMA, report_doc
 from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
-from ._bundle import BundleError, verify_bundle
-from ._output import CliError, OneLineParser, dump_json, one_line, run_cli, unreadable_report
-from ._policy import Policy, apply_policy
+from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli, unreadable_report
 from ._report import NOT_CHECKED, Report
 from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
 
-__all__ = ["main"]
+if TYPE_CHECKING:  # a policy's module loads only when one is given
+    from ._policy import Policy
+
+__all__ = ["console", "main"]
 
 _PROG = "aer1-verify"
 _KEY_SUFFIXES = (".pub", ".pem")
@@ -222,6 +222,8 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
     With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
     proof file.
     """
+    import tempfile  # only standard input is spooled
+
     with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
         spooled = os.path.join(folder, "stdin.json")
         with open(spooled, "wb") as f:
@@ -239,6 +241,8 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
             report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
                                     expected_root=expected_root, expected_head=expected_head, **timing)
             if policy is not None:
+                from ._policy import apply_policy
+
                 apply_policy(report, policy, spooled, args.evidence)
     report.source = "(standard input)"
     evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
@@ -331,6 +335,8 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
                            "checks 1 to 8, each with its evidence beside it)")
     if args.receipt:
         _regular("--receipt", args.receipt, "a receipt file")
+    from ._bundle import BundleError, verify_bundle
+
     try:
         bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
                                expected_head=expected_head, receipt=args.receipt)
@@ -344,6 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``aer1-verify``."""
     args = list(sys.argv[1:] if argv is None else argv)
     return run_cli(_PROG, args, _run, {"schema": SCHEMA, "verdict": "MALFORMED"})
+
+
+def console() -> NoReturn:
+    """The ``aer1-verify`` console script: :func:`main`, then exit without the interpreter's teardown."""
+    exit_now(main())
 
 
 if __name__ == "__main__":
