@@ -854,9 +854,13 @@ class AER1AgentWrapper(BaseChatAgent):
             turn.failed(exc)
             raise
         finally:
-            with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
+            try:
                 _RUNNING.reset(running)
-            if self in active:
+            except ValueError:  # closed from another context: nothing to undo there
+                pass
+            if active and active[-1] is self:  # the common case: this turn is the innermost
+                active.pop()
+            elif self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
             if collector is not self._collector:
                 self._observers = self._base_observers
