@@ -126,7 +126,9 @@ def agents(kind: str, messages: int) -> list[AssistantAgent]:
     return [AssistantAgent(name, model_client=make_client(kind, per_agent)) for name in AGENTS]
 
 
-def variants(kind: str, messages: int, peer: Any) -> dict[str, Variant]:
+def variants(kind: str, messages: int, peer: Any, *, plain: bool = True) -> dict[str, Variant]:
+    """The variants to time; ``plain``: include the wrappers recording into a plain Collector."""
+
     async def unwrapped() -> None:
         members: list[ChatAgent | Team] = [*agents(kind, messages)]
         await RoundRobinGroupChat(members, max_turns=messages).run(task="go")
@@ -149,12 +151,10 @@ def variants(kind: str, messages: int, peer: Any) -> dict[str, Variant]:
         result = await collector.run(team, task="go")
         collector.finalize(result)
 
-    table: dict[str, Variant] = {
-        "unwrapped": unwrapped,
-        WRAPPER: wrapper_only,
-        AT_ONCE: at_once,
-        COLLECTOR_RUN: collector_run,
-    }
+    table: dict[str, Variant] = {"unwrapped": unwrapped, WRAPPER: wrapper_only}
+    if plain:
+        table[AT_ONCE] = at_once
+    table[COLLECTOR_RUN] = collector_run
     if peer is not None:
 
         async def peer_wrapper() -> None:
@@ -228,7 +228,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     from _table import make_row
 
     runs = QUICK_RUNS if quick else DEFAULT_RUNS
-    times = asyncio.run(measure(variants("replay", DEFAULT_MESSAGES, install_peer()), runs))
+    times = asyncio.run(measure(variants("replay", DEFAULT_MESSAGES, install_peer(), plain=False), runs))
     base = times["unwrapped"]
     ours = _median_ratio(times[WRAPPER], base, CPU)
     theirs = _median_ratio(times[PEER], base, CPU)
