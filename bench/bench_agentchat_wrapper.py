@@ -10,7 +10,8 @@ times, in rotating order: the unwrapped team; the team of ``AER1AgentWrapper``s 
 speaker selections, termination too); and, when the aer1-autogen peer is importable from
 ``--peer-path``, the team of the peer's wrappers. Wrapped timings include ``finalize()``.
 
-``--breakdown`` also prints what one message costs, in µs (best of several rounds of a
+``--breakdown`` adds the wrappers recording into a collector that keeps no step (the hooks
+alone) to the variants, and prints what one message costs, in µs (best of several rounds of a
 wrapper around an agent answering at once): the hooks alone, the hooks with the step
 chained in batches, the hooks with the step chained at once, and one bare
 ``Collector.record`` of the same step in a loop; then, inside real team runs, the time
@@ -66,6 +67,7 @@ CPU = 1
 WRAPPER = "aer1 AER1AgentWrapper + team.run"
 COLLECTOR_RUN = "aer1 collector.run"
 AT_ONCE = "aer1 AER1AgentWrapper, plain Collector (no batches)"
+HOOKS_ONLY = "aer1 AER1AgentWrapper, collector keeping no step (hooks alone)"
 PEER = "aer1-autogen 0.1.15 AER1AgentWrapper"
 DEFAULT_PEER_PATH = Path(__file__).resolve().parent.parent / "tests" / ".peers"
 AGENTS = ("alice", "bob")
@@ -126,8 +128,9 @@ def agents(kind: str, messages: int) -> list[AssistantAgent]:
     return [AssistantAgent(name, model_client=make_client(kind, per_agent)) for name in AGENTS]
 
 
-def variants(kind: str, messages: int, peer: Any, *, plain: bool = True) -> dict[str, Variant]:
-    """The variants to time; ``plain``: include the wrappers recording into a plain Collector."""
+def variants(kind: str, messages: int, peer: Any, *, plain: bool = True, hooks: bool = False) -> dict[str, Variant]:
+    """The variants to time; ``plain``: include the wrappers recording into a plain Collector;
+    ``hooks``: and into a collector that keeps no step (what the hooks alone cost)."""
 
     async def unwrapped() -> None:
         members: list[ChatAgent | Team] = [*agents(kind, messages)]
@@ -154,6 +157,14 @@ def variants(kind: str, messages: int, peer: Any, *, plain: bool = True) -> dict
     table: dict[str, Variant] = {"unwrapped": unwrapped, WRAPPER: wrapper_only}
     if plain:
         table[AT_ONCE] = at_once
+    if hooks:
+
+        async def hooks_only() -> None:
+            collector = DiscardingCollector(goal="bench")
+            members = [AER1AgentWrapper(a, collector) for a in agents(kind, messages)]
+            await RoundRobinGroupChat(members, max_turns=messages).run(task="go")
+
+        table[HOOKS_ONLY] = hooks_only
     table[COLLECTOR_RUN] = collector_run
     if peer is not None:
 
@@ -384,7 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer = load_peer(args.peer_path)
     if peer is None:
         print(f"(aer1-autogen peer not found under {args.peer_path}: its column is left out)", file=sys.stderr)
-    times = asyncio.run(measure(variants(args.client, args.messages, peer), args.runs))
+    table = variants(args.client, args.messages, peer, hooks=args.breakdown)
+    times = asyncio.run(measure(table, args.runs))
     print(report(times, args.messages, args.runs, args.client))
     if args.breakdown:
         print()
