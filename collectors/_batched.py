@@ -59,8 +59,10 @@ class BatchedCollector(Collector):
         now = time.time()
         if started_at is None:
             started_at = now
-        if ended_at is None:  # the wall clock may step back: clamp as record() does
-            ended_at = now if now >= started_at else started_at
+        if ended_at is None:
+            ended_at = now
+            if type(started_at) is float and now < started_at:  # the wall clock stepped back: clamp as record() does
+                ended_at = started_at
         with self._batch_lock:
             if not self._batching:
                 self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)

@@ -9,6 +9,7 @@ a journal (its promise is per ``record()``) or a custom redactor.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,29 @@ def test_a_custom_redactor_runs_when_each_step_is_handed_over() -> None:
     collector.defer("message", {"content": "a"}, agent="alice", kind="message")
     assert seen == [{"content": "a"}], f"got {seen}, want the step redacted when handed over"
     collector.finalize()
+
+
+def test_steps_from_two_threads_are_all_chained_each_thread_in_its_order(check: Check) -> None:
+    collector = AER1AutoGenCollector(goal="threads")
+    per_thread = 3 * DEFER_BATCH
+
+    def hand_over() -> None:
+        for i in range(per_thread):
+            collector.defer("message", {"n": i}, agent="alice", kind="message")
+
+    def record() -> None:
+        for i in range(per_thread):
+            collector.record("lookup", {"n": i}, agent="bob")
+
+    threads = [threading.Thread(target=hand_over), threading.Thread(target=record)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    receipt, contents = check(collector)
+    for agent in ("alice", "bob"):
+        got = [c["n"] for s, c in zip(receipt["steps"], contents, strict=True) if s["agent"] == agent]
+        assert got == list(range(per_thread)), f"got {agent}'s steps in the order {got[:8]}..., want 0, 1, 2, ..."
 
 
 def test_a_step_handed_over_after_finalize_is_a_late_record() -> None:
