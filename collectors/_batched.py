@@ -96,7 +96,7 @@ class BatchedCollector(Collector):
     def step_count(self) -> int:
         """Steps recorded so far, the waiting ones chained first."""
         self.flush_steps()
-        return self._seq
+        return super().step_count
 
     def finalize(self, final_answer: Any = None, *, status: str | None = None) -> dict[str, Any]:
         """:meth:`aer1.Collector.finalize`, after the waiting steps; later steps are recorded at once."""
