@@ -1,13 +1,21 @@
 """Benchmark: a RoundRobinGroupChat wrapped for receipts versus unwrapped.
 
     python bench/bench_agentchat_wrapper.py [--messages 200] [--runs 15] [--client replay|constant]
-                                            [--peer-path tests/.peers]
+                                            [--peer-path tests/.peers] [--breakdown]
 
 Two ``AssistantAgent``s on scripted models take ``--messages`` turns. Each paired run
 times, in rotating order: the unwrapped team; the team of ``AER1AgentWrapper``s run with
-``team.run`` (agent steps only); the same run through ``collector.run`` (task, speaker
-selections, termination too); and, when the aer1-autogen peer is importable from
+``team.run`` (agent steps only); the same wrappers recording into a plain ``aer1.Collector``
+(each step chained at once, not in batches); the same run through ``collector.run`` (task,
+speaker selections, termination too); and, when the aer1-autogen peer is importable from
 ``--peer-path``, the team of the peer's wrappers. Wrapped timings include ``finalize()``.
+
+``--breakdown`` adds the wrappers recording into a collector that keeps no step (the hooks
+alone) to the variants, and prints what one message costs, in µs (best of several rounds of a
+wrapper around an agent answering at once): the hooks alone, the hooks with the step
+chained in batches, the hooks with the step chained at once, and one bare
+``Collector.record`` of the same step in a loop; then, inside real team runs, the time
+chaining takes per step in batches and at once.
 The table gives the median time of each variant and the median of the per-pair ratios to
 the unwrapped run of the same pair. Numbers, not assertions: nothing here fails on time.
 
@@ -31,9 +39,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from pathlib import Path
 from typing import Any
 
-from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.base import ChatAgent, Team
+from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
+from autogen_agentchat.base import ChatAgent, Response, Team
+from autogen_agentchat.messages import BaseAgentEvent, BaseChatMessage, TextMessage
 from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_core import CancellationToken
 from autogen_core.models import (
     ChatCompletionClient,
     CreateResult,
@@ -46,6 +56,7 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from autogen_ext.models.replay import ReplayChatCompletionClient
 
+from aer1 import Collector
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
 
 DEFAULT_MESSAGES = 200
@@ -55,6 +66,8 @@ QUICK_RUNS = 5
 CPU = 1
 WRAPPER = "aer1 AER1AgentWrapper + team.run"
 COLLECTOR_RUN = "aer1 collector.run"
+AT_ONCE = "aer1 AER1AgentWrapper, plain Collector (no batches)"
+HOOKS_ONLY = "aer1 AER1AgentWrapper, collector keeping no step (hooks alone)"
 PEER = "aer1-autogen 0.1.15 AER1AgentWrapper"
 DEFAULT_PEER_PATH = Path(__file__).resolve().parent.parent / "tests" / ".peers"
 AGENTS = ("alice", "bob")
@@ -115,7 +128,10 @@ def agents(kind: str, messages: int) -> list[AssistantAgent]:
     return [AssistantAgent(name, model_client=make_client(kind, per_agent)) for name in AGENTS]
 
 
-def variants(kind: str, messages: int, peer: Any) -> dict[str, Variant]:
+def variants(kind: str, messages: int, peer: Any, *, plain: bool = True, hooks: bool = False) -> dict[str, Variant]:
+    """The variants to time; ``plain``: include the wrappers recording into a plain Collector;
+    ``hooks``: and into a collector that keeps no step (what the hooks alone cost)."""
+
     async def unwrapped() -> None:
         members: list[ChatAgent | Team] = [*agents(kind, messages)]
         await RoundRobinGroupChat(members, max_turns=messages).run(task="go")
@@ -126,17 +142,30 @@ def variants(kind: str, messages: int, peer: Any) -> dict[str, Variant]:
         result = await team.run(task="go")
         collector.finalize(result)
 
+    async def at_once() -> None:
+        collector = Collector(goal="bench")
+        team = RoundRobinGroupChat([AER1AgentWrapper(a, collector) for a in agents(kind, messages)], max_turns=messages)
+        result = await team.run(task="go")
+        collector.finalize(result.messages[-1].to_text())
+
     async def collector_run() -> None:
         collector = AER1AutoGenCollector(goal="bench")
         team = RoundRobinGroupChat([AER1AgentWrapper(a, collector) for a in agents(kind, messages)], max_turns=messages)
         result = await collector.run(team, task="go")
         collector.finalize(result)
 
-    table: dict[str, Variant] = {
-        "unwrapped": unwrapped,
-        WRAPPER: wrapper_only,
-        COLLECTOR_RUN: collector_run,
-    }
+    table: dict[str, Variant] = {"unwrapped": unwrapped, WRAPPER: wrapper_only}
+    if plain:
+        table[AT_ONCE] = at_once
+    if hooks:
+
+        async def hooks_only() -> None:
+            collector = DiscardingCollector(goal="bench")
+            members = [AER1AgentWrapper(a, collector) for a in agents(kind, messages)]
+            await RoundRobinGroupChat(members, max_turns=messages).run(task="go")
+
+        table[HOOKS_ONLY] = hooks_only
+    table[COLLECTOR_RUN] = collector_run
     if peer is not None:
 
         async def peer_wrapper() -> None:
@@ -210,7 +239,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     from _table import make_row
 
     runs = QUICK_RUNS if quick else DEFAULT_RUNS
-    times = asyncio.run(measure(variants("replay", DEFAULT_MESSAGES, install_peer()), runs))
+    times = asyncio.run(measure(variants("replay", DEFAULT_MESSAGES, install_peer(), plain=False), runs))
     base = times["unwrapped"]
     ours = _median_ratio(times[WRAPPER], base, CPU)
     theirs = _median_ratio(times[PEER], base, CPU)
@@ -226,19 +255,152 @@ def run(quick: bool) -> list[dict[str, Any]]:
     ]
 
 
+# ------------------------------------------------------------------ --breakdown
+
+BREAKDOWN_TURNS = 400
+BREAKDOWN_ROUNDS = 9
+
+
+class StubAgent(BaseChatAgent):
+    """Answers every turn at once with the same ready-made message: what is left is the wrapper's work."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, "answers at once")
+        self._response = Response(chat_message=TextMessage(content="reply", source=name))
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        return (TextMessage,)
+
+    async def on_messages(self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken) -> Response:
+        return self._response
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        yield self._response
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        return None
+
+
+class DiscardingCollector(AER1AutoGenCollector):
+    """Keeps no step: a wrapper recording into it costs its hooks alone."""
+
+    def defer(self, tool: str, content: Any, **kwargs: Any) -> None:
+        return None
+
+    def safe_record(self, tool: str, content: Any, **kwargs: Any) -> dict[str, Any] | None:
+        return None
+
+
+class TimedBatches(AER1AutoGenCollector):
+    """Adds up the time its batches of steps take to chain."""
+
+    seconds = 0.0
+
+    def _chain_batch(self) -> None:
+        start = time.perf_counter()
+        super()._chain_batch()
+        TimedBatches.seconds += time.perf_counter() - start
+
+
+class TimedRecords(Collector):
+    """Adds up the time each step takes to chain when it is recorded at once."""
+
+    seconds = 0.0
+
+    def safe_record(self, tool: str, content: Any, **kwargs: Any) -> dict[str, Any] | None:
+        start = time.perf_counter()
+        try:
+            return super().safe_record(tool, content, **kwargs)
+        finally:
+            TimedRecords.seconds += time.perf_counter() - start
+
+
+async def _turns_us(collector: Collector | None) -> float:
+    """µs per turn of ``alice`` (a stub, wrapped for ``collector`` unless None) answering ``bob``."""
+    alice: ChatAgent = StubAgent("alice")
+    if collector is not None:
+        alice = AER1AgentWrapper(alice, collector)
+        AER1AgentWrapper(StubAgent("bob"), collector)  # bob is wrapped too, as in a team: his message is no step
+    incoming = [TextMessage(content="hi", source="bob")]
+    token = CancellationToken()
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(BREAKDOWN_TURNS):
+        async for _item in alice.on_messages_stream(incoming, token):
+            pass
+    if isinstance(collector, AER1AutoGenCollector):
+        collector.flush_steps()
+    return (time.perf_counter() - start) / BREAKDOWN_TURNS * 1e6
+
+
+def _record_us() -> float:
+    """µs per bare ``Collector.record`` of the step a turn records, in a loop."""
+    collector = Collector(goal="bench")
+    steps = [{"message_type": "TextMessage", "message_id": str(i), "content": "reply"} for i in range(BREAKDOWN_TURNS)]
+    gc.collect()
+    start = time.perf_counter()
+    for step in steps:
+        collector.record("message", step, agent="alice", kind="message", started_at=time.time(), reply_to="bob")
+    return (time.perf_counter() - start) / BREAKDOWN_TURNS * 1e6
+
+
+async def breakdown(kind: str, messages: int, runs: int) -> str:
+    """Per-message costs (best of rounds) and the chaining time inside real team runs."""
+    best: dict[str, float] = {}
+    for _ in range(BREAKDOWN_ROUNDS):
+        rounds = {
+            "bare agent (no wrapper)": await _turns_us(None),
+            "wrapper hooks, no step kept": await _turns_us(DiscardingCollector(goal="bench")),
+            "wrapper hooks + step chained in batches": await _turns_us(AER1AutoGenCollector(goal="bench")),
+            "wrapper hooks + step chained at once": await _turns_us(Collector(goal="bench")),
+            "bare Collector.record of that step, in a loop": _record_us(),
+        }
+        for name, us in rounds.items():
+            best[name] = min(best.get(name, float("inf")), us)
+    lines = ["| per message, best of rounds | µs |", "|---|---:|"]
+    lines += [f"| {name} | {us:.1f} |" for name, us in best.items()]
+    steps = {"in batches": 0, "at once": 0}
+    TimedBatches.seconds = TimedRecords.seconds = 0.0
+    for _ in range(runs):
+        batched = TimedBatches(goal="bench")
+        team = RoundRobinGroupChat([AER1AgentWrapper(a, batched) for a in agents(kind, messages)], max_turns=messages)
+        batched.finalize(await team.run(task="go"))
+        steps["in batches"] += batched.step_count - 2  # neither the termination nor the close step is batched
+        at_once = TimedRecords(goal="bench")
+        team = RoundRobinGroupChat([AER1AgentWrapper(a, at_once) for a in agents(kind, messages)], max_turns=messages)
+        await team.run(task="go")
+        steps["at once"] += at_once.step_count
+        at_once.finalize()
+    lines += [
+        f"| inside {runs} team runs of {messages} messages: chaining a step in batches | "
+        f"{TimedBatches.seconds / steps['in batches'] * 1e6:.1f} |",
+        f"| inside {runs} team runs of {messages} messages: chaining a step at once | "
+        f"{TimedRecords.seconds / steps['at once'] * 1e6:.1f} |",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--client", choices=("replay", "constant"), default="replay")
     parser.add_argument("--peer-path", type=Path, default=DEFAULT_PEER_PATH)
+    parser.add_argument("--breakdown", action="store_true", help="also print what one message costs, part by part")
     args = parser.parse_args(argv)
     logging.getLogger("autogen_core.events").setLevel(logging.ERROR)
     peer = load_peer(args.peer_path)
     if peer is None:
         print(f"(aer1-autogen peer not found under {args.peer_path}: its column is left out)", file=sys.stderr)
-    times = asyncio.run(measure(variants(args.client, args.messages, peer), args.runs))
+    table = variants(args.client, args.messages, peer, hooks=args.breakdown)
+    times = asyncio.run(measure(table, args.runs))
     print(report(times, args.messages, args.runs, args.client))
+    if args.breakdown:
+        print()
+        print(asyncio.run(breakdown(args.client, args.messages, max(1, args.runs // 3))))
     return 0
 
 

@@ -23,8 +23,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aer1 import Collector
-
+from ._batched import BatchedCollector
 from ._compat_collector import CompatMethods
 from ._errors import count_failure, error_info, failure_status
 
@@ -101,7 +100,7 @@ def _team_stream(
     )
 
 
-class AER1AutoGenCollector(CompatMethods, Collector):
+class AER1AutoGenCollector(CompatMethods, BatchedCollector):
     """A :class:`aer1.Collector` for AutoGen: wrap agents with ``AER1AgentWrapper`` and run.
 
     Takes exactly the options of :class:`aer1.Collector`. ``finalize(final_answer=...)``
@@ -217,24 +216,24 @@ class AER1AutoGenCollector(CompatMethods, Collector):
         ended_at: float | None = None,
         target: str | None = None,
         actor: str = UNKNOWN_TEAM_ACTOR,
-    ) -> dict[str, Any] | None:
-        """Record a team-level step of the team ``actor`` (see :func:`team_actor`); never raises."""
+        batched: bool = False,
+    ) -> None:
+        """Record a team-level step of the team ``actor`` (see :func:`team_actor`); never raises.
+
+        ``batched``: the step may wait for the next batch (``BatchedCollector.defer``).
+        """
         if actor == UNKNOWN_TEAM_ACTOR:
             self._ac_register_team(actor, MANAGER_TYPE, "an AgentChat team run without collector.run(): not observed")
         if kind == "termination":
             self._ac_pending_termination = False
         elif kind == "task":
             self._ac_pending_termination = True
-        return self.safe_record(
-            kind,
-            content,
-            agent=actor,
-            kind=kind,
-            status=status,
-            started_at=started_at,
-            ended_at=ended_at,
-            target=target,
-        )
+        if batched:
+            self.defer(kind, content, agent=actor, kind=kind, status=status, started_at=started_at,
+                       ended_at=ended_at, target=target)
+        else:
+            self.safe_record(kind, content, agent=actor, kind=kind, status=status, started_at=started_at,
+                             ended_at=ended_at, target=target)
 
     def _ac_register_team(self, actor: str, manager_type: str, description: str) -> None:
         """List a team-level actor in ``agents`` (once); never raises."""

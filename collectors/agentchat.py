@@ -69,6 +69,7 @@ from aer1 import Collector
 from aer1.bundle import evidence_bytes
 
 from ._agentchat_internals import read, write
+from ._batched import BatchedCollector
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
 from ._errors import count_failure, error_info, failure_status
 from ._state import PerCollector
@@ -274,6 +275,11 @@ _ORIGINS: weakref.WeakKeyDictionary[Collector, Collector] = weakref.WeakKeyDicti
 _seen = _SEEN.of
 
 
+def recorder(collector: Collector) -> Callable[..., Any]:
+    """How hooks record a step into ``collector``: with its next batch when it takes steps so."""
+    return collector.defer if isinstance(collector, BatchedCollector) else collector.safe_record
+
+
 def routed(collector: Collector) -> Collector:
     """Where a turn of an agent wrapped for ``collector`` records in this context (see ``_ROUTES``)."""
     for outer, child in _ROUTES.get():
@@ -315,7 +321,7 @@ class _Turn:
     """
 
     __slots__ = ("agent", "child", "child_started", "collector", "handoff_calls", "handoff_targets", "nested",
-                 "nested_in", "reply_to", "requests", "seen", "started", "sub_turns", "thoughts",
+                 "nested_in", "record", "reply_to", "requests", "seen", "started", "sub_turns", "thoughts",
                  "wrapper")  # fmt: skip
 
     def __init__(
@@ -329,6 +335,8 @@ class _Turn:
         seen: _Seen | None = None,
     ) -> None:
         self.collector = collector
+        # The turn's steps: chained with the next batch where the collector takes them so.
+        self.record = recorder(collector)
         self.wrapper = wrapper
         self.agent = agent
         self.nested_in = nested_in
@@ -466,7 +474,7 @@ class _Turn:
         if pending is not None and pending.repeated:
             content["call_index"] = pending.index
             content["paired_by"] = "position"  # empty or repeated ids: the id alone says nothing
-        self.collector.safe_record(
+        self.record(
             label,
             self._nesting(content),
             agent=self.agent,
@@ -485,7 +493,7 @@ class _Turn:
                    "content": _message_content(message)}  # fmt: skip
         if self.thoughts:
             content["thoughts"], self.thoughts = self.thoughts, []
-        self.collector.safe_record(
+        self.record(
             "message", self._nesting(content), agent=self.agent, kind="message", started_at=self.started
         )
         self.started = time.time()
@@ -503,8 +511,8 @@ class _Turn:
             content = _message_content(message)
         step = {"message_type": cls.__name__, "message_id": message.id, "content": content}
         if self.thoughts:
-            step["thoughts"] = self.thoughts
-        self.collector.safe_record(
+            step["thoughts"] = list(self.thoughts)  # the step keeps what it was given
+        self.record(
             "message",
             self._nesting(step),
             agent=self.agent,
@@ -529,13 +537,13 @@ class _Turn:
             "target": message.target,
             "content": message.content,
             "context": message.context,
-            "handoff_calls": self.handoff_calls,
+            "handoff_calls": list(self.handoff_calls),
             "selected_call_id": self.handoff_calls[selected]["call_id"] if selected is not None else None,
             "selected_call_index": selected,
         }
         if self.thoughts:
-            content["thoughts"] = self.thoughts
-        self.collector.safe_record(
+            content["thoughts"] = list(self.thoughts)
+        self.record(
             "handoff", self._nesting(content), agent=self.agent, kind="handoff", started_at=self.started,
             reply_to=self.reply_to, target=message.target or None,
         )  # fmt: skip
@@ -846,9 +854,13 @@ class AER1AgentWrapper(BaseChatAgent):
             turn.failed(exc)
             raise
         finally:
-            with contextlib.suppress(ValueError):  # closed from another context: nothing to undo there
+            try:
                 _RUNNING.reset(running)
-            if self in active:
+            except ValueError:  # closed from another context: nothing to undo there
+                pass
+            if active and active[-1] is self:  # the common case: this turn is the innermost
+                active.pop()
+            elif self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
             if collector is not self._collector:
                 self._observers = self._base_observers
@@ -874,12 +886,13 @@ class AER1AgentWrapper(BaseChatAgent):
 
     def _inbound(self, messages: Sequence[BaseChatMessage], collector: Collector, seen: _Seen) -> None:
         """Record, once each by id, messages reaching this agent from outside the wrapped agents."""
+        wrapped = seen.wrapped
         for message in messages:
             try:
-                if message.source in seen.wrapped or not seen.add_message(message.id):
+                if message.source in wrapped or not seen.add_message(message.id):
                     continue
                 now = time.time()
-                collector.safe_record(
+                recorder(collector)(
                     "message",
                     {"message_type": type(message).__name__, "message_id": message.id,
                      "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
@@ -1003,8 +1016,11 @@ class _TeamRun:
     ) -> None:
         content: dict[str, Any] = {**self.team, "selected": names, **details, "observed_by": observed_by}
         target = names[0] if names and len(names) == 1 and names[0] else None
+        # A selector's or orchestrator's notes hold what user functions returned: recorded at once.
+        batched = self.hook is None or not self.hook.takes_notes
         self.collector._ac_record_team_step(
-            "speaker_selection", content, status=status, started_at=started_at, target=target, actor=self.actor
+            "speaker_selection", content, status=status, started_at=started_at, target=target, actor=self.actor,
+            batched=batched,
         )
 
     def turn_started(self, agent: str, now: float) -> None:
