@@ -29,6 +29,7 @@ import orjson
 from ..errors import MalformedInputError
 from ..infile import NotRegularFile, kind_of
 from ..infile import open_regular as _open_regular
+from ..layout import receipt_json
 from ..limits import (
     MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
@@ -235,23 +236,45 @@ def _limits_shown(data: bytes, max_depth: int, max_string: int) -> bool:
         return True
     if data[1:2] != b"\n" or b"\n" + b" " * (2 * max_depth) in data:
         return False
+    if _STEP_LINE.search(data) is not None and (max_depth <= _STEP_LINE_DEPTH or _STEP_LINE_NESTED.search(data)):
+        return False  # a step on one line: its members are one level deeper than its indentation says
     return data.find(b"\n") <= max_string and _line_longer_than(max_string).search(data) is None
 
+
+#: A step written on one line in the saved layout (``aer1.layout``): four spaces, then the
+#: object and its members. Its members sit at this depth, which its indentation does not show,
+#: and a bracket after its opening brace may open a deeper container (or sit in a string):
+#: either sends the text to the value walk.
+_STEP_LINE = re.compile(rb"\n    \{[^\n}]")
+_STEP_LINE_DEPTH = 3
+_STEP_LINE_NESTED = re.compile(rb"\n    \{[^\n]*[\[{]")
 
 #: What :func:`_parse_quick` gives when it cannot vouch for its parse.
 _MISS: Any = object()
 _NEWLINE = 0x0A
 
 
+#: How the saved layout opens the steps: a text holding it is written back in that layout.
+_STEPS_OPEN = b'\n  "steps": [\n    {'
+
+
 def _parse_quick(data: bytes) -> Any:
-    """orjson's parse of ``data`` if orjson writes it back byte for byte (indented or compact), else _MISS.
+    """orjson's parse of ``data`` if it is written back byte for byte, else _MISS.
+
+    Written back compactly, indented, or in the saved receipt layout (``aer1.layout``: indented,
+    a step per line), whichever the text's shape asks for.
 
     The rewrite is compared in place (no copy of ``data``); one trailing newline is allowed.
     """
     try:
         value = orjson.loads(data)
-        again = orjson.dumps(value, option=orjson.OPT_INDENT_2 if data[1:2] == b"\n" else 0)
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        if data[1:2] != b"\n":
+            again = orjson.dumps(value)
+        elif type(value) is dict and data.find(_STEPS_OPEN) >= 0:
+            again = receipt_json(value)
+        else:
+            again = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
         return _MISS
     n = len(again)
     if len(data) - n in (0, 1) and data.startswith(again) and (len(data) == n or data[n] == _NEWLINE):

@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 import pytest
 
-import aer1.verifier
 from aer1 import Collector
 from aer1.cli import main as aer1_cli
 from aer1.layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
@@ -180,8 +179,8 @@ def test_streaming_verifier_reads_the_layout_as_the_in_memory_one(tmp_path: Path
         streamed_files.append(args)
         return verify_streaming(*args, **kwargs)
 
-    monkeypatch.setattr(aer1.verifier, "STREAM_MIN_BYTES", 0)  # this file, small as it is, is streamed
-    monkeypatch.setattr(aer1.verifier, "verify_streaming", streaming)
+    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)  # this file, small as it is, is streamed
+    monkeypatch.setattr(_stream, "verify_streaming", streaming)
     streamed = verify_receipt(path).to_dict()
     assert streamed_files, "got the in-memory path, want the streaming one"
     assert streamed == in_memory

@@ -187,7 +187,7 @@ def test_a_large_saved_receipt_needs_no_value_walk(tmp_path: Any) -> None:
     from aer1.verifier._parse import MAX_DEPTH, MAX_STRING_CHARS, _limits_shown
 
     c = Collector("large")
-    for i in range(2_500):
+    for i in range(4_000):
         c.record("message", {"content": f"turn {i} " + "x" * 200}, agent="alice", kind="message")
     c.save(str(tmp_path / "large.json"))
     data = (tmp_path / "large.json").read_bytes()
@@ -234,3 +234,21 @@ def test_a_tampered_receipt_gets_the_same_report_from_either_parser(tmp_path: An
             m.setattr(_parse, "_parse_quick", lambda _data: _MISS)
             exact = verify_receipt(path).to_dict()
         assert quick == exact, f"got {quick['verdict']}, want {exact['verdict']} for edit {i}"
+
+
+def test_a_step_line_nested_past_the_limit_is_walked(tmp_path: Any) -> None:
+    from aer1.layout import receipt_json
+    from aer1.verifier._parse import MAX_DEPTH, MAX_STRING_CHARS, _limits_shown
+
+    wf = make_collector().finalize("done")
+    nested: Any = []
+    for _ in range(MAX_DEPTH):
+        nested = [nested]
+    wf["steps"][0]["extra"] = nested
+    data = receipt_json(wf)
+    assert _parse_quick(data) is not _MISS, "got the strict parser for a text in our layout"
+    assert not _limits_shown(data, MAX_DEPTH, MAX_STRING_CHARS), "got no walk for a step line nested past the limit"
+    with pytest.raises(MalformedInput, match="deep"):
+        parse_strict(data)
+    flat = receipt_json(make_collector().finalize("done"))
+    assert not _limits_shown(flat, 3, MAX_STRING_CHARS), "a step's members sit at depth 3: a limit of 3 must walk"

@@ -30,6 +30,7 @@ FORMAT_LAYER = {
     "aer1.imprint",
     "aer1.infile",
     "aer1.keyring",
+    "aer1.layout",
     "aer1.limits",
     "aer1.link",
     "aer1.merkle",
