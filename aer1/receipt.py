@@ -50,7 +50,9 @@ __all__ = [
     "workflow_in_order",
 ]
 
+#: The ``type`` of an AER-1 workflow receipt (Section 8).
 WORKFLOW_TYPE = "verifiable-workflow-receipt"
+#: The ``version`` of the workflow receipts we write.
 WORKFLOW_VERSION = "1"
 #: The Section 8.1 leaf construction our receipts use (and a receipt without merkle_version means).
 MERKLE_VERSION = "receipt-id-v0"
@@ -71,6 +73,7 @@ PROOF_MEMBERS = frozenset(
 #: Where the verification procedure is documented: the AER-1 specification page.
 DEFAULT_VERIFY_URL = "https://datatracker.ietf.org/doc/draft-zambo-aer1/"
 
+#: The step kinds ``Collector.record`` accepts; any other tool name is recorded as ``tool_call``.
 KINDS = (
     "task",
     "message",

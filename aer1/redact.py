@@ -20,6 +20,7 @@ __all__ = ["REDACTED", "Redactor", "credential_redactor", "default_redactor", "i
 
 #: The placeholder that replaces a redacted value.
 REDACTED = "[REDACTED]"
+#: A redaction function: takes a value to record, returns what is recorded instead.
 Redactor = Callable[[Any], Any]
 
 _SECRET_WORDS = frozenset(

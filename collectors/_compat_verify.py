@@ -39,9 +39,13 @@ __all__ = [
     "verify_workflow_receipt",
 ]
 
+#: A dimension's verdict: it was checked and holds.
 VERDICT_PASS = "pass"
+#: A dimension's verdict: it was checked and does not hold.
 VERDICT_FAIL = "fail"
+#: A dimension's verdict: nothing to check it against was given (a key, evidence, a proof).
 VERDICT_NOT_CHECKED = "not_checked"
+#: A dimension's verdict: it could not be checked here.
 VERDICT_UNAVAILABLE = "unavailable"
 
 #: The peer's dimensions, in its order, and the numbered checks (spec/verifier.md) behind each.

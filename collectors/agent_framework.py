@@ -93,10 +93,10 @@ OMITTED_KEY = "(omitted entries)"
 #: Workflow states that end a run (a paused run waits for responses: not an end).
 _FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
 
-#: Said by every ``termination`` step: the framework reports how a run ended, not why.
 #: The ``reason`` of the ``termination`` step finalize records for a run that had not ended.
 UNFINISHED_REASON = ("the run had not ended when the receipt was finalized: its event stream was not read to the "
                      "end, or it was still running")
+#: Said by every ``termination`` step: the framework reports how a run ended, not why.
 STOP_REASON_NOTE = (
     "Agent Framework reports no structured stop reason: final_state, rounds, max_rounds and the executor "
     "of the closing output are what was observed"

@@ -8,8 +8,11 @@ from typing import Any
 
 __all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line", "same_bytes"]
 
+#: A check's status: it ran and held.
 PASS = "PASS"
+#: A check's status: it ran and failed.
 FAIL = "FAIL"
+#: A check's status: it did not run (nothing to check against, or an earlier check failed).
 NOT_CHECKED = "NOT CHECKED"
 
 def one_line(text: str) -> str:

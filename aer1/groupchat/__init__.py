@@ -5,8 +5,9 @@ the stop reason and the receipt; see ``spec/groupchat.md`` for the protocol and 
 exact step contents.
 
 A product of its own beside the receipt core: ``import aer1`` does not load it, and it
-uses the core only through ``aer1.Collector`` and ``aer1.canonical``. Its code sandbox
-is the subpackage ``aer1.groupchat.sandbox`` (``spec/sandbox.md``).
+uses the core only through ``aer1.Collector`` and ``aer1.canonical``. Every name a user
+needs is exported here, the code sandbox's too (``spec/sandbox.md``); the modules behind
+them are internal.
 """
 
 from __future__ import annotations
@@ -22,12 +23,29 @@ from .approval import (
     TokenRefused,
     ToolApprovalRequest,
 )
+from .code import CodeRunResult, FencedBlock, execute_code_blocks, extract_code_blocks
 from .code_runner import CodeRunnerAgent
 from .context import RunState, TurnContext
 from .history import History, HistoryView
 from .manager import MANAGER, ChatResult, GroupChat, GroupChatError
 from .messages import Message, MessageValidationError, validate_message
 from .model import ModelAgent
+from .sandbox import (
+    BWRAP_PATH,
+    DEFAULT_LIMITS,
+    DISK_LIMIT_EXIT_CODE,
+    TIMEOUT_EXIT_CODE,
+    BubblewrapSandbox,
+    Sandbox,
+    SandboxError,
+    SandboxLimits,
+    SandboxResult,
+    SandboxUnavailableError,
+    UnsandboxedExecutor,
+    WorkDirError,
+    default_sandbox,
+    probe_bubblewrap,
+)
 from .schema import ToolDefinitionError, function_schema
 from .selection import (
     AutoSelector,
@@ -43,18 +61,25 @@ from .selection import (
 from .tools import Tool, ToolExecutor, ToolOutcome
 
 __all__ = [
+    "BWRAP_PATH",
+    "DEFAULT_LIMITS",
+    "DISK_LIMIT_EXIT_CODE",
     "MANAGER",
+    "TIMEOUT_EXIT_CODE",
     "Agent",
     "AgentError",
     "ApprovalDecision",
     "ApprovalPort",
     "ApprovalToken",
     "AutoSelector",
+    "BubblewrapSandbox",
     "CallableSelector",
     "CallbackApproval",
     "ChatResult",
+    "CodeRunResult",
     "CodeRunnerAgent",
     "DeferredApproval",
+    "FencedBlock",
     "FunctionAgent",
     "GroupChat",
     "GroupChatError",
@@ -68,6 +93,11 @@ __all__ = [
     "RandomSelector",
     "RoundRobin",
     "RunState",
+    "Sandbox",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxUnavailableError",
     "ScriptedAgent",
     "Selection",
     "SelectionContext",
@@ -82,6 +112,12 @@ __all__ = [
     "ToolExecutor",
     "ToolOutcome",
     "TurnContext",
+    "UnsandboxedExecutor",
+    "WorkDirError",
+    "default_sandbox",
+    "execute_code_blocks",
+    "extract_code_blocks",
     "function_schema",
+    "probe_bubblewrap",
     "validate_message",
 ]

@@ -27,6 +27,7 @@ from .selection import Selection, SelectionContext, SelectionError, SpeakerSelec
 
 log = logging.getLogger("aer1")
 
+#: The agent name the manager records its own steps under; no participant may take it.
 MANAGER = "manager"
 STOP_TERMINATION_MSG = "is_termination_msg"
 STOP_MAX_ROUND = "max_round"

@@ -8,7 +8,7 @@ from pathlib import Path
 import aer1.verifier
 
 #: Producer modules the verifier must not import: the TSA client used at finalize and its command line.
-PRODUCER_MODULES = frozenset(("timestamp", "lifecycle_cli", "collector"))
+PRODUCER_MODULES = frozenset(("aer1.timestamp", "aer1.lifecycle_cli", "aer1.collector"))
 
 
 def test_verifier_imports_no_producer_module() -> None:
@@ -17,9 +17,9 @@ def test_verifier_imports_no_producer_module() -> None:
     for source in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
-                name = node.module.split(".")[0]
+                name = "aer1." + node.module.split(".")[0]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("aer1."):
-                name = (node.module or "").split(".")[1]
+                name = ".".join((node.module or "").split(".")[:2])
             else:
                 continue
             if name in PRODUCER_MODULES:

@@ -18,6 +18,7 @@ from .workdir import WorkDir, hand_over, interpreter_dirs
 # Bubblewrap layout
 # ---------------------------------------------------------------------------------------------
 
+#: Where bubblewrap is looked for unless a caller names another path.
 BWRAP_PATH = "/usr/bin/bwrap"
 SANDBOX_UID = 65534
 """The unprivileged user code runs as (``nobody``): inside, and outside too when started as root."""

@@ -74,4 +74,5 @@ class SandboxLimits:
         return math.ceil(self.timeout_s) + CPU_GRACE_S
 
 
+#: The limits a sandboxed run gets unless the caller gives others.
 DEFAULT_LIMITS = SandboxLimits()
