@@ -29,17 +29,17 @@ from ._lazy import lazy_exports
 from .errors import Aer1Error, CouldNotVerifyError, MalformedInputError, UsageError, VerificationError
 
 if TYPE_CHECKING:
-    from .canonical import CanonicalizationError, canonical_bytes, check_exact, exact_bytes, restore
-    from .chain import PROFILE
-    from .collector import Collector, CollectorClosedError
-    from .journal import Journal, JournalError
-    from .keyring import KeyEntry, KeyringError, parse_keyring
-    from .link import LinkError, link_content, link_hash
-    from .proof import build_step_proof
-    from .receipt import DEFAULT_VERIFY_URL, KINDS
-    from .recover import RecoveryError, RecoveryResult, recover_journal
-    from .redact import Redactor, credential_redactor, default_redactor, is_secret_key
-    from .signing import (
+    from ._canonical import CanonicalizationError, canonical_bytes, check_exact, exact_bytes, restore
+    from ._chain import PROFILE
+    from ._collector import Collector, CollectorClosedError
+    from ._journal import Journal, JournalError
+    from ._keyring import KeyEntry, KeyringError, parse_keyring
+    from ._link import LinkError, link_content, link_hash
+    from ._proof import build_step_proof
+    from ._receipt import DEFAULT_VERIFY_URL, KINDS
+    from ._recover import RecoveryError, RecoveryResult, recover_journal
+    from ._redact import Redactor, credential_redactor, default_redactor, is_secret_key
+    from ._signing import (
         KeyFileError,
         SignatureInvalid,
         generate_key_pair,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         load_public_key,
         sign_receipt,
     )
-    from .timeline import format_timeline
+    from ._timeline import format_timeline
     from .verifier import CheckResult, Failure, Report, verify_proof, verify_receipt
     from .verifier._bundle import verify_bundle
 
@@ -104,40 +104,40 @@ __version__ = "0.1.0"
 
 #: Where each lazily loaded public name lives.
 _HOMES = {
-    "CanonicalizationError": ".canonical",
-    "canonical_bytes": ".canonical",
-    "check_exact": ".canonical",
-    "exact_bytes": ".canonical",
-    "restore": ".canonical",
-    "PROFILE": ".chain",
-    "Collector": ".collector",
-    "CollectorClosedError": ".collector",
-    "DEFAULT_VERIFY_URL": ".receipt",
-    "KINDS": ".receipt",
-    "Journal": ".journal",
-    "JournalError": ".journal",
-    "KeyEntry": ".keyring",
-    "KeyringError": ".keyring",
-    "parse_keyring": ".keyring",
-    "LinkError": ".link",
-    "link_content": ".link",
-    "link_hash": ".link",
-    "build_step_proof": ".proof",
-    "RecoveryError": ".recover",
-    "RecoveryResult": ".recover",
-    "recover_journal": ".recover",
-    "Redactor": ".redact",
-    "credential_redactor": ".redact",
-    "default_redactor": ".redact",
-    "is_secret_key": ".redact",
-    "KeyFileError": ".signing",
-    "SignatureInvalid": ".signing",
-    "generate_key_pair": ".signing",
-    "key_id": ".signing",
-    "load_private_key": ".signing",
-    "load_public_key": ".signing",
-    "sign_receipt": ".signing",
-    "format_timeline": ".timeline",
+    "CanonicalizationError": "._canonical",
+    "canonical_bytes": "._canonical",
+    "check_exact": "._canonical",
+    "exact_bytes": "._canonical",
+    "restore": "._canonical",
+    "PROFILE": "._chain",
+    "Collector": "._collector",
+    "CollectorClosedError": "._collector",
+    "DEFAULT_VERIFY_URL": "._receipt",
+    "KINDS": "._receipt",
+    "Journal": "._journal",
+    "JournalError": "._journal",
+    "KeyEntry": "._keyring",
+    "KeyringError": "._keyring",
+    "parse_keyring": "._keyring",
+    "LinkError": "._link",
+    "link_content": "._link",
+    "link_hash": "._link",
+    "build_step_proof": "._proof",
+    "RecoveryError": "._recover",
+    "RecoveryResult": "._recover",
+    "recover_journal": "._recover",
+    "Redactor": "._redact",
+    "credential_redactor": "._redact",
+    "default_redactor": "._redact",
+    "is_secret_key": "._redact",
+    "KeyFileError": "._signing",
+    "SignatureInvalid": "._signing",
+    "generate_key_pair": "._signing",
+    "key_id": "._signing",
+    "load_private_key": "._signing",
+    "load_public_key": "._signing",
+    "sign_receipt": "._signing",
+    "format_timeline": "._timeline",
     "CheckResult": ".verifier",
     "Failure": ".verifier",
     "Report": ".verifier",

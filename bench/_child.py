@@ -82,7 +82,7 @@ def record(who: str, steps: int, size: int, outdir: str) -> dict[str, Any]:
 
 def _sizes_by_layout(receipt: dict[str, Any]) -> dict[str, int]:
     """Bytes of ``receipt`` laid out as ours (a step per line) and as the peer's (indented throughout)."""
-    from aer1.layout import receipt_json
+    from aer1._layout import receipt_json
 
     return {"bytes_step_lines": len(receipt_json(receipt)),
             "bytes_indented": len(json.dumps(receipt, indent=2, ensure_ascii=False).encode())}

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from aer1.collector import Collector
-from aer1.limits import MAX_INPUT_BYTES
+from aer1._collector import Collector
+from aer1._limits import MAX_INPUT_BYTES
 
 _MiB = 1024 * 1024
 TARGET_S = 60.0
@@ -65,7 +65,7 @@ FILES: dict[str, Body] = {
 #: unlike ru_maxrss, which also counts the parent's memory copied before exec) to stderr.
 _CHILD = """
 import sys
-from aer1.verifier.cli import main
+from aer1.verifier._cli import main
 code = main(sys.argv[1:])
 with open("/proc/self/status") as f:
     sys.stderr.write(next(line for line in f if line.startswith("VmHWM:")))

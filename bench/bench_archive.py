@@ -52,7 +52,7 @@ print(json.dumps({"wall_s": wall, "rss_kib": resource.getrusage(resource.RUSAGE_
 def generate(folder: Path, receipts: int, steps: int) -> None:
     """``receipts`` signed receipts of ``steps`` steps (close step included), with evidence."""
     from aer1 import Collector
-    from aer1.signing import generate_key_pair
+    from aer1._signing import generate_key_pair
 
     private, public = generate_key_pair()
     (folder.parent / "archive.pub").write_bytes(public)
@@ -102,11 +102,11 @@ def run(receipts: int = RECEIPTS, steps: int = STEPS) -> list[dict[str, Any]]:
         shutil.copytree(folder, bare, ignore=shutil.ignore_patterns("*.evidence.jsonl"))
         rows = []
         for jobs in (1, 2):
-            m = _measure([sys.executable, "-m", "aer1.verifier.cli", str(folder), "--jobs", str(jobs)])
+            m = _measure([sys.executable, "-m", "aer1.verifier._cli", str(folder), "--jobs", str(jobs)])
             rows.append({"name": f"ours, --jobs {jobs} (all checks: members, sequence, root, chain, signature, "
                                  "evidence)", **m})
         for jobs in (1, 2):
-            m = _measure([sys.executable, "-m", "aer1.verifier.cli", str(bare), "--jobs", str(jobs)])
+            m = _measure([sys.executable, "-m", "aer1.verifier._cli", str(bare), "--jobs", str(jobs)])
             rows.append({"name": f"ours, --jobs {jobs}, no evidence files (all checks but evidence)", **m})
         env = {**os.environ, "PYTHONPATH": f"{PEER_DIR}{os.pathsep}{Path(__file__).parent}"}
         m = _measure([sys.executable, __file__, "--peer-run", str(folder)], env=env)

@@ -31,7 +31,7 @@ from _common import PEER_DIR, message, peer
 from _table import make_row
 
 from aer1 import Collector
-from aer1.receipt import evidence_path_for
+from aer1._receipt import evidence_path_for
 
 SIZES = {False: (100, 1_000, 20_000, 200_000), True: (100, 2_000)}
 #: Alternating rounds per size (each round: ours, the peer, ours with evidence).

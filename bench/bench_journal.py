@@ -22,7 +22,7 @@ from _common import best_us_per_step, message
 from _table import make_row
 
 from aer1 import Collector
-from aer1.journal import FSYNC_POLICIES
+from aer1._journal import FSYNC_POLICIES
 
 #: Steps per timed run: fsync=step costs a disk flush per step, so it gets fewer.
 STEPS = {"none": 20_000, "never": 20_000, "interval": 20_000, "step": 400}

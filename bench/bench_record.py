@@ -13,7 +13,7 @@ from _common import alternating, message, peer, timed
 from _table import make_row
 
 from aer1 import Collector
-from aer1.signing import load_private_key, sign_receipt, verify_signature
+from aer1._signing import load_private_key, sign_receipt, verify_signature
 from aer1.verifier import verify_receipt
 
 SMALL, LARGE = 200, 20 * 1024
@@ -111,7 +111,7 @@ def _save_row(repeat: int) -> dict[str, Any]:
 
 
 def _fresh_key() -> bytes:
-    from aer1.signing import generate_key_pair
+    from aer1._signing import generate_key_pair
 
     return generate_key_pair()[0]
 

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from aer1 import Collector
-from aer1.redact import default_redactor
+from aer1._redact import default_redactor
 
 __all__ = ["DEFER_BATCH", "BatchedCollector"]
 

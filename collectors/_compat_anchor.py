@@ -19,10 +19,10 @@ from typing import Any
 
 from rfc3161_client import VerificationError as TokenError
 
+from aer1._imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, imprint_message
+from aer1._timefmt import format_ns, now_ns
+from aer1._timestamp import TSA, normalize_tsas, request_timestamps
 from aer1.errors import Aer1Error
-from aer1.imprint import DEFAULT_TSA_TIMEOUT_S, MAX_TIMESTAMPS, imprint_message
-from aer1.timefmt import format_ns, now_ns
-from aer1.timestamp import TSA, normalize_tsas, request_timestamps
 from aer1.verifier import PASS, TsaTrust, verify_receipt
 from aer1.verifier._tsa_verify import _Untrusted, _verify_one
 

@@ -16,10 +16,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from aer1._merkle import merkle_root_hex
+from aer1._receipt import DEFAULT_VERIFY_URL, MERKLE_VERSION, WORKFLOW_TYPE, WORKFLOW_VERSION
+from aer1._signing import key_id, load_public_key
 from aer1.errors import Aer1Error
-from aer1.merkle import merkle_root_hex
-from aer1.receipt import DEFAULT_VERIFY_URL, MERKLE_VERSION, WORKFLOW_TYPE, WORKFLOW_VERSION
-from aer1.signing import key_id, load_public_key
 from aer1.verifier import FAIL, NOT_CHECKED, PASS, Report, TsaTrust, verify_receipt
 
 __all__ = [
@@ -138,7 +138,7 @@ def verify_receipt_verdicts(
     authenticity. ``evidence``: the receipt's evidence file: checks every step's content
     against its hash. ``tsa_trust``: TSA roots, for the anchor proof's tokens (or the
     receipt's own ``timestamps`` when no proof is given). A key that cannot be read raises
-    :class:`aer1.signing.KeyFileError`: it is the caller's input, not the receipt's.
+    :class:`aer1._signing.KeyFileError`: it is the caller's input, not the receipt's.
     """
     report = _report(workflow, trusted_key_ids=_trusted_ids(key), evidence=evidence, tsa_trust=tsa_trust)
     if isinstance(report, str):  # nothing but its shape was checked: only that dimension fails

@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aer1.collector import Collector
+    from aer1._collector import Collector
 
 __all__ = ["CANCELLATIONS", "MAX_ERROR_MESSAGE_CHARS", "count_failure", "error_info", "failure_status"]
 

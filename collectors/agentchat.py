@@ -66,7 +66,7 @@ from autogen_core import AgentId, CancellationToken, ComponentModel, FunctionCal
 from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from aer1 import Collector
-from aer1.bundle import evidence_bytes
+from aer1._bundle import evidence_bytes
 
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector

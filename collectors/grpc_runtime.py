@@ -107,7 +107,7 @@ class _ReceiptAgent(RoutedAgent):
 
     @message_handler
     async def on_request(self, message: ReceiptRequest, ctx: MessageContext) -> ReceiptReply:
-        from aer1.bundle import evidence_bytes
+        from aer1._bundle import evidence_bytes
 
         receipt = self._collector.finalize(final_answer=message.final_answer or None)
         evidence = evidence_bytes(self._collector, receipt)

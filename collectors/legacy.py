@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from aer1.redact import is_secret_key
+from aer1._redact import is_secret_key
 
 from . import _legacy_internals as internals
 from ._errors import count_failure, error_info, failure_status
@@ -97,7 +97,7 @@ _PATTERN_ATTR = "_aer1_legacy_pattern"
 _ORIGINAL_ATTR = "_aer1_original"
 
 # llm_config keys holding live client objects or transport headers: never in a config digest.
-# (Secret-looking keys are recognized by the core's ``aer1.redact.is_secret_key``.)
+# (Secret-looking keys are recognized by the core's ``aer1._redact.is_secret_key``.)
 _LIVE_KEYS = frozenset({"http_client", "default_headers"})
 _URL_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 

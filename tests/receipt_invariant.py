@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 
-from aer1 import recover
-from aer1.collector import Collector
-from aer1.receipt import evidence_path_for
-from aer1.verifier.cli import main as verify_cli
+from aer1 import _recover as recover
+from aer1._collector import Collector
+from aer1._receipt import evidence_path_for
+from aer1.verifier._cli import main as verify_cli
 
 #: The marker a test uses to opt out of the invariant (it builds broken receipts on purpose).
 OPT_OUT_MARKER = "unverified_receipts"

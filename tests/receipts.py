@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from aer1 import verify_receipt
-from aer1.receipt import evidence_path_for
+from aer1._receipt import evidence_path_for
 from aer1.verifier import PASS
 
 PeerCli = Callable[[str | os.PathLike[str]], tuple[int, str]]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
-from aer1.recover import recover_journal
+from aer1._recover import recover_journal
 
 from .receipt_invariant import ReceiptLog, noting_receipts, unverified
 

@@ -24,18 +24,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_exports
-from ..limits import MAX_PARSE_COST_BYTES, parse_cost
-from ..link import LINK_KIND
-from ..receipt import evidence_path_for
+from .._limits import MAX_PARSE_COST_BYTES, parse_cost
+from .._link import LINK_KIND
+from .._receipt import evidence_path_for
 from ._fast import Passed
 from ._parallel import quick_steps
 from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 
 if TYPE_CHECKING:  # loaded on first use: a command that only reads files (aer1 recover) does not load the checks
-    from ..keyring import KeyEntry
+    from .._keyring import KeyEntry
+    from ._proof import verify_proof
     from ._timestamp import TsaTrust
-    from .proof import verify_proof
 
 __all__ = [
     "CHECKS",
@@ -128,4 +128,5 @@ def verify_receipt(
                          else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
 
 
-__getattr__, __dir__ = lazy_exports(__name__, {"TsaTrust": "._timestamp", "verify_proof": ".proof"}, __all__, globals())
+__getattr__, __dir__ = lazy_exports(__name__, {"TsaTrust": "._timestamp", "verify_proof": "._proof"}, __all__,
+                                    globals())

@@ -58,6 +58,9 @@ class ArchiveOptions:
     tsa_policy: str | None = None
     keyring: str | None = None
     run_id: str = ""
+    #: Processes for the steps of one large receipt (a run of one file; in a folder run the
+    #: files are spread over the processes instead, so each is checked in one).
+    steps_jobs: int = 1
 
 
 @dataclass
@@ -113,7 +116,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
         return proof
     before = _stat(path)
     report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
-                            expected_root=opts.expected_root, expected_head=opts.expected_head,
+                            expected_root=opts.expected_root, expected_head=opts.expected_head, jobs=opts.steps_jobs,
                             **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy, opts.keyring))
     outcome = Outcome(report)
     evidence = evidence_for(path, opts.evidence)

@@ -6,8 +6,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..chain import PROFILE
-from ..keyring import KeyEntry
+from .._chain import PROFILE
+from .._keyring import KeyEntry
 from ._checks import check_expected, check_signature
 from ._evidence import check_evidence
 from ._keyring import check_key

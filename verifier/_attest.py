@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
-from ..canonical import CanonicalizationError
-from ..outfile import replace_file
-from ..signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
-from ..timefmt import format_ns, now_ns
+from .._canonical import CanonicalizationError
+from .._outfile import replace_file
+from .._signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
+from .._timefmt import format_ns, now_ns
 from ._archive import SCHEMA, Outcome, Tally, file_sha256
 from ._output import CliError, one_line
 from ._parse import MalformedInput, parse_strict, read_limited
@@ -105,7 +105,7 @@ def _same_bytes(entry: dict[str, Any]) -> str | None:
         if member == "evidence_sha256":
             if want is None:
                 continue
-            from ..receipt import evidence_path_for
+            from .._receipt import evidence_path_for
 
             name = evidence_path_for(path)
         if want is None:

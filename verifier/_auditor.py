@@ -28,7 +28,8 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
                    help="checks that must PASS, comma-separated: chain, signature, evidence, timestamp")
     p.add_argument("--policy", metavar="FILE", help="a TOML policy file (spec/policy.md)")
     p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
-                   help="worker processes for many receipts (default: the number of cores)")
+                   help="worker processes for many receipts, or for the steps of one receipt of 20,000 steps or "
+                        "more (default: the number of cores)")
     p.add_argument("--verbose", "-v", action="store_true", help="full report for every receipt of a folder")
     p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file, a test case per receipt")
@@ -83,7 +84,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise CliError("--attest KEY and -o FILE go together")
     for option, path in (("--junit", args.junit), ("-o", args.output)):
         if path is not None:
-            from ..outfile import check_output  # only for --junit and -o
+            from .._outfile import check_output  # only for --junit and -o
 
             # Refused before any receipt is verified, so that nothing is printed before the error:
             # a device, FIFO or folder, and a file that cannot be created where it is named.
@@ -130,6 +131,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
         policy=policy, digests=args.attest is not None,
         tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
+        steps_jobs=jobs if single else 1,
     )
     sinks: list[Any] = []
     junit = None

@@ -27,14 +27,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..canonical import CanonicalizationError
+from .._canonical import CanonicalizationError
+from .._limits import MAX_FILES
+from .._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ..errors import UsageError
-from ..limits import MAX_FILES
-from ..link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ._checks import _is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
+from ._proof import verify_proof
 from ._report import PASS, Report, same_bytes
-from .proof import verify_proof
 
 __all__ = [
     "FOLLOWED",

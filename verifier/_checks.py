@@ -8,11 +8,11 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
-from ..chain import PROFILE
-from ..imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
-from ..link import LINK_KIND
-from ..receipt import (
+from .._canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
+from .._chain import PROFILE
+from .._imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
+from .._link import LINK_KIND
+from .._receipt import (
     AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
@@ -33,7 +33,7 @@ from ..receipt import (
     WORKFLOW_VERSION,
     close_content,
 )
-from ..signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
+from .._signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
 from ._report import CheckResult
 
 __all__ = [

@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from ..canonical import _ORJSON_OPTS, CanonicalizationError, _is_plain, exact_bytes
-from ..limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
-from ..receipt import EVIDENCE_TYPE, evidence_path_for
+from .._canonical import _ORJSON_OPTS, CanonicalizationError, _is_plain, exact_bytes
+from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
+from .._receipt import EVIDENCE_TYPE, evidence_path_for
 from ._parse import MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult
 

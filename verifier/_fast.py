@@ -26,11 +26,11 @@ from typing import Any
 
 import orjson
 
-from ..chain import STEP_TAG
-from ..limits import MAX_STRING_CHARS
-from ..link import LINK_KIND
-from ..merkle import reduce_levels, root_of_leaves
-from ..receipt import CLOSE_KIND, KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
+from .._chain import STEP_TAG
+from .._limits import MAX_STRING_CHARS
+from .._link import LINK_KIND
+from .._merkle import reduce_levels, root_of_leaves
+from .._receipt import CLOSE_KIND, KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
 from ._checks import _date_ok, _is_hex64, _is_uuid
 
 __all__ = ["Passed", "Run", "check_run", "combine"]

@@ -11,7 +11,7 @@ import tempfile
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..outfile import replace_file
+from .._outfile import replace_file
 from ._report import Report
 
 __all__ = ["JUnitWriter"]

@@ -17,9 +17,9 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-from ..canonical import CanonicalizationError
-from ..imprint import KEY_PROOF_MEMBER, key_proof_input
-from ..keyring import KeyEntry, KeyringError, parse_keyring, parse_time
+from .._canonical import CanonicalizationError
+from .._imprint import KEY_PROOF_MEMBER, key_proof_input
+from .._keyring import KeyEntry, KeyringError, parse_keyring, parse_time
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import PASS, CheckResult
 

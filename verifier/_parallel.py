@@ -22,7 +22,7 @@ import pickle
 import threading
 from typing import Any
 
-from ..receipt import MERKLE_VERSION
+from .._receipt import MERKLE_VERSION
 from ._fast import Passed, Run, check_run, combine
 
 __all__ = ["LEVELS", "PARALLEL_MIN_STEPS", "fork_safe", "quick_steps", "steps_in_runs"]

@@ -26,11 +26,10 @@ from typing import IO, Any
 
 import orjson
 
-from ..errors import MalformedInputError
-from ..infile import NotRegularFile, kind_of
-from ..infile import open_regular as _open_regular
-from ..layout import receipt_json
-from ..limits import (
+from .._infile import NotRegularFile, kind_of
+from .._infile import open_regular as _open_regular
+from .._layout import receipt_json
+from .._limits import (
     MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
     MAX_INT_DIGITS,
@@ -39,6 +38,7 @@ from ..limits import (
     MAX_STRING_CHARS,
     parse_cost,
 )
+from ..errors import MalformedInputError
 
 __all__ = [
     "MAX_DEPTH",
@@ -53,7 +53,7 @@ __all__ = [
     "read_limited",
 ]
 
-#: Deepest nesting accepted in a receipt or proof (see :mod:`aer1.limits`).
+#: Deepest nesting accepted in a receipt or proof (see :mod:`aer1._limits`).
 MAX_DEPTH = MAX_RECEIPT_DEPTH
 
 
@@ -241,7 +241,7 @@ def _limits_shown(data: bytes, max_depth: int, max_string: int) -> bool:
     return data.find(b"\n") <= max_string and _line_longer_than(max_string).search(data) is None
 
 
-#: A step written on one line in the saved layout (``aer1.layout``): four spaces, then the
+#: A step written on one line in the saved layout (``aer1._layout``): four spaces, then the
 #: object and its members. Its members sit at this depth, which its indentation does not show,
 #: and a bracket after its opening brace may open a deeper container (or sit in a string):
 #: either sends the text to the value walk.
@@ -261,7 +261,7 @@ _STEPS_OPEN = b'\n  "steps": [\n    {'
 def _parse_quick(data: bytes) -> Any:
     """orjson's parse of ``data`` if it is written back byte for byte, else _MISS.
 
-    Written back compactly, indented, or in the saved receipt layout (``aer1.layout``: indented,
+    Written back compactly, indented, or in the saved receipt layout (``aer1._layout``: indented,
     a step per line), whichever the text's shape asks for.
 
     The rewrite is compared in place (no copy of ``data``); one trailing newline is allowed.

@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..canonical import CanonicalizationError, exact_bytes
-from ..chain import PROFILE
+from .._canonical import CanonicalizationError, exact_bytes
+from .._chain import PROFILE
+from .._limits import MAX_PARSE_COST_BYTES, parse_cost
+from .._link import LINK_KIND
+from .._receipt import CLOSE_KIND
 from ..errors import MalformedInputError
-from ..limits import MAX_PARSE_COST_BYTES, parse_cost
-from ..link import LINK_KIND
-from ..receipt import CLOSE_KIND
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes

@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from ..canonical import CanonicalizationError
-from ..chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
-from ..merkle import leaf_seq_output, root_of_leaves
-from ..receipt import CLOSE_KIND, MERKLE_VERSION
+from .._canonical import CanonicalizationError
+from .._chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
+from .._merkle import leaf_seq_output, root_of_leaves
+from .._receipt import CLOSE_KIND, MERKLE_VERSION
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
 from ._fast import Passed
 from ._report import FAIL, CheckResult

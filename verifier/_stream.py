@@ -29,12 +29,12 @@ from typing import IO, Any
 
 import orjson
 
-from ..canonical import CanonicalizationError, exact_bytes
-from ..keyring import KeyEntry
-from ..limits import MAX_VALUE_BYTES
-from ..link import LINK_KIND
-from ..receipt import evidence_path_for
-from ..signing import PAYLOAD_TYPE, pae
+from .._canonical import CanonicalizationError, exact_bytes
+from .._keyring import KeyEntry
+from .._limits import MAX_VALUE_BYTES
+from .._link import LINK_KIND
+from .._receipt import evidence_path_for
+from .._signing import PAYLOAD_TYPE, pae
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._output import unreadable_report

@@ -1,7 +1,7 @@
 """Check 9, ``timestamp``: the receipt's RFC 3161 tokens, against TSA roots the auditor trusts.
 
 A token passes when it is granted, its signer chains (through intermediates given with the
-roots) to a trusted root, its imprint is the receipt's digest (:mod:`aer1.imprint`), its
+roots) to a trusted root, its imprint is the receipt's digest (:mod:`aer1._imprint`), its
 nonce is the one the receipt recorded, and its policy is the one demanded (if any). A
 token that is not about this receipt fails the check; one about it whose TSA is not
 trusted is only not counted, so long as another token verifies. The check reports each
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..imprint import (
+from .._imprint import (
     ENTRY_ERROR_MEMBERS,
     ENTRY_TOKEN_MEMBERS,
     MAX_TIMESTAMPS,

@@ -23,7 +23,7 @@ from rfc3161_client import (
     decode_timestamp_response,
 )
 
-from ..keyring import format_time
+from .._keyring import format_time
 
 if TYPE_CHECKING:
     from ._timestamp import TsaTrust

@@ -5,15 +5,15 @@ the stop reason and the receipt; see ``spec/groupchat.md`` for the protocol and 
 exact step contents.
 
 A product of its own beside the receipt core: ``import aer1`` does not load it, and it
-uses the core only through ``aer1.Collector`` and ``aer1.canonical``. Every name a user
+uses the core only through ``aer1.Collector`` and ``aer1._canonical``. Every name a user
 needs is exported here, the code sandbox's too (``spec/sandbox.md``); the modules behind
 them are internal.
 """
 
 from __future__ import annotations
 
-from .agents import Agent, AgentError, FunctionAgent, HumanProxy, ScriptedAgent, StopChat
-from .approval import (
+from ._agents import Agent, AgentError, FunctionAgent, HumanProxy, ScriptedAgent, StopChat
+from ._approval import (
     ApprovalDecision,
     ApprovalPort,
     ApprovalToken,
@@ -23,14 +23,14 @@ from .approval import (
     TokenRefused,
     ToolApprovalRequest,
 )
-from .code import CodeRunResult, FencedBlock, execute_code_blocks, extract_code_blocks
-from .code_runner import CodeRunnerAgent
-from .context import RunState, TurnContext
-from .history import History, HistoryView
-from .manager import MANAGER, ChatResult, GroupChat, GroupChatError
-from .messages import Message, MessageValidationError, validate_message
-from .model import ModelAgent
-from .sandbox import (
+from ._code import CodeRunResult, FencedBlock, execute_code_blocks, extract_code_blocks
+from ._code_runner import CodeRunnerAgent
+from ._context import RunState, TurnContext
+from ._history import History, HistoryView
+from ._manager import MANAGER, ChatResult, GroupChat, GroupChatError
+from ._messages import Message, MessageValidationError, validate_message
+from ._model import ModelAgent
+from ._sandbox import (
     BWRAP_PATH,
     DEFAULT_LIMITS,
     DISK_LIMIT_EXIT_CODE,
@@ -46,8 +46,8 @@ from .sandbox import (
     default_sandbox,
     probe_bubblewrap,
 )
-from .schema import ToolDefinitionError, function_schema
-from .selection import (
+from ._schema import ToolDefinitionError, function_schema
+from ._selection import (
     AutoSelector,
     CallableSelector,
     ManualSelector,
@@ -58,7 +58,7 @@ from .selection import (
     SelectionError,
     SpeakerSelector,
 )
-from .tools import Tool, ToolExecutor, ToolOutcome
+from ._tools import Tool, ToolExecutor, ToolOutcome
 
 __all__ = [
     "BWRAP_PATH",

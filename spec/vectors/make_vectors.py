@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from aer1 import Collector
-from aer1.canonical import canonical_bytes
-from aer1.chain import STEP_TAG, genesis_digest
-from aer1.merkle import leaf_receipt_id
-from aer1.receipt import close_content
-from aer1.signing import signing_input
+from aer1._canonical import canonical_bytes
+from aer1._chain import STEP_TAG, genesis_digest
+from aer1._merkle import leaf_receipt_id
+from aer1._receipt import close_content
+from aer1._signing import signing_input
 
 HERE = Path(__file__).parent
 SEED = bytes(range(32))  # the RFC-style all-counting test seed: public, never for real use

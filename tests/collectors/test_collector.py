@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector, CollectorClosedError, verify_receipt
-from aer1.receipt import DEFAULT_VERIFY_URL
-from aer1.redact import REDACTED, credential_redactor, is_secret_key
+from aer1._receipt import DEFAULT_VERIFY_URL
+from aer1._redact import REDACTED, credential_redactor, is_secret_key
 
 from ..helpers import KEYS, make_collector
 
@@ -181,8 +181,8 @@ def test_credential_redactor_also_scrubs_strings(tmp_path: Path) -> None:
 
 def test_plain_fast_path_equals_the_general_path() -> None:
     """The one-walk redaction of plain data gives the same bytes as normalize + redact + JCS."""
-    from aer1.canonical import canonical_bytes, normalize
-    from aer1.redact import default_redactor
+    from aer1._canonical import canonical_bytes, normalize
+    from aer1._redact import default_redactor
 
     samples = [{"a": "x", "api_key": "k", "n": [1, {"token": None, "b": True}]}, ["x", 2, None],
                {"\u00e9": {"password": [1, 2]}}, "text", 7]
@@ -223,7 +223,7 @@ def test_evidence_lets_an_auditor_recompute_every_hash(tmp_path: Path) -> None:
 
 
 def test_signing_key_from_path_object_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aer1.signing import load_private_key
+    from aer1._signing import load_private_key
 
     for key in (KEYS / "trusted.key", str(KEYS / "trusted.key"), load_private_key(KEYS / "trusted.key")):
         assert "signature" in Collector(goal="g", signing_key=key).finalize()

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from aer1._merkle import merkle_root_hex
 from aer1.collectors import (
     VERDICT_FAIL,
     VERDICT_PASS,
@@ -21,7 +22,6 @@ from aer1.collectors import (
     verify_anchor,
     verify_receipt_verdicts,
 )
-from aer1.merkle import merkle_root_hex
 from aer1.verifier import TsaTrust
 
 from ..timestamp.tsa import LocalTSA

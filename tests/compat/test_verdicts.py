@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from aer1._receipt import evidence_path_for
+from aer1._signing import generate_key_pair
 from aer1.collectors import (
     VERDICT_FAIL,
     VERDICT_NOT_CHECKED,
@@ -17,8 +19,6 @@ from aer1.collectors import (
     verdicts_summary,
     verify_receipt_verdicts,
 )
-from aer1.receipt import evidence_path_for
-from aer1.signing import generate_key_pair
 
 from .conftest import recorded_run
 

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aer1 import Collector
-from aer1.canonical import (
+from aer1._canonical import (
     MAX_DEPTH,
     MAX_SAFE_INTEGER,
     CanonicalizationError,
@@ -33,7 +33,7 @@ from aer1.canonical import (
     normalize,
     restore,
 )
-from aer1.redact import default_redactor
+from aer1._redact import default_redactor
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS serialization.
 ES6_VECTORS = {

@@ -26,9 +26,9 @@ from aer1 import (
     VerificationError,
     load_public_key,
 )
-from aer1.canonical import CanonicalizationError, exact_bytes
-from aer1.merkle import RootMismatchError, leaf_receipt_id, merkle_root, verify_inclusion
-from aer1.signing import KeyError_, SignatureMalformed, verify_signature
+from aer1._canonical import CanonicalizationError, exact_bytes
+from aer1._merkle import RootMismatchError, leaf_receipt_id, merkle_root, verify_inclusion
+from aer1._signing import KeyError_, SignatureMalformed, verify_signature
 
 from ..helpers import KEYS, make_receipt
 

@@ -21,9 +21,9 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.cli import main as aer1_cli
-from aer1.layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
-from aer1.recover import recover_journal
+from aer1._cli import main as aer1_cli
+from aer1._layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
+from aer1._recover import recover_journal
 from aer1.verifier import _stream, verify_receipt
 from aer1.verifier._stream import verify_streaming
 

@@ -15,9 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aer1 import Collector, canonical, limits, recover, redact
+from aer1 import Collector
+from aer1 import _canonical as canonical
+from aer1 import _limits as limits
+from aer1 import _recover as recover
+from aer1 import _redact as redact
 from aer1.verifier import _evidence, _parse
-from aer1.verifier.cli import main as verify_main
+from aer1.verifier._cli import main as verify_main
 
 
 def _verify_cli(receipt: Path, *extra: str) -> tuple[int, dict[str, Any]]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aer1.merkle import (
+from aer1._merkle import (
     CHUNK_LEAVES,
     RootMismatchError,
     inclusion_proof,

@@ -6,11 +6,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from aer1.canonical import canonical_bytes
-from aer1.chain import STEP_TAG, genesis_digest, uuid8_from_digest
-from aer1.merkle import leaf_receipt_id, merkle_root
-from aer1.receipt import close_content
-from aer1.signing import key_id, load_public_key, signing_input
+from aer1._canonical import canonical_bytes
+from aer1._chain import STEP_TAG, genesis_digest, uuid8_from_digest
+from aer1._merkle import leaf_receipt_id, merkle_root
+from aer1._receipt import close_content
+from aer1._signing import key_id, load_public_key, signing_input
 from aer1.verifier import verify_receipt
 
 VECTOR = json.loads((Path(__file__).parents[2] / "spec" / "vectors" / "receipt-vector.json").read_text())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aer1.groupchat import ChatResult
-from aer1.groupchat.sandbox import BWRAP_PATH, BubblewrapSandbox, probe_bubblewrap
+from aer1.groupchat._sandbox import BWRAP_PATH, BubblewrapSandbox, probe_bubblewrap
 
 from ..receipts import Peers, verify_everywhere
 

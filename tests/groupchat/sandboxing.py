@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from aer1.groupchat.sandbox import SANDBOX_UID, Sandbox, SandboxLimits, SandboxResult
+from aer1.groupchat._sandbox import SANDBOX_UID, Sandbox, SandboxLimits, SandboxResult
 
 MiB = 1024 * 1024
 LIMITS = SandboxLimits(

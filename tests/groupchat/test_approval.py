@@ -25,7 +25,7 @@ from aer1.groupchat import (
     ToolExecutor,
     TurnContext,
 )
-from aer1.groupchat.approval import TokenAuthority, TokenRefused
+from aer1.groupchat._approval import TokenAuthority, TokenRefused
 
 from .helpers import step_contents, step_pairs
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aer1.canonical import exact_bytes
+from aer1._canonical import exact_bytes
 from aer1.groupchat import (
     ApprovalDecision,
     CallbackApproval,
@@ -23,7 +23,7 @@ from aer1.groupchat import (
     ToolApprovalRequest,
     ToolExecutor,
 )
-from aer1.groupchat.arguments import SHOWN_CHARS, parse_arguments
+from aer1.groupchat._arguments import SHOWN_CHARS, parse_arguments
 
 from .helpers import step_contents
 

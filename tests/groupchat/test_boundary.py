@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import aer1.groupchat
-import aer1.groupchat.code
-import aer1.groupchat.sandbox
+import aer1.groupchat._code
+import aer1.groupchat._sandbox
 
 PACKAGE = Path(aer1.groupchat.__file__).parent
 # What the manager may use of the receipt core: the collector, canonical JSON, and the error kinds.
-CORE_USED = {"aer1": {"Collector"}, "aer1.canonical": {"CanonicalizationError", "exact_bytes", "normalize", "restore"},
+CORE_USED = {"aer1": {"Collector"}, "aer1._canonical": {"CanonicalizationError", "exact_bytes", "normalize", "restore"},
              "aer1.errors": {"Aer1Error", "MalformedInputError", "UsageError", "VerificationError"}}
 # Names shared with AutoGen for the same kind of thing, kept on purpose: the chat, its
 # result, the agent protocol and a tool description (see spec/groupchat.md).
@@ -47,13 +47,13 @@ def loaded_after(statement: str) -> list[str]:
 
 
 def test_importing_aer1_does_not_load_the_manager() -> None:
-    loaded = loaded_after("import aer1, aer1.collector, aer1.verifier")
+    loaded = loaded_after("import aer1, aer1._collector, aer1.verifier")
     assert [m for m in loaded if m.startswith("aer1.groupchat")] == []
 
 
 def test_the_manager_loads_no_agent_framework() -> None:
     loaded = loaded_after("import aer1.groupchat")
-    assert "aer1.groupchat.sandbox" in loaded
+    assert "aer1.groupchat._sandbox" in loaded
     frameworks = {"autogen", "autogen_core", "autogen_agentchat", "autogen_ext"}
     assert [m for m in loaded if m.split(".")[0] in frameworks] == []
 
@@ -71,7 +71,7 @@ def test_the_manager_uses_only_the_collector_and_canonical_json_of_the_core() ->
 
 
 def public_names() -> set[str]:
-    modules = [aer1.groupchat, aer1.groupchat.code, aer1.groupchat.sandbox]
+    modules = [aer1.groupchat, aer1.groupchat._code, aer1.groupchat._sandbox]
     return {name for module in modules for name in getattr(module, "__all__", dir(module)) if name[:1].isupper()}
 
 

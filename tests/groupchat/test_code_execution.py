@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aer1.groupchat import ChatResult, CodeRunnerAgent, GroupChat, ScriptedAgent
-from aer1.groupchat.sandbox import SandboxUnavailableError, UnsandboxedExecutor
+from aer1.groupchat._sandbox import SandboxUnavailableError, UnsandboxedExecutor
 
 from .helpers import step_contents, step_pairs
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from aer1.groupchat.code import (
+from aer1.groupchat._code import (
     MAX_CODE_BYTES,
     SUPPORTED_LANGUAGES,
     CodeRunResult,
@@ -36,7 +36,7 @@ from aer1.groupchat.code import (
     extract_code_blocks,
     normalize_language,
 )
-from aer1.groupchat.sandbox import (
+from aer1.groupchat._sandbox import (
     BWRAP_PATH,
     CPU_GRACE_S,
     OPEN_FILES_LIMIT,
@@ -52,8 +52,8 @@ from aer1.groupchat.sandbox import (
     interpreter_dirs,
     seccomp_filter,
 )
-from aer1.groupchat.sandbox.budget import pids_cgroup_parent
-from aer1.groupchat.sandbox.runner import Pipes
+from aer1.groupchat._sandbox.budget import pids_cgroup_parent
+from aer1.groupchat._sandbox.runner import Pipes
 
 from .sandboxing import (
     ATTEMPT,
@@ -549,7 +549,7 @@ def test_sandbox_dies_with_its_parent(bwrap: BubblewrapSandbox, work_dir: Path, 
         [
             sys.executable,
             "-c",
-            "import sys; from aer1.groupchat.sandbox import BubblewrapSandbox as B; "
+            "import sys; from aer1.groupchat._sandbox import BubblewrapSandbox as B; "
             "B().run(['sh', '-c', sys.argv[1]], work_dir=sys.argv[2])",
             script,
             str(work_dir),

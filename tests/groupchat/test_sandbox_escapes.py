@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from aer1.groupchat import ChatResult, CodeRunnerAgent, GroupChat, ScriptedAgent
-from aer1.groupchat.sandbox import DISK_LIMIT_EXIT_CODE, SANDBOX_UID, BubblewrapSandbox, SandboxError
-from aer1.groupchat.sandbox.budget import pids_cgroup_parent
+from aer1.groupchat._sandbox import DISK_LIMIT_EXIT_CODE, SANDBOX_UID, BubblewrapSandbox, SandboxError
+from aer1.groupchat._sandbox.budget import pids_cgroup_parent
 
 from .helpers import step_contents
 from .sandboxing import LIMITS, SETTLE_S, MiB, attempts, python
@@ -77,7 +77,7 @@ def keyring_calls() -> str:
 HOST = """
 import json, sys
 from aer1.groupchat import CodeRunnerAgent, GroupChat, ScriptedAgent
-from aer1.groupchat.sandbox import SandboxLimits
+from aer1.groupchat._sandbox import SandboxLimits
 call("keyctl", ctypes.c_long(1), ctypes.c_void_p(None))  # a new session keyring, as at login
 secret = add_key("host-secret", "hunter2", -3)
 attack = sys.argv[2]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from aer1.groupchat import ToolDefinitionError, function_schema
-from aer1.groupchat.schema import parse_docstring, validate
+from aer1.groupchat._schema import parse_docstring, validate
 
 
 class Unit(enum.Enum):

@@ -217,7 +217,7 @@ def test_model_agent_drives_tool_calls(tmp_path: Path, check_receipt: Callable[[
 
 
 def test_the_model_sees_values_json_cannot_hold_as_text_not_as_receipt_tags() -> None:
-    from aer1.groupchat.tools import result_content
+    from aer1.groupchat._tools import result_content
 
     assert result_content({"id": 2**64 + 1}) == '{"id": 18446744073709551617}'
     assert result_content([float("nan")]) == "[NaN]"

@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from aer1 import Collector, timefmt
+from aer1 import Collector
+from aer1 import _timefmt as timefmt
 
 #: Fixed ids and times, so two collectors fed the same steps build the same bytes.
 WORKFLOW_ID = "0b6f7a52-8f0e-4c1b-9d8e-6a4f3c2b1a00"
@@ -56,7 +57,7 @@ def run_recover() -> Callable[..., tuple[int, dict[str, Any] | str, str]]:
     """Run the real ``aer1 recover`` command: (exit code, parsed --json output or stdout, stderr)."""
 
     def run(*args: str | Path, json: bool = True) -> tuple[int, dict[str, Any] | str, str]:
-        cmd = [sys.executable, "-m", "aer1.cli", "recover", *map(str, args)] + (["--json"] if json else [])
+        cmd = [sys.executable, "-m", "aer1._cli", "recover", *map(str, args)] + (["--json"] if json else [])
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         out: dict[str, Any] | str = done.stdout
         if json and done.stdout.strip():

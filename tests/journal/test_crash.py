@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from aer1.recover import recover_journal
-from aer1.signing import key_id, load_public_key
+from aer1._recover import recover_journal
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
 
 from .conftest import TRUSTED_KEY, TRUSTED_PUB

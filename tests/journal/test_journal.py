@@ -18,10 +18,10 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.canonical import canonical_bytes
-from aer1.chain import PROFILE
-from aer1.journal import FSYNC_POLICIES, JournalError
-from aer1.recover import recover_journal
+from aer1._canonical import canonical_bytes
+from aer1._chain import PROFILE
+from aer1._journal import FSYNC_POLICIES, JournalError
+from aer1._recover import recover_journal
 from aer1.verifier import verify_receipt
 
 from .conftest import RECEIPT_ID, STEPS, TRUSTED_KEY, WORKFLOW_ID, feed, journal_lines

@@ -13,11 +13,11 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.canonical import canonical_bytes
-from aer1.chain import STEP_TAG, uuid8_from_digest
-from aer1.receipt import close_content
-from aer1.recover import Problem, RecoveryError, recover_journal
-from aer1.signing import key_id, load_public_key
+from aer1._canonical import canonical_bytes
+from aer1._chain import STEP_TAG, uuid8_from_digest
+from aer1._receipt import close_content
+from aer1._recover import Problem, RecoveryError, recover_journal
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
 from tests.fixtures.generate_adversarial import forged_finalized_journal
 
@@ -94,7 +94,7 @@ def test_a_signed_recovery_verifies_with_the_trusted_key(tmp_path: Path, run_rec
     trusted = {key_id(load_public_key(TRUSTED_PUB))}
     report = verify_receipt(tmp_path / "r.json", trusted_key_ids=trusted)
     assert report.valid and report.check("signature").detail.startswith("valid signature by trusted key")
-    done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", str(tmp_path / "r.json"), "--key",
+    done = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", str(tmp_path / "r.json"), "--key",
                            str(TRUSTED_PUB)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0
     assert done.stdout.splitlines()[-1].startswith(

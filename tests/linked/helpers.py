@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aer1 import Collector
-from aer1.verifier.cli import main as verify_cli
+from aer1.verifier._cli import main as verify_cli
 
 
 def child_run(goal: str, steps: int = 2, **options: Any) -> Collector:

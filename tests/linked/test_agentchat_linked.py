@@ -20,8 +20,8 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_agentchat.tools import AgentTool
 from autogen_core import FunctionCall
 
+from aer1._link import link_content, link_hash
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
-from aer1.link import link_content, link_hash
 
 from ..receipts import evidence_contents
 from ..scripted_models import function_calls, scripted_client

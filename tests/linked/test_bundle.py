@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.link import LINK_KIND, link_content, link_hash
+from aer1._link import LINK_KIND, link_content, link_hash
 
 from .helpers import child_run, edit_json, tree, verify_bundle_cli, verify_bundle_text
 
@@ -211,7 +211,7 @@ def test_link_hash_is_what_the_parent_recorded(bundle: tuple[Path, list[str], di
 
 
 def test_trusted_key_required_of_the_root(bundle: tuple[Path, list[str], dict[str, Any]], tmp_path: Path) -> None:
-    from aer1.signing import generate_key_pair
+    from aer1._signing import generate_key_pair
 
     folder, _, _ = bundle
     _, public = generate_key_pair()
@@ -300,12 +300,12 @@ def test_verdict_counts_children_whose_evidence_was_checked(
 @pytest.mark.unverified_receipts
 def test_signed_root_protects_the_tree_against_a_rechained_parent(tmp_path: Path) -> None:
     """Without a key, a parent can be rewritten to link a forged child; a trusted signature stops it."""
-    from aer1.canonical import exact_bytes
-    from aer1.chain import step_digest_hex, uuid8_from_hex
-    from aer1.link import link_content
-    from aer1.merkle import merkle_root_hex
-    from aer1.receipt import close_content
-    from aer1.signing import generate_key_pair
+    from aer1._canonical import exact_bytes
+    from aer1._chain import step_digest_hex, uuid8_from_hex
+    from aer1._link import link_content
+    from aer1._merkle import merkle_root_hex
+    from aer1._receipt import close_content
+    from aer1._signing import generate_key_pair
 
     private, public = generate_key_pair()
     (tmp_path / "k.pub").write_bytes(public)

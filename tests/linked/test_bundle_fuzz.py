@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aer1.verifier.cli import main as verify_main
+from aer1.verifier._cli import main as verify_main
 
 from .helpers import tree
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from aer1.cli import main as aer1_cli
-from aer1.signing import generate_key_pair, key_id, load_public_key
+from aer1._cli import main as aer1_cli
+from aer1._signing import generate_key_pair, key_id, load_public_key
 
 from .helpers import edit_json, tree, verify_bundle_cli, verify_bundle_text
 

@@ -129,7 +129,7 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
 
     # Where w2 ran, its journal is recovered; the recovered receipt travels as bytes.
     out = w2.journal.parent / "w2.json"
-    done = subprocess.run([sys.executable, "-m", "aer1.cli", "recover", str(w2.journal), "-o", str(out)],
+    done = subprocess.run([sys.executable, "-m", "aer1._cli", "recover", str(w2.journal), "-o", str(out)],
                           capture_output=True, text=True, timeout=GUARD_S)
     assert done.returncode in (0, 1), done.stderr
     step = parent.link(out.read_bytes(), evidence=out.with_name("w2.evidence.jsonl").read_bytes(),

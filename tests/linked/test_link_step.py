@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.link import LINK_KIND, LinkError, link_content, link_hash
-from aer1.recover import recover_journal
-from aer1.signing import generate_key_pair, key_id, load_public_key
+from aer1._link import LINK_KIND, LinkError, link_content, link_hash
+from aer1._recover import recover_journal
+from aer1._signing import generate_key_pair, key_id, load_public_key
 from aer1.verifier import verify_receipt
 
 from .helpers import child_run, verify_bundle_cli
@@ -142,7 +142,7 @@ def test_single_receipt_verification_says_links_were_not_followed(tmp_path: Path
 @pytest.mark.parametrize("target", [None, "", "not-a-uuid", "5EE854AD-E8F8-4969-A9E9-6B3004E79381"])
 def test_a_link_step_without_a_child_workflow_id_fails_members(target: str | None) -> None:
     """Even a producer that re-chains correctly cannot emit a link that names no child."""
-    from aer1.chain import step_digest_hex, uuid8_from_hex
+    from aer1._chain import step_digest_hex, uuid8_from_hex
 
     parent = Collector(goal="plan", _ids=("11111111-1111-4111-8111-111111111111",
                                           "22222222-2222-4222-8222-222222222222"))
@@ -175,7 +175,7 @@ def test_save_bundle_refuses_a_folder_with_other_receipts(tmp_path: Path) -> Non
 
 def test_one_child_disclosed_alone_with_a_proof_of_its_link() -> None:
     """The auditor sees the child and one proof, never the parent's other steps (spec/linked.md)."""
-    from aer1.proof import build_step_proof
+    from aer1._proof import build_step_proof
     from aer1.verifier import verify_proof
 
     child = child_run("research").finalize()

@@ -21,8 +21,8 @@ from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import RoundRobinGroupChat, SelectorGroupChat
 from autogen_core import FunctionCall
 
+from aer1._link import link_content, link_hash
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
-from aer1.link import link_content, link_hash
 
 from ..receipts import evidence_contents
 from ..scripted_models import function_calls, scripted_client
@@ -245,7 +245,7 @@ async def test_inner_team_sharing_the_outer_runtime_still_records_its_agents_in_
 
 
 async def test_signed_tree_verifies_under_the_parent_key(tmp_path: Path) -> None:
-    from aer1.signing import generate_key_pair
+    from aer1._signing import generate_key_pair
 
     private, public = generate_key_pair()
     (tmp_path / "ops.pub").write_bytes(public)

@@ -17,8 +17,8 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.chain import step_digest_hex, uuid8_from_hex
-from aer1.receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
+from aer1._chain import step_digest_hex, uuid8_from_hex
+from aer1._receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
 from aer1.verifier import verify_receipt
 from aer1.verifier._checks import _check_step, _profile_step_ok
 from aer1.verifier._parse import MalformedInput, check_json_value

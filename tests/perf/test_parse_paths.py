@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aer1.receipt import evidence_path_for
+from aer1._receipt import evidence_path_for
 from aer1.verifier._parse import _MISS, MalformedInput, _parse_exact, _parse_quick, check_json_value, parse_strict
 
 from ..helpers import make_collector
@@ -237,7 +237,7 @@ def test_a_tampered_receipt_gets_the_same_report_from_either_parser(tmp_path: An
 
 
 def test_a_step_line_nested_past_the_limit_is_walked(tmp_path: Any) -> None:
-    from aer1.layout import receipt_json
+    from aer1._layout import receipt_json
     from aer1.verifier._parse import MAX_DEPTH, MAX_STRING_CHARS, _limits_shown
 
     wf = make_collector().finalize("done")

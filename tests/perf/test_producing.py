@@ -25,11 +25,11 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.canonical import jcs_encode
-from aer1.chain import STEP_TAG, genesis_digest, uuid8_from_hex
-from aer1.collector import LABEL_CACHE_SIZE
-from aer1.limits import MAX_MEMBER_CHARS
-from aer1.receipt import KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
+from aer1._canonical import jcs_encode
+from aer1._chain import STEP_TAG, genesis_digest, uuid8_from_hex
+from aer1._collector import LABEL_CACHE_SIZE
+from aer1._limits import MAX_MEMBER_CHARS
+from aer1._receipt import KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
 from aer1.verifier import verify_receipt
 
 #: Names that JSON has to escape or encode in every way it can.

@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.limits import MAX_EVIDENCE_DEPTH
-from aer1.receipt import evidence_path_for
+from aer1._limits import MAX_EVIDENCE_DEPTH
+from aer1._receipt import evidence_path_for
 from aer1.verifier import _evidence, verify_receipt
 
 from .test_quick_steps import _rechained

@@ -25,12 +25,12 @@ import pytest
 
 import aer1.verifier as verifier_api
 from aer1 import Collector
-from aer1.canonical import CanonicalizationError, exact_bytes
-from aer1.chain import genesis_digest, step_digest_hex, uuid8_from_hex
-from aer1.limits import MAX_STRING_CHARS
-from aer1.link import LINK_KIND
-from aer1.merkle import merkle_root, merkle_root_hex, reduce_levels, root_of_leaves
-from aer1.receipt import close_content
+from aer1._canonical import CanonicalizationError, exact_bytes
+from aer1._chain import genesis_digest, step_digest_hex, uuid8_from_hex
+from aer1._limits import MAX_STRING_CHARS
+from aer1._link import LINK_KIND
+from aer1._merkle import merkle_root, merkle_root_hex, reduce_levels, root_of_leaves
+from aer1._receipt import close_content
 from aer1.verifier import _parallel as parallel
 from aer1.verifier import verify_receipt
 from aer1.verifier._fast import Passed, check_run, combine

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.signing import generate_key_pair, key_id, load_public_key
-from aer1.verifier.cli import main as verify_main
+from aer1._signing import generate_key_pair, key_id, load_public_key
+from aer1.verifier._cli import main as verify_main
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "spec" / "verdict-schema.json"
 POLICIES = Path(__file__).resolve().parents[2] / "examples" / "policies"

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from aer1.canonical import exact_bytes
-from aer1.signing import PAYLOAD_TYPE, generate_key_pair, load_private_key, pae
+from aer1._canonical import exact_bytes
+from aer1._signing import PAYLOAD_TYPE, generate_key_pair, load_private_key, pae
 from aer1.verifier._attest import SUMMARY_PAYLOAD_TYPE
 
 from .conftest import payment_run
@@ -95,7 +95,7 @@ def test_junit_file(archive: Path, run_cli: Run, tmp_path: Path) -> None:
 def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     for i in range(3):
         payment_run(tmp_path / f"r{i}.json", None)
-    cmd = [sys.executable, "-m", "aer1.verifier.cli", str(tmp_path), "-j", "1"]
+    cmd = [sys.executable, "-m", "aer1.verifier._cli", str(tmp_path), "-j", "1"]
     piped = subprocess.run(cmd, capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == ""
     master, slave = pty.openpty()
@@ -180,7 +180,7 @@ def test_auditor_option_misuse_is_one_line(tmp_path: Path, run_cli: Run, args: l
 
 def test_standard_input_takes_the_policy_and_refuses_named_outputs(tmp_path: Path) -> None:
     r = payment_run(tmp_path / "r.json", None)
-    cmd = [sys.executable, "-m", "aer1.verifier.cli", "-", "--require", "evidence", "--json"]
+    cmd = [sys.executable, "-m", "aer1.verifier._cli", "-", "--require", "evidence", "--json"]
     done = subprocess.run(cmd, input=r.read_bytes(), capture_output=True)
     doc = json.loads(done.stdout)
     assert done.returncode == 1 and doc["failures"][-1]["rule"] == "require.evidence"

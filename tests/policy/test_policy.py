@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.merkle import merkle_root_hex
-from aer1.receipt import evidence_path_for
-from aer1.signing import generate_key_pair
+from aer1._merkle import merkle_root_hex
+from aer1._receipt import evidence_path_for
+from aer1._signing import generate_key_pair
 
 from .conftest import POLICIES, payment_run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aer1.cli import main as aer1_main
+from aer1._cli import main as aer1_main
 from tests.verifier.test_fuzz_cli import _FUZZ, _check, _files, honest, mutated_pair
 
 __all__ = ["honest"]  # the fixture, shared with the verifier's fuzz suite

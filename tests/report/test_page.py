@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
-from aer1.cli import main as aer1_main
-from aer1.report._model import MAX_CONTENT_CHARS
+from aer1._cli import main as aer1_main
+from aer1._report._model import MAX_CONTENT_CHARS
 from tests.report.conftest import HOSTILE_ATTRIBUTE, HOSTILE_SCRIPT, save
 
 

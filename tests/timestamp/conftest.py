@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.cli import main as aer1_cli
-from aer1.verifier.cli import main as verify_cli
+from aer1._cli import main as aer1_cli
+from aer1.verifier._cli import main as verify_cli
 
 from .tsa import LocalTSA, make_pki
 

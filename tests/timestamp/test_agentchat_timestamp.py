@@ -8,8 +8,8 @@ from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.conditions import MaxMessageTermination
 from autogen_agentchat.teams import RoundRobinGroupChat
 
+from aer1._imprint import TIMESTAMPS_MEMBER
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
-from aer1.imprint import TIMESTAMPS_MEMBER
 
 from ..scripted_models import scripted_client
 from .conftest import Cli, checks_of

@@ -6,7 +6,7 @@ import json
 import struct
 from pathlib import Path
 
-from aer1.imprint import IMPRINT_DOMAIN, IMPRINT_TYPE, imprint_digest, imprint_message
+from aer1._imprint import IMPRINT_DOMAIN, IMPRINT_TYPE, imprint_digest, imprint_message
 
 VECTOR = Path(__file__).resolve().parents[2] / "spec" / "vectors" / "receipt-vector.json"
 #: The values spec/timestamp.md states for the vector receipt.

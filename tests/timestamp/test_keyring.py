@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from aer1.imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
-from aer1.keyring import KEYRING_TYPE, format_time, parse_keyring, parse_time
-from aer1.signing import load_private_key, sign_receipt
-from aer1.timestamp import make_key_proof, request_timestamps
+from aer1._imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
+from aer1._keyring import KEYRING_TYPE, format_time, parse_keyring, parse_time
+from aer1._signing import load_private_key, sign_receipt
+from aer1._timestamp import make_key_proof, request_timestamps
 from aer1.verifier import verify_receipt
 from aer1.verifier._keyring import load_keyring
 from aer1.verifier._timestamp import load_tsa_trust

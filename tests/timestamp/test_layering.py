@@ -8,7 +8,7 @@ from pathlib import Path
 import aer1.verifier
 
 #: Producer modules the verifier must not import: the TSA client used at finalize and its command line.
-PRODUCER_MODULES = frozenset(("aer1.timestamp", "aer1.lifecycle_cli", "aer1.collector"))
+PRODUCER_MODULES = frozenset(("aer1._timestamp", "aer1._lifecycle_cli", "aer1._collector"))
 
 
 def test_verifier_imports_no_producer_module() -> None:

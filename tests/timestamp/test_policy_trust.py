@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aer1.keyring import format_time
+from aer1._keyring import format_time
 
 from .conftest import Cli, checks_of, save_run
 from .tsa import LocalTSA

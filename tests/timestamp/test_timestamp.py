@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.imprint import KEY_PROOF_MEMBER, MAX_TIMESTAMPS, TIMESTAMPS_MEMBER, imprint_digest
-from aer1.signing import load_private_key, sign_receipt
+from aer1._imprint import KEY_PROOF_MEMBER, MAX_TIMESTAMPS, TIMESTAMPS_MEMBER, imprint_digest
+from aer1._signing import load_private_key, sign_receipt
 from aer1.verifier import verify_receipt
 from aer1.verifier._stream import verify_streaming
 from aer1.verifier._timestamp import load_tsa_trust

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aer1.canonical import MAX_SAFE_INTEGER, exact_bytes, normalize, restore
+from aer1._canonical import MAX_SAFE_INTEGER, exact_bytes, normalize, restore
 
 TAG_KEYS = ["$aer1:int", "$aer1:str", "$aer1:float", "$aer1:object"]
 

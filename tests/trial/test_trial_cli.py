@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
-from aer1.cli import main as aer1_main
+from aer1._cli import main as aer1_main
 from aer1.verifier import verify_proof
-from aer1.verifier.cli import main as verify_main
+from aer1.verifier._cli import main as verify_main
 
 BIN = Path(sys.executable).parent
 DEV_FULL = "/dev/full"

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from aer1 import Collector
-from aer1.proof import build_step_proof
-from aer1.receipt import close_content
+from aer1._proof import build_step_proof
+from aer1._receipt import close_content
 from aer1.verifier import verify_proof
 
 ADVERSARIAL = Path(__file__).parent.parent / "fixtures" / "adversarial" / "proofs"

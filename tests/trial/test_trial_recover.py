@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.limits import MAX_AGENTS_BYTES, MAX_MEMBER_CHARS, MAX_PARSE_COST_BYTES
-from aer1.recover import RecoveryError, recover_journal
+from aer1._limits import MAX_AGENTS_BYTES, MAX_MEMBER_CHARS, MAX_PARSE_COST_BYTES
+from aer1._recover import RecoveryError, recover_journal
 from aer1.verifier import verify_receipt
 
 

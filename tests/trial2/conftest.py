@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.verifier.cli import main as verify_main
+from aer1.verifier._cli import main as verify_main
 
 Run = Callable[..., tuple[int, str, str]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
-from aer1.link import LinkError
+from aer1._link import LinkError
 from aer1.verifier._bundle import verify_bundle
 
 from .conftest import Run

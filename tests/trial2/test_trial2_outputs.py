@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aer1.signing import generate_key_pair
+from aer1._signing import generate_key_pair
 
 from .conftest import Run
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.canonical import exact_bytes
+from aer1._canonical import exact_bytes
 from aer1.groupchat import CallbackApproval, GroupChat, ScriptedAgent, ToolExecutor
 
 from .conftest import Run, policy_failures, write_policy

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aer1.cli import main as aer1_main
+from aer1._cli import main as aer1_main
 
 from .conftest import Run
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aer1.recover import recover_journal
-from aer1.signing import key_id, load_public_key
+from aer1._recover import recover_journal
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import Report, verify_proof, verify_receipt
 from tests.fixtures.generate_adversarial import generate
 

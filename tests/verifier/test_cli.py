@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aer1.cli import main as aer1_main
-from aer1.recover import RecoveryError, recover_journal
-from aer1.verifier.cli import main as verify_main
+from aer1._cli import main as aer1_main
+from aer1._recover import RecoveryError, recover_journal
+from aer1.verifier._cli import main as verify_main
 
 from ..helpers import KEYS, make_collector
 

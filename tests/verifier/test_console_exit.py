@@ -46,14 +46,14 @@ def test_console_scripts_print_and_exit_as_main(tmp_path: Path, case: str) -> No
     bad = tmp_path / "bad.json"
     bad.write_text(path.read_text().replace('"status": "ok"', '"status": "error"', 1))
     argv = {
-        "valid": ["aer1.verifier.cli", str(path)],
-        "invalid": ["aer1.verifier.cli", str(bad)],
-        "malformed": ["aer1.verifier.cli", str(tmp_path / "missing.json")],
-        "folder": ["aer1.verifier.cli", "--verbose", "--jobs", "1", str(folder)],
-        "json-folder": ["aer1.verifier.cli", "--json", "--jobs", "2", str(folder)],
-        "usage": ["aer1.verifier.cli", "--no-such-option"],
-        "aer1-show": ["aer1.cli", "show", str(path)],
-        "aer1-usage": ["aer1.cli", "prove"],
+        "valid": ["aer1.verifier._cli", str(path)],
+        "invalid": ["aer1.verifier._cli", str(bad)],
+        "malformed": ["aer1.verifier._cli", str(tmp_path / "missing.json")],
+        "folder": ["aer1.verifier._cli", "--verbose", "--jobs", "1", str(folder)],
+        "json-folder": ["aer1.verifier._cli", "--json", "--jobs", "2", str(folder)],
+        "usage": ["aer1.verifier._cli", "--no-such-option"],
+        "aer1-show": ["aer1._cli", "show", str(path)],
+        "aer1-usage": ["aer1._cli", "prove"],
     }[case]
     fast, slow = _both(argv[0], *argv[1:])
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), (

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aer1.chain import step_digest_hex
-from aer1.receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
+from aer1._chain import step_digest_hex
+from aer1._receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
 
 from ..helpers import KEYS, make_collector
 
@@ -24,23 +24,23 @@ from ..helpers import KEYS, make_collector
 FORMAT_LAYER = {
     "aer1",
     "aer1._lazy",
-    "aer1.canonical",
-    "aer1.chain",
+    "aer1._canonical",
+    "aer1._chain",
     "aer1.errors",
-    "aer1.imprint",
-    "aer1.infile",
-    "aer1.keyring",
-    "aer1.layout",
-    "aer1.limits",
-    "aer1.link",
-    "aer1.merkle",
-    "aer1.outfile",
-    "aer1.receipt",
-    "aer1.signing",
-    "aer1.timefmt",
+    "aer1._imprint",
+    "aer1._infile",
+    "aer1._keyring",
+    "aer1._layout",
+    "aer1._limits",
+    "aer1._link",
+    "aer1._merkle",
+    "aer1._outfile",
+    "aer1._receipt",
+    "aer1._signing",
+    "aer1._timefmt",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
-PRODUCERS = {"aer1.collector", "aer1.journal", "aer1.evidence", "aer1.redact", "aer1.recover", "aer1.groupchat",
+PRODUCERS = {"aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._recover", "aer1.groupchat",
              "aer1.collectors"}
 
 
@@ -59,8 +59,8 @@ def outside_the_format_layer(loaded: set[str]) -> set[str]:
 
 @pytest.mark.parametrize("statement", [
     "import aer1.verifier",
-    "import aer1.verifier.cli",
-    "import aer1.verifier.proof",
+    "import aer1.verifier._cli",
+    "import aer1.verifier._proof",
     "from aer1 import verify_receipt, verify_proof, Report",
 ])
 def test_importing_the_verifier_loads_no_producer_module(statement: str) -> None:
@@ -73,7 +73,7 @@ def test_importing_the_verifier_loads_no_producer_module(statement: str) -> None
 def test_verifying_a_signed_receipt_with_evidence_loads_no_producer_module(tmp_path: Path) -> None:
     c = make_collector(signing_key=KEYS / "trusted.key")
     path = c.save(tmp_path / "receipt.json", workflow=c.finalize(final_answer="ok"))
-    code = (f"from aer1.verifier.cli import main\n"
+    code = (f"from aer1.verifier._cli import main\n"
             f"code = main([{path!r}, '--key', {str(KEYS / 'trusted.pub')!r}, '--json'])\n"
             f"assert code == 0, code")
     loaded = aer1_modules_after(code)
@@ -84,7 +84,7 @@ def test_verifying_a_signed_receipt_with_evidence_loads_no_producer_module(tmp_p
 def test_the_producer_still_loads_what_it_needs() -> None:
     """The allow-list is not vacuous: recording does load producer modules."""
     loaded = aer1_modules_after("from aer1 import Collector\nCollector(goal='g').finalize()")
-    assert {"aer1.collector", "aer1.evidence", "aer1.redact"} <= loaded
+    assert {"aer1._collector", "aer1._evidence", "aer1._redact"} <= loaded
 
 
 #: A step as the verifier's members check lets it through to the flat hashing path: ASCII

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aer1 import Collector
-from aer1.cli import main as aer1_main
-from aer1.verifier.cli import main as verify_main
+from aer1._cli import main as aer1_main
+from aer1.verifier._cli import main as verify_main
 
 from ..helpers import KEYS, make_collector
 

@@ -26,9 +26,9 @@ from aer1 import Collector, generate_key_pair
 _NEVER = (
     "cryptography.x509", "cryptography.hazmat.primitives.serialization", "rfc3161_client",
     "multiprocessing", "concurrent.futures", "tomllib", "tomli", "xml", "http", "ssl", "email", "urllib.request",
-    "tempfile", "tqdm", "jinja2", "rfc3339_validator", "aer1.outfile",
+    "tempfile", "tqdm", "jinja2", "rfc3339_validator", "aer1._outfile",
     "aer1.verifier._policy", "aer1.verifier._junit", "aer1.verifier._attest", "aer1.verifier._tsa_verify",
-    "aer1.collector", "aer1.journal", "aer1.evidence", "aer1.redact", "aer1.report", "aer1.timestamp",
+    "aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._report", "aer1._timestamp",
     "aer1.collectors",
 )
 #: Loaded by no unsigned verification either.
@@ -36,10 +36,10 @@ _NEVER_UNSIGNED = ("cryptography",)
 
 _RUN = """
 import json, sys
-from aer1.verifier.cli import main
+from aer1.verifier._cli import main
 out, argv = sys.argv[1], sys.argv[2:]
 if argv[:1] == ["aer1"]:
-    from aer1.cli import main
+    from aer1._cli import main
     argv = argv[1:]
 code = main(argv)
 sys.stdout.flush()
@@ -103,8 +103,8 @@ def test_options_still_load_what_they_need(tmp_path: Path) -> None:
 
 
 #: What no aer1 command below loads: the TSA client, X.509, the agent frameworks.
-_AER1_NEVER = ("rfc3161_client", "cryptography.x509", "urllib.request", "aer1.timestamp", "aer1.collectors",
-               "aer1.collector", "multiprocessing", "tomllib")
+_AER1_NEVER = ("rfc3161_client", "cryptography.x509", "urllib.request", "aer1._timestamp", "aer1.collectors",
+               "aer1._collector", "multiprocessing", "tomllib")
 
 
 def test_aer1_commands_load_only_their_own_modules(tmp_path: Path) -> None:
@@ -121,16 +121,16 @@ def test_aer1_commands_load_only_their_own_modules(tmp_path: Path) -> None:
     for name, argv in runs.items():
         code, modules = _loaded(tmp_path, *argv)
         assert code == 0, f"aer1 {name}: got exit {code}, want 0"
-        banned = _AER1_NEVER if name == "show" else (*_AER1_NEVER, "jinja2", "aer1.report")
+        banned = _AER1_NEVER if name == "show" else (*_AER1_NEVER, "jinja2", "aer1._report")
         assert _offending(modules, banned) == [], f"aer1 {name}: got {_offending(modules, banned)}, want none"
 
 
 def test_help_lists_every_option() -> None:
-    from aer1.verifier.cli import _parser
+    from aer1.verifier._cli import _parser
 
     options = [s for a in _parser()._actions for s in a.option_strings]
     assert len(options) > 20
-    done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", "--help"], capture_output=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", "--help"], capture_output=True, timeout=60)
     assert done.returncode == 0, f"got exit {done.returncode}, want 0"
     missing = [o for o in options if o not in done.stdout.decode()]
     assert missing == [], f"got {missing} missing from --help, want every option listed"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from aer1 import limits
-from aer1.cli import main as aer1_main
-from aer1.verifier.cli import main as verify_main
+from aer1 import _limits as limits
+from aer1._cli import main as aer1_main
+from aer1.verifier._cli import main as verify_main
 
 from ..helpers import make_collector
 

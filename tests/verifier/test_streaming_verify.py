@@ -12,9 +12,9 @@ import orjson
 import pytest
 
 from aer1 import Collector
-from aer1.merkle import leaf_seq_output, merkle_root
-from aer1.receipt import evidence_path_for
-from aer1.signing import key_id, load_public_key
+from aer1._merkle import leaf_seq_output, merkle_root
+from aer1._receipt import evidence_path_for
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import _stream, verify_receipt
 from aer1.verifier._stream import verify_streaming
 

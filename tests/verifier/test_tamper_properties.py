@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aer1.signing import key_id, load_public_key
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import verify_receipt
 
 from ..helpers import KEYS, make_receipt

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
-from aer1.canonical import canonical_bytes
-from aer1.cli import main as aer1_main
-from aer1.merkle import inclusion_proof, leaf_receipt_id
-from aer1.proof import build_step_proof
-from aer1.signing import key_id, load_public_key
+from aer1._canonical import canonical_bytes
+from aer1._cli import main as aer1_main
+from aer1._merkle import inclusion_proof, leaf_receipt_id
+from aer1._proof import build_step_proof
+from aer1._signing import key_id, load_public_key
 from aer1.verifier import verify_proof, verify_receipt
-from aer1.verifier.cli import main as verify_main
+from aer1.verifier._cli import main as verify_main
 
 from ..helpers import KEYS, make_collector, make_receipt
 
@@ -66,7 +66,7 @@ def test_foreign_receipt_with_v4_ids_still_valid_on_base_checks() -> None:
     forged = _strip_profile(r)
     for i, s in enumerate(forged["steps"]):
         s["receipt_id"] = f"00000000-0000-4000-8000-{i:012d}"
-    from aer1.merkle import merkle_root_hex
+    from aer1._merkle import merkle_root_hex
 
     forged["merkle_root"] = merkle_root_hex([s["receipt_id"] for s in forged["steps"]])
     report = verify_receipt(forged)
@@ -361,7 +361,7 @@ def test_odd_proof_members_never_crash_and_never_pass(signed_run: tuple[dict[str
 def test_a_proof_from_standard_input_is_verified_as_a_proof(proof_file: tuple[Path, Path, str]) -> None:
     proof, _, root = proof_file
     for args, want in ((["--expected-root", root], 0), ([], 1), (["--expected-head", root], 2)):
-        done = subprocess.run([sys.executable, "-m", "aer1.verifier.cli", "--proof", "-", "--json", *args],
+        done = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", "--proof", "-", "--json", *args],
                               input=proof.read_bytes(), capture_output=True, timeout=120)
         assert done.returncode == want, done.stderr
         if want != 2:

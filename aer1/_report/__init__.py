@@ -1,0 +1,87 @@
+"""``aer1 report``: a self-contained HTML page for a receipt, or for a folder of receipts.
+
+One file per page, everything inline (CSS, SVG, a few lines of script whose hash the page's
+Content-Security-Policy names, so no other script can run and nothing is fetched). Pages
+are rendered by Jinja2 with autoescaping on: receipt and evidence content is data, never markup.
+See spec/report.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections import Counter
+from typing import Any
+
+import jinja2
+
+from .._outfile import replace_file
+from ..verifier._archive import Outcome
+from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view
+from ._verify import ViewOptions, verify_for_view
+
+__all__ = ["render_archive", "render_receipt", "write_archive", "write_receipt_page"]
+
+#: Step kinds the timeline colours by name; any other kind is drawn in one neutral colour.
+_KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_execution", "speaker_selection",
+                    "termination", "task", "close", "error"})
+
+_env = jinja2.Environment(loader=jinja2.PackageLoader("aer1._report", "templates"), autoescape=True,
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _asset(name: str) -> str:
+    source, _, _ = _env.loader.get_source(_env, name) if _env.loader else ("", None, None)
+    return source
+
+
+def _page(template: str, script: str, **values: Any) -> str:
+    """Render ``template`` with the stylesheet and ``script`` inline; the CSP allows that script only."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return _env.get_template(template).render(css=_asset("style.css"), script=script,
+                                              script_hash=f"sha256-{digest}", **values)
+
+
+def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None) -> str:
+    """The HTML page of one verified receipt."""
+    return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence), back=back,
+                 kinds=_KINDS, max_content=MAX_CONTENT_CHARS)
+
+
+def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str]) -> str:
+    """The HTML page listing many receipts, one row each."""
+    counts = Counter(r["verdict"] for r in rows)
+    verdict = "MALFORMED" if counts["MALFORMED"] else "INVALID" if counts["INVALID"] else "VALID"
+    return _page("archive.html.j2", _asset("archive.js"), title=title, rows=rows, verdict=verdict,
+                 counts={k: counts[k] for k in ("VALID", "INVALID", "MALFORMED")}, policy=policy, notes=notes)
+
+
+def _write(path: str, html: str) -> None:
+    # a lone surrogate from the input is written as its escape, never refused
+    data = html.encode("utf-8", "backslashreplace")
+    replace_file(path, lambda f: f.write(data))
+
+
+def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str) -> Outcome:
+    """Verify one receipt and write its page to ``output``; returns the verification's outcome."""
+    outcome = verify_for_view(task, opts)
+    _write(output, render_receipt(task[0], outcome, opts.evidence))
+    return outcome
+
+
+def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: ViewOptions,
+                  output: str) -> list[Outcome]:
+    """Verify every receipt; write each one's page beside ``output`` and the index to ``output``."""
+    where = os.path.dirname(os.path.abspath(output))
+    stem = os.path.splitext(os.path.basename(output))[0]
+    rows, outcomes = [], []
+    for number, task in enumerate(tasks, 1):
+        page = f"{stem}-{number:04d}.html"
+        outcome = verify_for_view(task, opts)
+        _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output)))
+        rows.append(archive_row(task[0], outcome, page, folder))
+        outcomes.append(outcome)
+    policy = None if opts.policy is None else (opts.policy.name or "given")
+    _write(output, render_archive(f"Receipts under {folder}", rows, policy, []))
+    return outcomes

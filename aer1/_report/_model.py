@@ -1,0 +1,266 @@
+"""What a page shows, built from a receipt, its evidence and the verifier's report (no HTML here).
+
+Everything read from the receipt or the evidence is untrusted: it is only ever turned into
+strings and numbers here, bounded by the limits below, and escaped by the templates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .._canonical import restore
+from .._limits import MAX_INPUT_BYTES
+from .._redact import REDACTED
+from .._timeline import StepRow, evidence_contents, parse_time, step_rows
+from ..verifier._archive import Outcome
+from ..verifier._parse import MalformedInput, parse_strict, read_limited
+from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
+from ..verifier._report import FAIL, PASS, Report
+
+__all__ = ["MAX_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS", "archive_row", "load_receipt", "receipt_view"]
+
+#: Steps a receipt's page draws and lists (a longer run keeps its first ones; the page says how many are left out).
+MAX_STEPS_SHOWN = 2000
+#: Characters of one step's content shown on its page (the rest is cut, with a note).
+MAX_CONTENT_CHARS = 16_000
+#: Characters of any other single value shown (a goal, a check's detail, an expected or actual value).
+MAX_TEXT_CHARS = 1_000
+#: Failures listed per check.
+MAX_FAILURES_SHOWN = 20
+
+#: The timeline's drawing: width, the agents' label column, one lane's height.
+SVG_WIDTH, SVG_LABEL, SVG_LANE = 1100, 170, 34
+#: Characters of an agent's name in its lane's label (the whole name is its tooltip).
+_LANE_LABEL = 24
+#: Pixels a box is inset inside each box it overlaps, and the least height it keeps.
+_INSET, _MIN_BOX = 3, 6
+#: Pixels a step's box needs to carry its duration as text.
+_LABELLED_WIDTH = 60
+
+
+def clip(value: object, limit: int = MAX_TEXT_CHARS) -> str:
+    """``value`` as text of at most ``limit`` characters (with a note of how much was cut)."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters not shown]"
+
+
+def load_receipt(path: str, report: Report) -> tuple[dict[str, Any] | None, str | None]:
+    """The receipt as a dict when its members are well-formed (check 2 passed), else why it is not drawn."""
+    if report.malformed:
+        return None, "the receipt could not be read"
+    if report.check("members").status != PASS:
+        return None, "the receipt's members are not well-formed: its steps are not drawn"
+    try:
+        wf = parse_strict(read_limited(path), what=path)
+    except MalformedInput as e:
+        return None, f"the receipt is too large to draw here (over {MAX_INPUT_BYTES} bytes): {clip(e)}"
+    return (wf, None) if isinstance(wf, dict) else (None, "the receipt is not an object")
+
+
+def _content_text(content: Any) -> tuple[str, bool]:
+    """Pretty JSON of a content (tags restored), cut to MAX_CONTENT_CHARS; and whether it was cut."""
+    text = json.dumps(restore(content), indent=2, ensure_ascii=False, default=str)
+    if len(text) <= MAX_CONTENT_CHARS:
+        return text, False
+    return text[:MAX_CONTENT_CHARS], True
+
+
+def _marker(row: StepRow, content: Any) -> str:
+    """A short mark for the timeline: an approval's decision, a code execution's exit code."""
+    value = restore(content) if isinstance(content, dict) else None
+    if row.kind == "approval" and isinstance(value, dict):
+        if value.get("decision") == "approved" or value.get("approved") is True:
+            return "approved"
+        if value.get("decision") in ("denied", "rejected") or value.get("approved") is False:
+            return "denied"
+        return "pending"
+    if row.kind == "speaker_selection" and row.to is not None:
+        return clip(f"→ {row.to}", _LANE_LABEL)
+    if row.kind == "code_execution" and isinstance(value, dict):
+        code = value.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return f"exit {code}"
+    return ""
+
+
+def _violations(report: Report) -> list[RuleViolation]:
+    checks = [c for c in report.checks if c.name == POLICY_CHECK]
+    return [f for c in checks for f in c.failures if isinstance(f, RuleViolation)]
+
+
+def _checks(report: Report) -> list[dict[str, Any]]:
+    return [{
+        "number": c.number, "name": c.name, "status": c.status, "detail": clip(c.detail),
+        "failures": [{"seq": f.seq, "reason": clip(f.reason)} for f in c.failures[:MAX_FAILURES_SHOWN]],
+        "more": max(len(c.failures) - MAX_FAILURES_SHOWN, 0),
+    } for c in report.checks]
+
+
+def verdict_line(report: Report) -> str:
+    """What the verdict rests on (VALID) or the first reason it is not."""
+    if report.verdict == "VALID":
+        return clip(report.basis_text())
+    return clip(report.failures[0].reason if report.failures else "see the checks")
+
+
+def _basis(report: Report) -> list[tuple[str, str]]:
+    """The verdict's basis as (what, how) pairs: chain, signer, evidence, timestamp, key, policy."""
+    if report.malformed:
+        return []
+    b = report.basis()
+    status = {c.name: c.status for c in report.checks}
+
+    def shown(check: str, value: str) -> str:  # a check that ran and failed is "FAILED", never "not checked"
+        return "FAILED" if status.get(check) == FAIL else value
+
+    signer = shown("signature", b["signature"] + (f" {b['key_id']}" if b.get("key_id") else ""))
+    chain = "FAILED" if status.get("chain") == FAIL else f"{b['chain']} ({b['level']})"
+    pairs = [("chain", chain), ("signer", signer), ("evidence", shown("evidence", b["evidence"])),
+             ("root", b["root"]), ("timestamp", b["timestamp"] + (f" at {b['tsa_time']}" if b["tsa_time"] else "")),
+             ("key validity", b["key_validity"])]
+    policy = next((c for c in report.checks if c.name == POLICY_CHECK), None)
+    pairs.append(("policy", "not given" if policy is None else policy.status))
+    return [(k, clip(v)) for k, v in pairs]
+
+
+def _nest(items: list[dict[str, Any]]) -> None:
+    """Draw wide boxes first and inset each box inside those it overlaps on its lane, so none hides another."""
+    items.sort(key=lambda i: -i["w"])
+    drawn: list[dict[str, Any]] = []
+    for item in items:
+        depth = sum(1 for d in drawn if d["y0"] == item["y"] and d["x"] < item["x"] + item["w"]
+                    and item["x"] < d["x"] + d["w"])
+        item["y0"] = item["y"]
+        inset = min(depth * _INSET, (item["h"] - _MIN_BOX) // 2)
+        item["y"], item["h"] = item["y"] + inset, item["h"] - 2 * inset
+        drawn.append(item)
+    for item in items:  # a duration label gives way to a mark (approval, exit code) drawn over it
+        if item["label"] and any(o is not item and o["mark"] and o["y0"] == item["y0"]
+                                 and item["x"] <= o["x"] + o["w"] <= item["x"] + _LABELLED_WIDTH for o in items):
+            item["label"] = ""
+
+
+def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
+    """The SVG drawing: one lane per agent, a box per step from its start to its end, arrows for handoffs."""
+    lanes: list[str] = []
+    for r in rows:
+        for name in (r.agent, r.to if r.kind == "handoff" else None):
+            if name is not None and name not in lanes:
+                lanes.append(name)
+    span = max([(r.start or 0.0) + (r.duration or 0.0) for r in rows] + [1e-6])
+    plot = SVG_WIDTH - SVG_LABEL - 20
+
+    def x(t: float | None) -> float:
+        return round(SVG_LABEL + (t or 0.0) / span * plot, 2)
+
+    def y(name: str) -> int:
+        return 24 + lanes.index(name) * SVG_LANE
+
+    items = []
+    for r in rows:
+        if r.seq is None:
+            continue
+        left = x(r.start)
+        width = max(round(x((r.start or 0.0) + (r.duration or 0.0)) - left, 2), 4.0)
+        label = f"{r.duration:.3f}s" if r.duration is not None and width >= _LABELLED_WIDTH else ""
+        title = f"#{r.seq} {r.kind} {r.agent}" + (f" -> {r.to}" if r.to else "")
+        item: dict[str, Any] = {
+            "seq": r.seq, "kind": r.kind, "x": left, "y": y(r.agent) + 6, "w": width, "h": SVG_LANE - 12,
+            "label": label, "mark": markers.get(r.seq, ""), "status": r.status, "arrow": None,
+            "title": clip(f"{title} [{r.tool}] {r.duration or 0:.3f}s {r.preview}", 300),
+        }
+        if r.kind == "handoff" and r.to is not None:
+            item["arrow"] = {"y1": y(r.agent) + SVG_LANE // 2, "y2": y(r.to) + SVG_LANE // 2}
+        items.append(item)
+    _nest(items)
+    ticks = [{"x": x(span * i / 5), "label": f"{span * i / 5:.2f}s"} for i in range(6)]
+    drawn = [{"name": clip(n, 200), "label": n if len(n) <= _LANE_LABEL else n[: _LANE_LABEL - 1] + "…", "y": y(n)}
+             for n in lanes]
+    return {"width": SVG_WIDTH, "height": 34 + len(lanes) * SVG_LANE, "label": SVG_LABEL,
+            "lanes": drawn, "marks": items, "ticks": ticks,
+            "span": round(span, 6)}
+
+
+def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str, Any]:
+    """Everything a receipt's page shows, as plain strings, numbers and lists."""
+    report = outcome.report
+    wf, why = load_receipt(path, report)
+    notes = [clip(n) for n in report.notes]
+    if why:
+        notes.append(why)
+    view: dict[str, Any] = {
+        "source": clip(path), "verdict": report.verdict, "verdict_line": verdict_line(report),
+        "basis": _basis(report), "checks": _checks(report), "notes": notes, "steps": [], "timeline": None,
+        "goal": "", "status": "", "workflow_id": clip(report.workflow_id or ""), "total_steps": 0,
+        "violations": [], "first_failing": None,
+    }
+    failing = next((f for f in report.failures if f.seq is not None and f.check != POLICY_CHECK), None)
+    view["violations"] = [{"rule": clip(v.rule, 200), "message": clip(v.message), "seqs": list(v.seqs)}
+                          for v in _violations(report)]
+    if wf is None:
+        return view
+    if report.check("chain").status != PASS:
+        notes.append("the chain check did not pass: the steps below (agents, times, order) are as the file "
+                     "says, not as they were recorded")
+    steps = wf["steps"]
+    evidence_file = evidence_for(path, evidence)
+    contents, unread = evidence_contents(evidence_file, MAX_STEPS_SHOWN)
+    if unread and evidence_file is not None:
+        notes.append(clip(unread))
+    rows = step_rows({"steps": steps[:MAX_STEPS_SHOWN]}, contents)
+    if len(steps) > MAX_STEPS_SHOWN:
+        notes.append(f"the first {MAX_STEPS_SHOWN} of {len(steps)} steps are shown")
+    violated: dict[int, list[str]] = {}
+    for v in view["violations"]:
+        for seq in v["seqs"]:
+            violated.setdefault(seq, []).append(v["rule"])
+    markers: dict[int, str] = {}
+    shown = []
+    for r in rows:
+        content = contents.get(r.seq) if r.seq is not None else None
+        if r.seq is not None:
+            markers[r.seq] = _marker(r, content)
+        text, cut = _content_text(content) if r.seq in contents else ("", False)
+        is_failing = failing is not None and failing.seq == r.seq
+        shown.append({
+            "seq": r.seq, "kind": clip(r.kind, 100), "agent": clip(r.agent, 200),
+            "to": None if r.to is None else clip(r.to, 200), "tool": clip(r.tool, 200), "status": clip(r.status, 100),
+            "start": r.start, "duration": r.duration, "preview": r.preview, "content": text, "cut": cut,
+            "has_content": r.seq in contents, "matches": r.content_matches, "redacted": REDACTED in text,
+            "mark": markers.get(r.seq, "") if r.seq is not None else "", "violations": violated.get(r.seq or -1, []),
+            "failing": is_failing,
+            "failure": None if not is_failing or failing is None else {
+                "reason": clip(failing.reason), "expected": clip(failing.expected or "-"),
+                "actual": clip(failing.actual or "-")},
+        })
+    view.update(goal=clip(wf.get("goal", "")), status=clip(wf.get("status", "")), steps=shown,
+                total_steps=len(steps), timeline=_timeline(rows, markers),
+                first_failing=failing.seq if failing is not None else None)
+    return view
+
+
+def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str, Any]:
+    """One receipt's row on an archive page: verdict, goal, status, agents, steps, signer, time."""
+    report = outcome.report
+    wf, _ = load_receipt(path, report)
+    basis = report.basis() if not report.malformed else {}
+    agents: list[str] = []
+    started = ""
+    if wf is not None:
+        agents = [clip(a.get("name"), 80) for a in wf.get("agents") or [] if isinstance(a, Mapping)]
+        if not agents:  # a run that registered none: the agents that acted
+            agents = list(dict.fromkeys(clip(s.get("agent"), 80) for s in wf["steps"] if s.get("kind") != "close"))
+        starts = [s.get("started_at") for s in wf["steps"] if parse_time(s.get("started_at")) is not None]
+        started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
+    key = basis.get("key_id")
+    return {
+        "verdict": report.verdict, "reason": verdict_line(report), "goal": clip(wf.get("goal", "") if wf else "", 300),
+        "status": clip(outcome.status or (wf.get("status", "") if wf else "")), "agents": ", ".join(agents[:20]),
+        "steps": report.steps if report.steps is not None else "", "time": started,
+        "signer": clip(basis.get("signature", "-") + (f" {key[:16]}" if isinstance(key, str) else "")),
+        "source": clip(os.path.relpath(path, folder), 300), "page": page,
+        "failed": report.failures[0].check if report.failures else "",
+    }

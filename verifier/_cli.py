@@ -1,0 +1,361 @@
+"""``aer1-verify``: re-check receipts (or one-step proofs) offline, one line per check.
+
+Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input. No input,
+option or file name ends in a traceback: every problem is one line on standard error
+(with ``--json``, one JSON object on standard output) and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .._limits import MAX_FILES, MAX_INPUT_BYTES
+from .._signing import KeyFileError, key_id, load_public_key
+from . import verify_proof, verify_receipt
+from ._archive import SCHEMA, report_doc
+from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
+from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli, unreadable_report
+from ._report import NOT_CHECKED, Report
+from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
+
+if TYPE_CHECKING:  # a policy's module loads only when one is given
+    from ._policy import Policy
+
+__all__ = ["console", "main"]
+
+_PROG = "aer1-verify"
+_KEY_SUFFIXES = (".pub", ".pem")
+_PROOF_SUFFIX = ".proof.json"
+_STDIN = "-"
+_RECEIPT_SUFFIX = ".json"
+_STDIN_CHUNK = 4 * 1024 * 1024
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog=_PROG,
+        description="Verify AER-1 workflow receipts offline: members, sequence, Merkle root, hash chain, "
+        "signature, evidence.",
+        epilog="Exit codes: 0 valid, 1 invalid, 2 usage error or unreadable/malformed input.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="receipt file, - for standard input, or a directory: every *.json under it "
+                   "(*.proof.json as proofs)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--evidence", metavar="FILE", help="evidence file (default: NAME.evidence.jsonl beside it)")
+    p.add_argument("--key", metavar="FILE", action="append", default=[],
+                   help="trusted public key (PEM or 64-char hex); repeatable")
+    p.add_argument("--trusted-keys", metavar="DIR", help="directory of trusted public keys (*.pub, *.pem)")
+    p.add_argument("--expected-root", metavar="HEX", help="merkle_root kept elsewhere")
+    p.add_argument("--expected-head", metavar="HEX", help="chain_head kept elsewhere")
+    p.add_argument("--proof", action="store_true", help="PATH is a one-step inclusion proof")
+    p.add_argument("--bundle", action="store_true",
+                   help="PATH is a bundle folder: a parent receipt and its linked children, verified as one tree")
+    p.add_argument("--receipt", metavar="FILE",
+                   help="for one proof (or a --bundle folder holding a link proof): a receipt signed by a trusted "
+                   "key (--key/--trusted-keys) that pins its root")
+    add_time_arguments(p)
+    add_auditor_options(p)
+    return p
+
+
+def _regular(option: str, path: str, noun: str = "a key file") -> None:
+    """Refuse ``path`` unless it is a regular file (symlinks followed), before anything reads it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise CliError(f"{option} {path}: {e.strerror or e}") from e
+    if stat.S_ISDIR(mode):
+        raise CliError(f"{option} {path}: a directory, not {noun}")
+    if not stat.S_ISREG(mode):
+        raise CliError(f"{option} {path}: not a regular file")
+
+
+def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
+    sources: list[tuple[str, str]] = [("--key", k) for k in args.key]
+    if args.trusted_keys:
+        d = args.trusted_keys
+        if not os.path.isdir(d):
+            raise CliError(f"--trusted-keys {d}: not a directory")
+        try:
+            names = os.listdir(d)
+        except OSError as e:
+            raise CliError(f"--trusted-keys {d}: {e.strerror or e}") from e
+        found = sorted(os.path.join(d, n) for n in names if n.endswith(_KEY_SUFFIXES))
+        if not found:
+            raise CliError(f"--trusted-keys {d}: no *.pub or *.pem files")
+        sources.extend(("--trusted-keys", f) for f in found)
+    if not sources:
+        return None
+    ids = set()
+    for option, src in sources:
+        if option == "--key" and os.path.isdir(src):
+            raise CliError(f"key file {src} is a directory (use --trusted-keys for a directory of keys)")
+        if option == "--key" and not os.path.lexists(src):
+            raise CliError(f"key file {src} does not exist")
+        _regular(option, src)
+        try:
+            ids.add(key_id(load_public_key(src)))
+        except KeyFileError as e:
+            raise CliError(f"key file {src}: {e}") from e
+    return ids
+
+
+def _walk(folder: str, on_error: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` top-down with sorted folders, without recursion: a folder nested thousands deep
+    is walked (os.walk recursed once per level and ran out of stack). Symlinked folders are
+    listed among the folders but not entered."""
+    stack = [folder]
+    while stack:
+        root = stack.pop()
+        try:
+            with os.scandir(root) as it:
+                entries = list(it)
+        except OSError as e:
+            on_error(e)
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+        dirs.sort()
+        yield root, dirs, files
+        stack.extend(os.path.join(root, d) for d in reversed(dirs) if not os.path.islink(os.path.join(root, d)))
+
+
+def _scan(folder: str) -> list[tuple[str, str | None]]:
+    """(path, None) for each *.json under ``folder``, (path, why) for what cannot be verified.
+
+    Nothing is skipped silently: an unreadable subfolder, a symlinked folder (not followed,
+    so no loop and no escape from the folder) and a *.json that is not a regular file each
+    come back with the reason it could not be verified.
+    """
+    out: list[tuple[str, str | None]] = []
+
+    def walk_error(e: OSError) -> None:
+        out.append((e.filename or folder, f"folder unreadable: {e.strerror or e}"))
+
+    for root, dirs, files in _walk(folder, walk_error):
+        for d in dirs:
+            if os.path.islink(os.path.join(root, d)):
+                out.append((os.path.join(root, d), "a symlinked folder: not followed"))
+        for name in sorted(files):
+            if not name.endswith(_RECEIPT_SUFFIX):
+                continue
+            path = os.path.join(root, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as e:
+                out.append((path, f"cannot read: {e.strerror or e}"))
+                continue
+            out.append((path, None if stat.S_ISREG(mode) else "not a regular file"))
+        if len(out) > MAX_FILES:
+            raise CliError(f"{folder}: more than {MAX_FILES} files to verify")
+    return out
+
+
+def _expand(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
+    """(path, is_proof, why it cannot be verified or None) for each file to verify."""
+    out: list[tuple[str, bool, str | None]] = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = _scan(path)
+            if not found:
+                raise CliError(f"{path}: no *.json files in this directory")
+            out.extend((f, f.endswith(_PROOF_SUFFIX), why) for f, why in found)
+        elif path == _STDIN:
+            if out or len(paths) > 1:
+                raise CliError("- (standard input) goes alone")
+            out.append((path, False, None))
+        else:
+            out.append((path, path.endswith(_PROOF_SUFFIX), None))
+        if len(out) > MAX_FILES:
+            raise CliError(f"more than {MAX_FILES} files to verify")
+    return out
+
+
+def _hex_arg(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if len(v) != 64 or any(c not in "0123456789abcdef" for c in v):
+        raise CliError(f"{name} must be 64 hex characters, got {value!r}")
+    return v
+
+
+def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, str | None]]) -> None:
+    """Options that cannot apply to what is verified are refused, never ignored."""
+    proofs = [path for path, is_proof, _ in files if is_proof or args.proof]
+    if args.receipt is not None and (len(files) != 1 or not proofs):
+        raise CliError("--receipt goes with exactly one proof (it pins the proof's root)")
+    if not proofs:
+        return
+    what = f"{proofs[0]} is a proof" if len(files) > 1 else "a proof is verified"
+    if args.expected_head is not None:
+        raise CliError(f"--expected-head cannot apply to a proof ({what}; a proof has no chain_head)")
+    if args.evidence is not None:
+        raise CliError(f"--evidence cannot apply to a proof ({what}; its content is inside it)")
+    if args.tsa_roots is not None or args.keyring is not None:
+        raise CliError(f"--tsa-roots/--keyring cannot apply to a proof ({what}; a proof carries no token or signature)")
+    if (args.key or args.trusted_keys) and args.receipt is None:
+        raise CliError(f"--key/--trusted-keys apply to a proof only with --receipt ({what}; "
+                       "a proof carries no signature)")
+    if args.receipt is not None and not (args.key or args.trusted_keys):
+        raise CliError("--receipt pins a proof's root only with --key or --trusted-keys")
+    if args.receipt is not None:
+        _regular("--receipt", args.receipt, "a receipt file")
+
+
+def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
+                  expected_head: str | None, timing: dict[str, Any], policy: Policy | None = None) -> Report:
+    """Standard input, spooled to a private file first: a large receipt is then streamed like a file.
+
+    With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
+    proof file.
+    """
+    import tempfile  # only standard input is spooled
+
+    with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
+        spooled = os.path.join(folder, "stdin.json")
+        with open(spooled, "wb") as f:
+            left = MAX_INPUT_BYTES + 1  # one byte more than the limit: the verifier then names the limit
+            while left > 0:
+                chunk = sys.stdin.buffer.read(min(_STDIN_CHUNK, left))
+                if not chunk:
+                    break
+                f.write(chunk)
+                left -= len(chunk)
+        if args.proof:
+            report = verify_proof(spooled, expected_root=expected_root, receipt=args.receipt,
+                                  trusted_key_ids=trusted)
+        else:
+            report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
+                                    expected_root=expected_root, expected_head=expected_head, **timing)
+            if policy is not None:
+                from ._policy import apply_policy
+
+                apply_policy(report, policy, spooled, args.evidence)
+    report.source = "(standard input)"
+    evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
+    if args.evidence is None and evidence_check is not None and evidence_check.status == NOT_CHECKED:
+        evidence_check.detail = "no evidence file (give --evidence with standard input)"
+    for c in report.checks:  # messages name the spooled file: name standard input instead
+        c.detail = c.detail.replace(spooled, "(standard input)")
+    return report
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    if args.summary is not None:
+        return check_summary_file(args, _trusted_ids(args))
+    if not args.paths:
+        raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")
+    if args.evidence and len(args.paths) != 1:
+        raise CliError("--evidence goes with exactly one receipt")
+    if args.evidence:
+        _regular("--evidence", args.evidence, "an evidence file")
+    timing = time_options(args)
+    policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
+    expected_root = _hex_arg("--expected-root", args.expected_root)
+    expected_head = _hex_arg("--expected-head", args.expected_head)
+    if args.bundle:
+        return _run_bundle(args, trusted, expected_root, expected_head)
+    files = _expand(args.paths)
+    _refuse_for_proofs(args, files)
+    if files[0][0] == _STDIN and (args.junit or args.attest):
+        raise CliError("--junit and --attest name the files verified: not with - (standard input)")
+    if files[0][0] != _STDIN:
+        return auditor_run(args, files, policy, trusted, expected_root, expected_head,
+                           single=len(files) == 1 and not os.path.isdir(args.paths[0]))
+    reports: list[Report] = []
+    for path, is_proof, why in files:
+        if why is not None:
+            reports.append(unreadable_report(path, why))
+        elif path == _STDIN:
+            reports.append(_verify_stdin(args, trusted, expected_root, expected_head, timing, policy))
+        elif is_proof or args.proof:
+            reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
+                                        trusted_key_ids=trusted))
+        else:
+            reports.append(
+                verify_receipt(path, evidence=args.evidence, trusted_key_ids=trusted,
+                               expected_root=expected_root, expected_head=expected_head, **timing)
+            )
+    code = max(r.exit_code for r in reports)
+    single = len(reports) == 1 and not os.path.isdir(args.paths[0])
+    counts = {v: sum(r.verdict == v for r in reports) for v in ("VALID", "INVALID", "MALFORMED")}
+    if args.json:
+        doc: Any
+        if single:
+            doc = report_doc(reports[0])
+        else:
+            doc = {
+                "verdict": "VALID" if code == 0 else ("INVALID" if code == 1 else "MALFORMED"),
+                "exit_code": code,
+                "summary": counts,
+                "results": [r.to_dict() for r in reports],
+            }
+        sys.stdout.write(dump_json(doc))
+    else:
+        for r in reports:
+            if r.malformed:
+                print(one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}"))
+            else:
+                print(r.to_text())
+        if not single:
+            print(f"{counts['VALID']} valid, {counts['INVALID']} invalid, {counts['MALFORMED']} unreadable "
+                  f"(of {len(reports)})")
+    if code == 2 and not args.json and single:
+        print(one_line(f"{_PROG}: {reports[0].checks[0].detail}"), file=sys.stderr)
+    return code
+
+
+def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
+                expected_head: str | None) -> int:
+    """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
+    if len(args.paths) != 1 or args.paths[0] == _STDIN:
+        raise CliError("--bundle goes with exactly one folder")
+    refused = (("--evidence", args.evidence), ("--proof", args.proof),
+               ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),
+               ("--tsa-policy", args.tsa_policy), ("--keyring", args.keyring), ("--junit", args.junit),
+               ("--attest", args.attest), ("--only-failures", args.only_failures), ("--verbose", args.verbose),
+               ("--jobs", args.jobs))
+    for option, given in refused:
+        if given:
+            raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "
+                           "checks 1 to 8, each with its evidence beside it)")
+    if args.receipt:
+        _regular("--receipt", args.receipt, "a receipt file")
+    from ._bundle import BundleError, verify_bundle
+
+    try:
+        bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
+                               expected_head=expected_head, receipt=args.receipt)
+    except BundleError as e:
+        raise CliError(str(e)) from e
+    sys.stdout.write(dump_json(bundle.to_dict()) if args.json else bundle.to_text() + "\n")
+    return bundle.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``aer1-verify``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_cli(_PROG, args, _run, {"schema": SCHEMA, "verdict": "MALFORMED"})
+
+
+def console() -> NoReturn:
+    """The ``aer1-verify`` console script: :func:`main`, then exit without the interpreter's teardown."""
+    exit_now(main())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
