@@ -236,26 +236,41 @@ def _limits_shown(data: bytes, max_depth: int, max_string: int) -> bool:
         return True
     if data[1:2] != b"\n" or b"\n" + b" " * (2 * max_depth) in data:
         return False
-    if _STEP_LINE.search(data) is not None and (max_depth <= _STEP_LINE_DEPTH or _STEP_LINE_NESTED.search(data)):
-        return False  # a step on one line: its members are one level deeper than its indentation says
+    steps = _one_line_steps(data)
+    if steps is not None:
+        # a step on one line: its members sit one level deeper than its indentation says, and
+        # a bracket after its opening brace (a deeper container, or one inside a string) is
+        # left to the value walk
+        at, end = steps
+        if (max_depth <= _STEP_LINE_DEPTH or end < 0 or data.count(b"[", at, end) != 1
+                or data.count(b"{", at, end) != data.count(_STEP_LINE, at, end)):
+            return False
     return data.find(b"\n") <= max_string and _line_longer_than(max_string).search(data) is None
 
 
-#: A step written on one line in the saved layout (``aer1._layout``): four spaces, then the
-#: object and its members. Its members sit at this depth, which its indentation does not show,
-#: and a bracket after its opening brace may open a deeper container (or sit in a string):
-#: either sends the text to the value walk.
-_STEP_LINE = re.compile(rb"\n    \{[^\n}]")
+#: The saved layout (``aer1._layout``): how the steps open, how each step's line starts, how
+#: the steps close. Each step sits on one line; its members are at this depth.
+_STEPS_OPEN = b'\n  "steps": [\n    {'
+_STEP_LINE = b"\n    {"
+_STEPS_CLOSE = b"\n  ]"
 _STEP_LINE_DEPTH = 3
-_STEP_LINE_NESTED = re.compile(rb"\n    \{[^\n]*[\[{]")
+
+
+def _one_line_steps(data: bytes) -> tuple[int, int] | None:
+    """Where the steps of a text in the saved layout lie (from the steps' opening to their close), or None.
+
+    None for any other text, including an indented receipt, whose first step's brace ends its line.
+    """
+    at = data.find(_STEPS_OPEN)
+    if at < 0 or data[at + len(_STEPS_OPEN):at + len(_STEPS_OPEN) + 1] in (b"\n", b""):
+        return None
+    return at, data.find(_STEPS_CLOSE, at)
+
 
 #: What :func:`_parse_quick` gives when it cannot vouch for its parse.
 _MISS: Any = object()
 _NEWLINE = 0x0A
 
-
-#: How the saved layout opens the steps: a text holding it is written back in that layout.
-_STEPS_OPEN = b'\n  "steps": [\n    {'
 
 
 def _parse_quick(data: bytes) -> Any:
@@ -270,7 +285,7 @@ def _parse_quick(data: bytes) -> Any:
         value = orjson.loads(data)
         if data[1:2] != b"\n":
             again = orjson.dumps(value)
-        elif type(value) is dict and data.find(_STEPS_OPEN) >= 0:
+        elif type(value) is dict and _one_line_steps(data) is not None:
             again = receipt_json(value)
         else:
             again = orjson.dumps(value, option=orjson.OPT_INDENT_2)
