@@ -131,8 +131,8 @@ def link_child(
         if content["workflow_id"] in parent.linked_children:
             raise LinkError(f"workflow {content['workflow_id']} is already linked into this receipt")
         # A receipt reached twice in a bundle fails its verification: refuse it here instead.
-        held = _tree_ids([c.receipt for c in _flatten(list(parent.linked_children.values()))]) | {parent.workflow_id}
-        clash = sorted(held & _tree_ids([receipt, *(c.receipt for c in _flatten(grandchildren))]))
+        brought = _tree_ids([receipt, *(c.receipt for c in _flatten(grandchildren))])
+        clash = sorted(parent.linked_tree_ids & brought)
         if clash:
             raise LinkError(f"workflow {clash[0]} is already in this receipt's tree of links: a bundle "
                             "may hold each receipt once")
@@ -140,6 +140,7 @@ def link_child(
                                status=link_status(receipt["status"]), target=content["workflow_id"],
                                started_at=started_at, ended_at=ended_at)
         parent.linked_children[content["workflow_id"]] = LinkedChild(receipt, evidence, header["seq"], grandchildren)
+        parent.linked_tree_ids |= brought
     return header
 
 
@@ -149,9 +150,10 @@ def _tree_ids(receipts: list[Mapping[str, Any]]) -> set[str]:
     for r in receipts:
         ids.add(r["workflow_id"])
         steps = r.get("steps")
-        for step in steps if isinstance(steps, list) else ():
-            if isinstance(step, Mapping) and step.get("kind") == LINK_KIND and isinstance(step.get("target"), str):
-                ids.add(step["target"])
+        if isinstance(steps, list):
+            ids.update(step["target"] for step in steps
+                       if (isinstance(step, dict) or isinstance(step, Mapping))  # dict first: the common case
+                       and step.get("kind") == LINK_KIND and isinstance(step.get("target"), str))
     return ids
 
 

@@ -175,6 +175,9 @@ class Collector:
         self.late_records = 0
         #: Child receipts bound by :meth:`link`, kept for :meth:`save_bundle`.
         self.linked_children: dict[str, LinkedChild] = {}  # by workflow_id, in link order
+        #: Workflow ids in this receipt's tree of links (itself, its children, theirs), kept as
+        #: children are linked so each link checks a new child against it without a rescan.
+        self.linked_tree_ids: set[str] = {self.workflow_id}
         #: The crash-safe journal (``journal=`` path), or None; see :mod:`aer1._journal`.
         self.journal: Journal | None = None if journal is None else Journal(
             journal,
