@@ -124,7 +124,11 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 raise MalformedInput(f"{p} is {size} bytes, over the {limit}-byte limit")
-            data = f.read(limit + 1)
+            # as much as fstat says, plus one byte to see growth: a read of limit + 1 would
+            # allocate the whole limit first (and read in many calls)
+            data = f.read(size + 1)
+            if len(data) > size:  # the file grew since fstat: read on, still capped
+                data += f.read(limit + 1 - len(data))
         except OSError as e:
             raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
     if len(data) > limit:
