@@ -187,8 +187,10 @@ def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> in
     checks, facts = check_summary(args.summary, trusted)
     verdict, code = summary_verdict(checks)
     if args.json:
+        from ._archive import SCHEMA
+
         sys.stdout.write(dump_json({
-            "kind": "summary", "source": args.summary, "verdict": verdict, "exit_code": code,
+            "schema": SCHEMA, "kind": "summary", "source": args.summary, "verdict": verdict, "exit_code": code,
             "checks": [c.to_dict() for c in checks], "summarized": {k: v for k, v in facts.items() if k != "source"},
         }))
         return code
