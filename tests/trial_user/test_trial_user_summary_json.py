@@ -1,8 +1,10 @@
-"""New user: ``aer1-verify --summary FILE --json`` did not follow the documented schema.
+"""New user: ``aer1-verify --summary FILE`` with --json, and with options it does not use.
 
 The README says ``--json`` follows spec/verdict-schema.json; the output of checking a
 signed summary had no ``schema`` member and no shape in the schema. It now carries
-``schema`` and is the schema's ``summary_check``, VALID, INVALID or unreadable.
+``schema`` and is the schema's ``summary_check``, VALID, INVALID or unreadable. And it
+took any other option (``--expected-root``, ``--keyring``, ``--jobs``, a PATH) and ignored it,
+still saying VALID; each is now refused by name.
 """
 
 from __future__ import annotations
@@ -59,3 +61,22 @@ def test_summary_json_unreadable(signed_summary: Path, run_cli: Run, verdict_sch
     signed_summary.write_text("{not json")
     value = _checked(run_cli, verdict_schema, signed_summary)
     assert value["verdict"] == "MALFORMED" and value["exit_code"] == 2, f"got {value['verdict']}"
+
+
+@pytest.mark.parametrize("extra", [
+    ["--expected-root", "ab" * 32], ["--expected-head", "ab" * 32], ["--keyring", "auditor.pub"],
+    ["--tsa-roots", "."], ["--evidence", "x.jsonl"], ["--receipt", "receipt.json"], ["--jobs", "2"],
+    ["--verbose"], ["--only-failures"], ["receipt.json"],
+])
+def test_summary_refuses_what_it_would_not_check(signed_summary: Path, run_cli: Run, extra: list[str]) -> None:
+    """``--summary`` checked none of these yet said VALID: a pinned root or a keyring went unchecked, unsaid."""
+    code, out, err = run_cli("--summary", signed_summary.name, "--key", "auditor.pub", *extra)
+    assert code == 2, f"got exit {code} ({out.strip().splitlines()[-1:]}), want 2 for {extra}"
+    named = extra[0] if extra[0].startswith("--") else "PATH"
+    assert "goes alone" in err and f"got {named}" in err, f"got {err.strip()}, want {named} named"
+
+
+def test_summary_refusal_stays_json(signed_summary: Path, run_cli: Run, verdict_schema: Any) -> None:
+    code, out, _ = run_cli("--json", "--summary", signed_summary.name, "--key", "auditor.pub", "--jobs", "2")
+    value = json.loads(out)
+    assert code == 2 and not list(verdict_schema.iter_errors(value)) and "--jobs" in value["error"], f"got {value}"
