@@ -21,10 +21,18 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def _absent(package: str) -> bool:
+    if package in sys.modules:  # None there: the interpreter was told not to import it
+        return sys.modules[package] is None
+    try:
+        return find_spec(package) is None
+    except (ImportError, ValueError):  # a finder that refuses the name: it cannot be imported either
+        return True
+
+
 def _missing(module: str) -> list[str]:
     _, packages = FRAMEWORKS.get(module, ("", ()))
-    # a name set to None in sys.modules is one the interpreter was told not to import
-    return [p for p in packages if (sys.modules[p] is None if p in sys.modules else find_spec(p) is None)]
+    return [p for p in packages if _absent(p)]
 
 
 def installed(module: str) -> bool:
