@@ -3,7 +3,8 @@
 The public surface, importable from ``aer1`` itself:
 
 * recording: :class:`Collector` (collectors for AutoGen live in ``aer1.collectors``), its
-  redaction (:func:`default_redactor`, :func:`credential_redactor`, :func:`is_secret_key`),
+  redaction (:func:`default_redactor`, :func:`credential_redactor`, :func:`is_secret_key`;
+  :data:`Redactor` is the type of ``Collector(redact=...)``: a value in, what is recorded out),
   its crash-safe :class:`Journal` and :func:`recover_journal`;
 * verifying: :func:`verify_receipt`, :func:`verify_proof` and :func:`verify_bundle`, each
   giving a :class:`Report`; :func:`build_step_proof` discloses one step;

@@ -55,12 +55,14 @@ def _write_new(path: str, data: bytes, mode: int) -> None:
 
 def _keygen(args: argparse.Namespace) -> int:
     from ._lifecycle_cli import check_keygen_arguments, write_keygen_entry
+    from ._outfile import check_folder
     from ._signing import generate_key_pair, key_id, load_public_key
 
     private_path, public_path = f"{args.out}.key", f"{args.out}.pub"
     for p in (private_path, public_path):
         if os.path.lexists(p) and not args.force:
             raise CliError(f"{p} exists (use --force to replace it)")
+    check_folder(private_path)
     check_keygen_arguments(args)
     pem_private, pem_public = generate_key_pair()
     _write_new(private_path, pem_private, _PRIVATE_MODE)
@@ -180,6 +182,8 @@ def _report(args: argparse.Namespace) -> int:
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
+    if os.path.isdir(args.path):  # a site of pages: its folder is made as needed
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
     check_output(args.output)
     _refuse_overwrite(args.output, [t[0] for t in tasks])
     if os.path.isdir(args.path):
@@ -249,7 +253,8 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     from ._report._verify import add_verify_options
 
     rp.add_argument("path", help="a receipt file, or a folder: every *.json under it")
-    rp.add_argument("-o", "--output", required=True, help="the HTML file to write (a folder's pages go beside it)")
+    rp.add_argument("-o", "--output", required=True,
+                    help="the HTML file to write (for a folder: its pages go beside it, the folder made as needed)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
 

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable
 from typing import IO
 
-__all__ = ["TEMP_FLAGS", "check_output", "replace_file", "temp_path"]
+__all__ = ["TEMP_FLAGS", "check_folder", "check_output", "replace_file", "temp_path"]
 
 #: Flags that create a temporary output file: exclusively, never through a link at its name.
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -24,18 +24,24 @@ _TMP_MODE = 0o666  # less the umask, as open() gives
 
 
 def check_output(path: str) -> None:
-    """Raise OSError when ``path`` exists (links followed) and is not a regular file."""
+    """Raise OSError when ``path`` exists (links followed) and is not a regular file, or its folder is missing."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            check_folder(path)
             return
         raise
     if not stat.S_ISREG(mode):
         what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise OSError(errno.EINVAL, f"output is {what}: refusing to replace it", path)
+
+
+def check_folder(path: str) -> None:
+    """Raise OSError saying what to do when the folder ``path`` would be written in does not exist."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise OSError(errno.ENOENT, f"the folder {folder} does not exist: create it first, or name another", path)
 
 
 def temp_path(target: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
+from ._extras import installed
 
 if TYPE_CHECKING:
     from ._collector import AER1AutoGenCollector
@@ -130,5 +131,12 @@ __all__ = [
     "was_call_recorded",
 ]
 
+
+#: The framework module behind each name that needs one (collectors/_extras.py names its extra).
+_FRAMEWORK_MODULES = {".agentchat", ".autogen_core", ".agent_framework"}
+
+# dir(), help() and ``import *`` list only the names whose framework is installed, so that they
+# work with any set of extras; any name still imports by name, and says which extra it needs.
+__all__ = [n for n in __all__ if _EXPORTS.get(n) not in _FRAMEWORK_MODULES or installed(_EXPORTS[n][1:])]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__, globals())

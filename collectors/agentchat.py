@@ -47,7 +47,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mappi
 from contextvars import ContextVar
 from typing import Any, cast
 
-from autogen_agentchat.agents import BaseChatAgent, CodeExecutorAgent, UserProxyAgent
+try:  # the framework first: without it, say which extra to install
+    from autogen_agentchat.agents import BaseChatAgent, CodeExecutorAgent, UserProxyAgent
+except ImportError as e:
+    from ._extras import missing_framework
+
+    raise missing_framework("agentchat") from e
 from autogen_agentchat.base import ChatAgent, Response, TaskResult, Team
 from autogen_agentchat.messages import (
     BaseAgentEvent,

@@ -29,28 +29,33 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
-from autogen_core import (
-    AgentId,
-    CancellationToken,
-    ComponentModel,
-    DefaultInterventionHandler,
-    DropMessage,
-    MessageContext,
-    MessageHandlerContext,
-)
-from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
-from autogen_core.tools import (
-    BaseTool,
-    FunctionTool,
-    StaticStreamWorkbench,
-    StaticWorkbench,
-    StreamTool,
-    Tool,
-    ToolOverride,
-    ToolResult,
-    ToolSchema,
-    Workbench,
-)
+try:  # the framework first: without it, say which extra to install
+    from autogen_core import (
+        AgentId,
+        CancellationToken,
+        ComponentModel,
+        DefaultInterventionHandler,
+        DropMessage,
+        MessageContext,
+        MessageHandlerContext,
+    )
+    from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
+    from autogen_core.tools import (
+        BaseTool,
+        FunctionTool,
+        StaticStreamWorkbench,
+        StaticWorkbench,
+        StreamTool,
+        Tool,
+        ToolOverride,
+        ToolResult,
+        ToolSchema,
+        Workbench,
+    )
+except ImportError as e:
+    from ._extras import missing_framework
+
+    raise missing_framework("autogen_core") from e
 from pydantic import BaseModel
 
 from ._agentchat_internals import read

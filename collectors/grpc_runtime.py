@@ -30,18 +30,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
-from autogen_core import (
-    Agent,
-    AgentId,
-    AgentType,
-    CancellationToken,
-    MessageContext,
-    RoutedAgent,
-    TopicId,
-    message_handler,
-    try_get_known_serializers_for_type,
-)
-from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntime
+
+try:  # the framework first: without it, say which extra to install
+    from autogen_core import (
+        Agent,
+        AgentId,
+        AgentType,
+        CancellationToken,
+        MessageContext,
+        RoutedAgent,
+        TopicId,
+        message_handler,
+        try_get_known_serializers_for_type,
+    )
+    from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntime
+except ImportError as e:
+    from ._extras import missing_framework
+
+    raise missing_framework("grpc_runtime") from e
 
 from ._errors import error_info, failure_status
 

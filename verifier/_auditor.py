@@ -88,13 +88,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
             # Refused before any receipt is verified, so that nothing is printed before the error:
             # a device, FIFO or folder, and a file that cannot be created where it is named.
+            folder = os.path.dirname(path) or "."
+            if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+                raise CliError(f"{option} {path}: cannot create a file in {folder}")
             try:
                 check_output(path)
             except OSError as e:
                 raise CliError(f"{option} {path}: {e.strerror or e}") from e
-            folder = os.path.dirname(path) or "."
-            if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-                raise CliError(f"{option} {path}: cannot create a file in {folder}")
 
 
 def _trust_files(args: argparse.Namespace) -> dict[str, Any]:
@@ -187,8 +187,10 @@ def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> in
     checks, facts = check_summary(args.summary, trusted)
     verdict, code = summary_verdict(checks)
     if args.json:
+        from ._archive import SCHEMA
+
         sys.stdout.write(dump_json({
-            "kind": "summary", "source": args.summary, "verdict": verdict, "exit_code": code,
+            "schema": SCHEMA, "kind": "summary", "source": args.summary, "verdict": verdict, "exit_code": code,
             "checks": [c.to_dict() for c in checks], "summarized": {k: v for k, v in facts.items() if k != "source"},
         }))
         return code

@@ -253,9 +253,24 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
     return report
 
 
+#: What ``--summary FILE`` takes besides itself: any other option would be silently ignored.
+_SUMMARY_OPTIONS = frozenset({"summary", "key", "trusted_keys", "json", "help"})
+
+
+def _refuse_beside_summary(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an option ``--summary`` does not use (a pinned root, a keyring, --jobs...): it checks none of them."""
+    given = [max(a.option_strings, key=len) if a.option_strings else str(a.metavar) for a in parser._actions
+             if a.dest not in _SUMMARY_OPTIONS and getattr(args, a.dest, None) not in (parser.get_default(a.dest), [])]
+    if given:
+        raise CliError(f"--summary FILE goes alone (with --key/--trusted-keys and --json): got {', '.join(given)}, "
+                       "which a summary check would not use")
+
+
 def _run(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.summary is not None:
+        _refuse_beside_summary(parser, args)
         return check_summary_file(args, _trusted_ids(args))
     if not args.paths:
         raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")

@@ -213,7 +213,7 @@ def verify_proof(
     receipt: str | os.PathLike[str] | None = None,
     trusted_key_ids: Iterable[str] | None = None,
 ) -> Report:
-    """Check a proof: a parsed dict, a path or its bytes (module docstring).
+    """Check a proof: a parsed dict, a path or its bytes (the checks: spec/verifier.md, "Proofs").
 
     ``receipt`` (a path) with ``trusted_key_ids`` can pin its root, as ``expected_root`` can.
     """
