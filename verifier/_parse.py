@@ -242,12 +242,12 @@ def _limits_shown(data: bytes, max_depth: int, max_string: int) -> bool:
 
 
 #: A step written on one line in the saved layout (``aer1._layout``): four spaces, then the
-#: object and its members. Its members sit at this depth, which its indentation does not show,
-#: and a bracket after its opening brace may open a deeper container (or sit in a string):
-#: either sends the text to the value walk.
-_STEP_LINE = re.compile(rb"\n    \{[^\n}]")
+#: object (or, in a forged receipt, the array) and its members or items. Those sit at this
+#: depth, which its indentation does not show, and a bracket after its opening one may open a
+#: deeper container (or sit in a string): either sends the text to the value walk.
+_STEP_LINE = re.compile(rb"\n    [\[{][^\n\]}]")
 _STEP_LINE_DEPTH = 3
-_STEP_LINE_NESTED = re.compile(rb"\n    \{[^\n]*[\[{]")
+_STEP_LINE_NESTED = re.compile(rb"\n    [\[{][^\n]*[\[{]")
 
 #: What :func:`_parse_quick` gives when it cannot vouch for its parse.
 _MISS: Any = object()
