@@ -68,6 +68,16 @@ EDITS: dict[str, Edit] = {
     "time_feb_30": _time(2, "started_at", lambda t: "2025-02-30" + t[10:]),
     "time_arabic_digit": _time(2, "started_at", lambda t: t[:3] + "\u0661" + t[4:]),
     "repeated_step": _repeat_step,
+    "ended_before_started": _time(2, "ended_at", lambda t: "2000-01-01" + t[10:]),
+    "prev_upper_case": _time(3, "prev_digest", str.upper),
+    "first_prev_upper_case": _time(1, "prev_digest", str.upper),
+    "close_kind_inside": _set(2, "kind", "close"),
+    "link_without_target": _set(2, "kind", "link"),
+    "kind_unknown": _set(2, "kind", "Message"),
+    "status_list": _set(2, "status", ["ok"]),
+    "tool_int": _set(2, "tool", 7),
+    "seq_gap": _set(3, "seq", 4),
+    "dropped_member": lambda r: r["steps"][1].pop("status"),
 }
 
 
