@@ -146,6 +146,7 @@ _LINE_EDITS: dict[str, tuple[bytes, bytes]] = {
     "duplicate key": (b'{"seq":20,', b'{"seq":20,"seq":20,'),
     "escaped name": (b'"agent":"a"', b'"agent":"\\u0061"'),
     "escape variant of a key": (b'{"seq":20,', b'{"s\\u0065q":20,'),
+    "duplicate key, one escaped": (b'{"seq":20,', b'{"seq":20,"s\\u0065q":20,'),
     "big int": (b'{"seq":20,', b'{"seq":20000000000000000000000,'),
     "float seq": (b'{"seq":20,', b'{"seq":20.0,'),
     "NaN": (b'{"seq":20,', b'{"seq":NaN,'),
@@ -169,7 +170,38 @@ def test_an_edited_step_line_streams_to_the_in_memory_report(what: str, tmp_path
             m.setattr(_stream, "_Walker", _ReferenceWalker)
             in_memory = verify_receipt(path).to_dict()
     assert streamed == in_memory, f"got {streamed}, want {in_memory}"
-    if what == "escaped name":  # the same value spelled another way: still the honest receipt
+    if what.startswith("escape"):  # the same text spelled another way: still the honest receipt
         assert in_memory["verdict"] == "VALID", in_memory
     else:
         assert in_memory["verdict"] != "VALID", in_memory
+
+
+def _without_profile(r: dict[str, Any]) -> dict[str, Any]:
+    """The receipt as a plain (not profile) receipt: the reference alone decides it."""
+    for k in ("profile", "chain_head", "signature"):
+        r.pop(k, None)
+    for s in r["steps"]:
+        s.pop("prev_digest")
+    return r
+
+
+_SHAPES: dict[str, Callable[[], dict[str, Any]]] = {
+    "no profile": lambda: _without_profile(_receipt(_N)),
+    "profile claimed after the steps": lambda: {k: v for k, v in _receipt(_N).items() if k != "profile"},
+    "no steps, chain_head after them": lambda: {**_receipt(3), "steps": []},
+}
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("what", list(_SHAPES))
+def test_a_receipt_the_quick_path_does_not_stand_in_for_streams_as_before(what: str, tmp_path: Path,
+                                                                           small_blocks: list[bool],
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(receipt_json(_SHAPES[what]()))
+    streamed = verify_receipt(path).to_dict()
+    with monkeypatch.context() as m:
+        m.setattr(_stream, "_Walker", _ReferenceWalker)
+        before = verify_receipt(path).to_dict()
+    assert streamed == before, f"got {streamed}, want {before}"
+    assert True not in small_blocks, f"got quick passes {small_blocks}, want none"
