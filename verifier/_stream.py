@@ -68,8 +68,10 @@ _LEAF = 32
 _LEN_FIELD = 8
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
-#: Steps checked at once by the quick path (whole Merkle subtrees of ``2**LEVELS`` leaves, so runs combine).
-BLOCK_STEPS = 16 << LEVELS
+#: Steps checked at once by the quick path: a whole Merkle subtree of ``2**LEVELS`` leaves, so runs
+#: combine. Small enough that the block's dicts are still in the CPU caches when it is checked (16
+#: times as many steps took 1.7 µs a step more at 200,000 steps).
+BLOCK_STEPS = 1 << LEVELS
 
 
 class _Unwalkable(Exception):
