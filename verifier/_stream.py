@@ -51,6 +51,7 @@ from ._parse import (
     check_json_value,
     check_parse_cost,
     open_regular,
+    parse_line_quick,
 )
 from ._report import CheckResult, Report
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
@@ -288,13 +289,17 @@ class _Walker:
         decode, sep = self.decode, _SEP.match
         while True:
             buf = t.buf
-            try:
-                step, end = decode(buf, i)
-            except json.JSONDecodeError:
-                step, end = t.value(decode, i)  # cut by the chunk's end, or malformed
-            else:
-                if end >= len(buf):  # a number could go on in the next chunk
-                    step, end = t.value(decode, i)
+            line = buf.find("\n", i) if self.quick else -1  # the saved layout: one compact step a line
+            end = line - 1 if line > i and buf[line - 1] == "," else line
+            step = parse_line_quick(buf[i:end]) if end > i else None
+            if step is None:  # not a line orjson reads as the strict parser does: the strict parser
+                try:
+                    step, end = decode(buf, i)
+                except json.JSONDecodeError:
+                    step, end = t.value(decode, i)  # cut by the chunk's end, or malformed
+                else:
+                    if end >= len(buf):  # a number could go on in the next chunk
+                        step, end = t.value(decode, i)
             self._step(step, end - i)
             i = t.drop(end)
             m = sep(t.buf, i)

@@ -18,6 +18,7 @@ import pytest
 from aer1 import Collector
 from aer1._layout import receipt_json
 from aer1.verifier import _stream, verify_receipt
+from aer1.verifier._parse import parse_line_quick, parse_strict
 
 from ..helpers import KEYS
 from .test_quick_steps import _rechained
@@ -205,3 +206,18 @@ def test_a_receipt_the_quick_path_does_not_stand_in_for_streams_as_before(what: 
         before = verify_receipt(path).to_dict()
     assert streamed == before, f"got {streamed}, want {before}"
     assert True not in small_blocks, f"got quick passes {small_blocks}, want none"
+
+
+@pytest.mark.parametrize("line", [
+    '{"a":1,"a":2}', '{"a":"\\u0061"}', '{"a":1.00}', '{"a":1e2}', '{"a":NaN}', '{"a":"\\ud800"}', '{"a": 1}',
+    '{"a":123456789012345678901234567890}', '{"a":-0}', '{"a":"\\/"}', '{"a":1}x', '{"a":1} ', 'null',
+], ids=lambda s: s)
+def test_a_line_orjson_would_misread_goes_to_the_strict_parser(line: str) -> None:
+    got = parse_line_quick(line)
+    assert got is None, f"got the quick parse {got!r} of {line!r}, want the strict parser's"
+
+
+def test_a_saved_step_line_takes_the_quick_parse() -> None:
+    line = receipt_json(_receipt(2)).split(b"\n")[13].strip().rstrip(b",").decode()
+    got = parse_line_quick(line)
+    assert got is not None and got == parse_strict(line.encode()), f"got {got!r} for {line!r}"
