@@ -301,6 +301,22 @@ def _parse_quick(data: bytes) -> Any:
     return _MISS
 
 
+def parse_line_quick(text: str) -> Any:
+    """orjson's parse of one compact line (a step of the saved layout) if it writes it back exactly, else None.
+
+    A text orjson would read differently from the strict parser (a repeated key, an escape,
+    spacing, a number in another spelling) is not written back the same, so it goes to the
+    strict parser; what orjson refuses (NaN, a lone surrogate, a number past 64 bits) too.
+    Limits on values are the caller's. (A line ``null`` also gives None: the strict parser reads it then.)
+    """
+    try:
+        value = orjson.loads(text)
+        again = orjson.dumps(value)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, TypeError):
+        return None
+    return value if again == text.encode() else None
+
+
 def _parse_exact(data: bytes, what: str) -> Any:
     """The standard library's parser with every strict rule enforced; errors name the problem."""
     try:

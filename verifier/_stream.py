@@ -33,11 +33,13 @@ from .._canonical import CanonicalizationError, exact_bytes
 from .._keyring import KeyEntry
 from .._limits import MAX_VALUE_BYTES
 from .._link import LINK_KIND
-from .._receipt import evidence_path_for
+from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import PAYLOAD_TYPE, pae
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
+from ._fast import Run, check_run, combine
 from ._output import unreadable_report
+from ._parallel import LEVELS
 from ._parse import (
     MAX_INPUT_BYTES,
     MAX_STRING_CHARS,
@@ -49,6 +51,7 @@ from ._parse import (
     check_json_value,
     check_parse_cost,
     open_regular,
+    parse_line_quick,
 )
 from ._report import CheckResult, Report
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
@@ -66,6 +69,10 @@ _LEAF = 32
 _LEN_FIELD = 8
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+#: Steps checked at once by the quick path: a whole Merkle subtree of ``2**LEVELS`` leaves, so runs
+#: combine. Small enough that the block's dicts are still in the CPU caches when it is checked (16
+#: times as many steps took 1.7 µs a step more at 200,000 steps).
+BLOCK_STEPS = 1 << LEVELS
 
 
 class _Unwalkable(Exception):
@@ -78,6 +85,23 @@ class _TooLong(MalformedInput):
 
 class _Settled(Exception):
     """The verdict cannot change any more (the members check failed past its cut-off): stop reading."""
+
+
+class _Quit(Exception):
+    """The quick path did not pass every step: verify the file again with the reference step checker."""
+
+
+class _Shifted(list[Any]):
+    """A block of steps sliced by array position, as ``check_run`` slices a whole receipt."""
+
+    def __init__(self, block: list[Any], lo: int) -> None:
+        super().__init__()
+        self.block, self.lo = block, lo
+
+    def __getitem__(self, i: Any) -> Any:
+        if not isinstance(i, slice):
+            raise TypeError("only slices are supported")
+        return self.block[i.start - self.lo:i.stop - self.lo]
 
 
 class _Hashes(Sequence[Mapping[str, str]]):
@@ -196,8 +220,13 @@ def _step_bytes(step: Any, profile: bool) -> bytes:
 class _Walker:
     """One pass over the file: top-level members kept, steps checked and dropped one by one."""
 
-    def __init__(self, text: _Text, spill: IO[bytes]) -> None:
+    def __init__(self, text: _Text, spill: IO[bytes], quick: bool) -> None:
         self.text = text
+        # quick: steps checked in blocks by ``_fast``, any doubt quits (the caller then reads again without it)
+        self.quick = quick
+        self.block: list[Any] = []
+        self.runs: list[Run] = []
+        self.last: Any = None  # the last step of the last block
         self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants,
                                        parse_int=_int, parse_float=_float).raw_decode
         self.rest: dict[str, Any] = {}
@@ -234,7 +263,8 @@ class _Walker:
                     raise _Unwalkable("steps is not an array")
                 i = self._steps(i)
             else:
-                if self.steps_seen and not (self.checker and self.checker.profile) and key in ("profile", "chain_head"):
+                profile = self.quick or (self.checker is not None and self.checker.profile)
+                if self.steps_seen and not profile and key in ("profile", "chain_head"):
                     raise _Unwalkable("the profile is claimed after the steps")
                 self.rest[key], i = t.value(self.decode, i)
             i = t.ws(i)
@@ -252,17 +282,24 @@ class _Walker:
         self.steps_seen = True
         i = t.ws(i + 1)
         if t.char(i) == "]":
+            self.quick = False
             return i + 1
+        # the quick path stands in for the reference only where the profile is claimed before the steps
+        self.quick = self.quick and ("profile" in self.rest or "chain_head" in self.rest)
         decode, sep = self.decode, _SEP.match
         while True:
             buf = t.buf
-            try:
-                step, end = decode(buf, i)
-            except json.JSONDecodeError:
-                step, end = t.value(decode, i)  # cut by the chunk's end, or malformed
-            else:
-                if end >= len(buf):  # a number could go on in the next chunk
-                    step, end = t.value(decode, i)
+            line = buf.find("\n", i) if self.quick else -1  # the saved layout: one compact step a line
+            end = line - 1 if line > i and buf[line - 1] == "," else line
+            step = parse_line_quick(buf[i:end]) if end > i else None
+            if step is None:  # not a line orjson reads as the strict parser does: the strict parser
+                try:
+                    step, end = decode(buf, i)
+                except json.JSONDecodeError:
+                    step, end = t.value(decode, i)  # cut by the chunk's end, or malformed
+                else:
+                    if end >= len(buf):  # a number could go on in the next chunk
+                        step, end = t.value(decode, i)
             self._step(step, end - i)
             i = t.drop(end)
             m = sep(t.buf, i)
@@ -275,12 +312,19 @@ class _Walker:
                 continue
             if t.char(i) != "]":
                 raise _Unwalkable("expected , or ] in steps")
+            if self.block:
+                self._flush(last=True)
             return i + 1
 
     # -------------------------------------------------------------- checks
 
     def _step(self, step: Any, span: int) -> None:
         """Check one step; ``span`` is the length of its JSON text."""
+        if self.quick:
+            if len(self.block) == BLOCK_STEPS:
+                self._flush(last=False)
+            self.block.append(step)
+            return
         has_prev = isinstance(step, dict) and "prev_digest" in step
         checker = self.checker
         if checker is None:
@@ -306,6 +350,33 @@ class _Walker:
                 self.unencodable = str(e)
             return
         self.spilled += self.spill.write(b"," + data if i else data)
+
+    def _flush(self, *, last: bool) -> None:
+        """Check the block of steps by the quick path, keep what the report needs of it, drop its steps."""
+        block = self.block
+        lo = self.runs[-1].hi if self.runs else 0
+        levels = 0 if last and not lo else LEVELS  # one run is the whole tree (reduced, it has no root yet)
+        run = check_run(_Shifted(block, lo), lo, lo + len(block), last=last, levels=levels)
+        if run is None:
+            raise _Quit  # seams are ``combine``'s, at the end
+        self.runs.append(run)  # a passed run holds only dicts of strings and ints within the string limit
+        self.hashes += bytes.fromhex("".join(s["receipt_hash"] for s in block))
+        data = b",".join(orjson.dumps(s, option=orjson.OPT_SORT_KEYS) for s in block)  # exact JCS, as above
+        self.spilled += self.spill.write(b"," + data if lo else data)
+        self.last = block[-1]
+        self.block = []
+
+    def settle_quick(self) -> None:
+        """After the walk: the reference's state from the passed runs, or :class:`_Quit`."""
+        if self.runs and self.rest.get("merkle_version") == MERKLE_VERSION:
+            passed = combine(self.runs)
+            if passed is not None:
+                self.checker = StepChecker.from_passed(passed, self.last)
+                self.links = passed.links
+                self.runs = []
+                return
+        if self.runs or self.block:
+            raise _Quit
 
     # ------------------------------------------------------------- results
 
@@ -383,18 +454,26 @@ def verify_streaming(
     try:
         import tempfile  # only large files come here: a plain verification does not load it
 
-        with open_regular(source) as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_INPUT_BYTES:
-                raise MalformedInput(f"{source} is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit")
-            walker = _Walker(_Text(f), spill)
-            try:
-                walker.run()
-            except _Settled:
-                walker.stopped = True
-            walker.text.buf = ""
-            return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head,
-                           tsa_trust, keyring)
+        for quick in (True, False):
+            with open_regular(source) as f, tempfile.TemporaryFile(prefix="aer1-verify-") as spill:
+                size = os.fstat(f.fileno()).st_size
+                if size > MAX_INPUT_BYTES:
+                    raise MalformedInput(f"{source} is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit")
+                walker = _Walker(_Text(f), spill, quick)
+                try:
+                    walker.run()
+                    walker.settle_quick()
+                except _Settled:
+                    walker.stopped = True
+                except (_Quit, _Unwalkable, json.JSONDecodeError, RecursionError, CanonicalizationError,
+                        MalformedInput):
+                    if not quick:
+                        raise
+                    continue  # the reference reads the file again: its failures and words are the report's
+                walker.text.buf = ""
+                return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head,
+                               tsa_trust, keyring)
+        raise AssertionError("the reference pass does not quit")
     except (_Unwalkable, json.JSONDecodeError, RecursionError, CanonicalizationError) as e:
         why = f"not valid JSON: {e.msg}" if isinstance(e, json.JSONDecodeError) else str(e) or "nested too deeply"
         return unreadable_report(source, f"{source}: {why} (a file this large or costly is verified only by streaming)")
