@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 
 def parse_out_dir(description: str, default: Path, argv: list[str] | None = None) -> Path:
@@ -17,3 +18,9 @@ def parse_out_dir(description: str, default: Path, argv: list[str] | None = None
         parser.error(f"cannot use {args.out_dir} as the output directory: {e.strerror or e}")
     out_dir: Path = args.out_dir
     return out_dir
+
+
+def missing_extra(error: ModuleNotFoundError, extra: str) -> NoReturn:
+    """Stop with one line naming the extra to install, instead of a traceback."""
+    package = (error.name or "its framework").split(".")[0]
+    raise SystemExit(f"this example needs {package}, which is not installed: pip install 'aer1[{extra}]'")

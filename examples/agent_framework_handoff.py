@@ -17,20 +17,24 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from _outdir import parse_out_dir
-from agent_framework import (
-    Agent,
-    BaseChatClient,
-    ChatMiddlewareLayer,
-    ChatResponse,
-    ChatResponseUpdate,
-    Content,
-    FunctionInvocationLayer,
-    Message,
-    ResponseStream,
-    tool,
-)
-from agent_framework.orchestrations import HandoffBuilder
+from _outdir import missing_extra, parse_out_dir
+
+try:
+    from agent_framework import (
+        Agent,
+        BaseChatClient,
+        ChatMiddlewareLayer,
+        ChatResponse,
+        ChatResponseUpdate,
+        Content,
+        FunctionInvocationLayer,
+        Message,
+        ResponseStream,
+        tool,
+    )
+    from agent_framework.orchestrations import HandoffBuilder
+except ModuleNotFoundError as e:
+    missing_extra(e, "agent-framework")
 
 from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 from aer1.collectors import AER1AgentFrameworkCollector

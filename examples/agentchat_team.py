@@ -25,13 +25,18 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from autogen_agentchat.agents import ApprovalRequest, ApprovalResponse, AssistantAgent, CodeExecutorAgent
-from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
-from autogen_agentchat.teams import Swarm
-from autogen_core import FunctionCall
-from autogen_core.models import ChatCompletionClient, CreateResult, ModelFamily, ModelInfo, RequestUsage
-from autogen_ext.code_executors.local import LocalCommandLineCodeExecutor
-from autogen_ext.models.replay import ReplayChatCompletionClient
+from _outdir import missing_extra
+
+try:
+    from autogen_agentchat.agents import ApprovalRequest, ApprovalResponse, AssistantAgent, CodeExecutorAgent
+    from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination
+    from autogen_agentchat.teams import Swarm
+    from autogen_core import FunctionCall
+    from autogen_core.models import ChatCompletionClient, CreateResult, ModelFamily, ModelInfo, RequestUsage
+    from autogen_ext.code_executors.local import LocalCommandLineCodeExecutor
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+except ModuleNotFoundError as e:
+    missing_extra(e, "agentchat")
 
 from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, observe_tools

@@ -17,10 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _outdir import parse_out_dir
-from autogen_core import FunctionCall
-from autogen_core.models import CreateResult, RequestUsage
-from autogen_ext.models.replay import ReplayChatCompletionClient
+from _outdir import missing_extra, parse_out_dir
+
+try:
+    from autogen_core import FunctionCall
+    from autogen_core.models import CreateResult, RequestUsage
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+except ModuleNotFoundError as e:
+    missing_extra(e, "agentchat")
 
 from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
 from aer1.groupchat import (

@@ -20,9 +20,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any
 
-import autogen
-from _outdir import parse_out_dir
-from autogen.coding import LocalCommandLineCodeExecutor
+from _outdir import missing_extra, parse_out_dir
+
+try:
+    import autogen
+    from autogen.coding import LocalCommandLineCodeExecutor
+except ModuleNotFoundError as e:
+    missing_extra(e, "legacy")
 
 from aer1 import format_timeline, verify_receipt
 from aer1.collectors import AER1AutoGenCollector, observe_groupchat
