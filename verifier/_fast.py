@@ -33,7 +33,7 @@ from .._merkle import reduce_levels, root_of_leaves
 from .._receipt import CLOSE_KIND, KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
 from ._checks import _date_ok, _is_hex64, _is_uuid
 
-__all__ = ["Passed", "Run", "check_run", "combine"]
+__all__ = ["Passed", "Run", "check_block", "check_run", "combine"]
 
 _REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _N_REQUIRED = len(STEP_REQUIRED_MEMBERS)
@@ -88,8 +88,13 @@ def check_run(steps: list[Any], lo: int, hi: int, *, last: bool, levels: int = 0
     Linking the run's first step to the one before, duplicate ids across runs and the
     Merkle root are the caller's. None: not certainly passing (run the reference).
     """
+    return check_block(steps[lo:hi], lo, last=last, levels=levels)
+
+
+def check_block(block: list[Any], lo: int, *, last: bool, levels: int = 0) -> Run | None:
+    """:func:`check_run` over steps already cut out: ``block`` holds steps ``lo`` to ``lo + len(block)``."""
     try:
-        return _check_run(steps[lo:hi], lo, last, levels)
+        return _check_run(block, lo, last, levels)
     except (TypeError, ValueError, KeyError, AttributeError, orjson.JSONEncodeError):
         return None  # a value of the wrong type or shape met a C-level pass: the reference says what
 

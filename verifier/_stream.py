@@ -37,7 +37,7 @@ from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import PAYLOAD_TYPE, pae
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
-from ._fast import Run, check_run, combine
+from ._fast import Run, check_block, combine
 from ._output import unreadable_report
 from ._parallel import LEVELS
 from ._parse import (
@@ -89,19 +89,6 @@ class _Settled(Exception):
 
 class _Quit(Exception):
     """The quick path did not pass every step: verify the file again with the reference step checker."""
-
-
-class _Shifted(list[Any]):
-    """A block of steps sliced by array position, as ``check_run`` slices a whole receipt."""
-
-    def __init__(self, block: list[Any], lo: int) -> None:
-        super().__init__()
-        self.block, self.lo = block, lo
-
-    def __getitem__(self, i: Any) -> Any:
-        if not isinstance(i, slice):
-            raise TypeError("only slices are supported")
-        return self.block[i.start - self.lo:i.stop - self.lo]
 
 
 class _Hashes(Sequence[Mapping[str, str]]):
@@ -356,7 +343,7 @@ class _Walker:
         block = self.block
         lo = self.runs[-1].hi if self.runs else 0
         levels = 0 if last and not lo else LEVELS  # one run is the whole tree (reduced, it has no root yet)
-        run = check_run(_Shifted(block, lo), lo, lo + len(block), last=last, levels=levels)
+        run = check_block(block, lo, last=last, levels=levels)
         if run is None:
             raise _Quit  # seams are ``combine``'s, at the end
         self.runs.append(run)  # a passed run holds only dicts of strings and ints within the string limit
