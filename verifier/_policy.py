@@ -22,7 +22,7 @@ from .._canonical import CanonicalizationError, exact_bytes
 from .._chain import PROFILE
 from .._limits import MAX_PARSE_COST_BYTES, parse_cost
 from .._link import LINK_KIND
-from .._receipt import CLOSE_KIND
+from .._receipt import CLOSE_KIND, KINDS
 from ..errors import MalformedInputError
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
@@ -207,6 +207,13 @@ def _rule(table: Any, index: int) -> Rule:
     for key in ("kind", "tool", "after", "until"):
         if key in table:
             args[key] = _typed(table[key], str, f"{where}: {key}", "a string (pattern)")
+    until = args.get("until")
+    if until is not None and (until not in KINDS or until == CLOSE_KIND
+                              or fnmatch.fnmatchcase(until, args.get("after", Rule.after))):
+        # a pattern, or the kind that starts a quiet part, would end every quiet part at
+        # once and so quietly disable the rule: only one other step kind may end it
+        raise PolicyError(f"{where}: until: got {until!r}, want one step kind other than the one `after` "
+                          f"matches (one of {', '.join(k for k in KINDS if k != CLOSE_KIND)})")
     if form == "approved_before":
         args.setdefault("kind", "tool_call")
     if form == "argument":

@@ -230,8 +230,10 @@ def test_policy_without_format_line_is_refused(tmp_path: Path, run_cli: Run) -> 
     assert run_cli(r, "--require", "chain,nonsense")[0] == 2
 
 
-def test_demo_receipt_passes_the_demo_policy_and_fails_the_strict_one(tmp_path: Path, run_cli: Run) -> None:
+def test_demo_receipt_passes_the_demo_policy_and_fails_the_strict_one(tmp_path: Path, run_cli: Run,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "agentchat_team.py"
+    monkeypatch.syspath_prepend(str(example.parent))  # as when the example runs as a script: its helpers beside it
     spec = importlib.util.spec_from_file_location("agentchat_team_example_policy", example)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -355,3 +357,11 @@ def test_none_after_until_a_new_task_checks_each_run_on_its_own(tmp_path: Path, 
     out = run_cli(late, "--policy", _policy(tmp_path, until), "--json")[1]
     assert _violations(out) == [("quiet", [4])]
     assert "after the termination at step 3" in json.loads(out)["failures"][0]["message"]
+
+
+@pytest.mark.parametrize("until", ["t*", "*", "termination", "close", "no_such_kind"])
+def test_an_until_that_would_end_every_quiet_part_is_refused(tmp_path: Path, run_cli: Run, until: str) -> None:
+    r = _two_runs(tmp_path, extra_in_first_quiet=True)
+    code, out, _ = run_cli(r, "--policy", _policy(tmp_path, QUIET + f'until = "{until}"\n'), "--json")
+    assert code == 2
+    assert "until: got" in json.loads(out)["error"]

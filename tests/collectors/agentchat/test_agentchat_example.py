@@ -21,7 +21,9 @@ def test_example_team_offline(
     capsys: pytest.CaptureFixture[str],
     peer_verify_cli: Callable[[str | os.PathLike[str]], tuple[int, str]],
     peer_verify_workflow: Callable[[dict[str, Any]], list[str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE.parent))  # the example imports its sibling _outdir
     spec = importlib.util.spec_from_file_location("agentchat_team_example", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
