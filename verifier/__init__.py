@@ -28,7 +28,7 @@ from .._limits import MAX_PARSE_COST_BYTES, parse_cost
 from .._link import LINK_KIND
 from .._receipt import evidence_path_for
 from ._fast import Passed
-from ._parallel import quick_steps
+from ._parallel import SPLIT_MIN_BYTES, quick_steps
 from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 
@@ -92,6 +92,14 @@ def verify_receipt(
             data = None
             if not (os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES):
                 data = read_limited(source)
+            if jobs > 1 and (data is None or len(data) >= SPLIT_MIN_BYTES):
+                from ._split import verify_split  # large files only: the fork and its pipes load here
+
+                split = verify_split(source, data, jobs, evidence=evidence, trusted_key_ids=trusted_key_ids,
+                                     expected_root=expected_root, expected_head=expected_head,
+                                     tsa_trust=tsa_trust, keyring=keyring)
+                if split is not None:
+                    return split
             if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,

@@ -44,13 +44,15 @@ def steps_checked(
     tsa_trust: TsaTrust | None = None,
     keyring: Mapping[str, KeyEntry] | None = None,
     links: int = 0,
+    evidence_check: Callable[[Mapping[str, Any], str, CheckResult], None] = check_evidence,
 ) -> Report:
     """Checks 3 to 10 of a receipt whose members passed check 2, and the report's summary fields.
 
     ``evidence_view``: the receipt as the evidence check reads it (its steps' receipt_hash);
     ``beside``: where the evidence was looked for, named when there is none; ``signed``: builds the
     signed bytes when the caller can (called last, once the other checks freed their state);
-    ``links``: how many link steps the receipt holds (their children are not followed here).
+    ``links``: how many link steps the receipt holds (their children are not followed here);
+    ``evidence_check``: check 7 (a caller may try a quicker check first, the reference deciding any doubt).
     """
     _, c_members, c_seq, c_merkle, c_chain, c_sig, c_evidence, c_expected, c_time, c_key = report.checks
     report.workflow_id = wf["workflow_id"]
@@ -72,7 +74,7 @@ def steps_checked(
         if c_chain.status == FAIL or c_members.status == FAIL:
             c_evidence.skip("chain check failed")
         else:
-            check_evidence(evidence_view, os.fspath(evidence), c_evidence)
+            evidence_check(evidence_view, os.fspath(evidence), c_evidence)
     else:
         c_evidence.skip("no evidence file" + (f" beside the receipt ({beside})" if beside else ""))
     check_expected(wf, expected_root, expected_head, c_expected)

@@ -15,7 +15,16 @@ from .._receipt import EVIDENCE_TYPE, evidence_path_for
 from ._parse import MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult
 
-__all__ = ["MAX_EVIDENCE_LINE_BYTES", "check_evidence", "evidence_for", "evidence_lines", "parse_evidence_line"]
+__all__ = [
+    "MAX_EVIDENCE_LINE_BYTES",
+    "check_evidence",
+    "evidence_for",
+    "evidence_lines",
+    "evidence_passed",
+    "header_ok",
+    "line_exact",
+    "parse_evidence_line",
+]
 
 
 def evidence_lines(path: str) -> Any:
@@ -43,7 +52,7 @@ def parse_evidence_line(line: bytes, number: int) -> Any:
                         max_string=MAX_EVIDENCE_LINE_BYTES)
 
 
-def _line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
+def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
     """True when the line is, byte for byte, the one our writer makes for step ``seq`` with hash ``want``.
 
     That is: ``{"seq":N,"receipt_hash":"H","content":C}`` with C already its own RFC 8785
@@ -79,7 +88,7 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
     seen = 0
     try:
         for number, line in evidence_lines(path):
-            if number > 1 and seen < n and _line_exact(line, number, seen + 1, steps[seen]["receipt_hash"]):
+            if number > 1 and seen < n and line_exact(line, number, seen + 1, steps[seen]["receipt_hash"]):
                 seen += 1
                 continue
             record = parse_evidence_line(line, number)
@@ -127,7 +136,22 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
     if seen < n:
         result.fail(f"evidence ends after {seen} of {n} steps", seq=seen + 1)
         return
+    evidence_passed(result, n, path)
+
+
+def evidence_passed(result: CheckResult, n: int, path: str) -> None:
+    """Check 7 passed: every one of the ``n`` step contents in ``path`` hashes to its receipt_hash."""
     result.passed(f"{n} step contents hash to their receipt_hash ({os.path.basename(path)})")
+
+
+def header_ok(line: bytes, workflow_id: Any) -> bool:
+    """True when ``line`` (the file's first, with its newline) is an evidence header for ``workflow_id``."""
+    try:
+        record = parse_evidence_line(line, 1)
+    except MalformedInput:
+        return False
+    return isinstance(record, dict) and record.get("type") == EVIDENCE_TYPE and record.get(
+        "workflow_id") == workflow_id
 
 
 def evidence_for(receipt: str | None, explicit: str | os.PathLike[str] | None) -> str | None:

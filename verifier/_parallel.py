@@ -25,10 +25,12 @@ from typing import Any
 from .._receipt import MERKLE_VERSION
 from ._fast import Passed, Run, check_run, combine
 
-__all__ = ["LEVELS", "PARALLEL_MIN_STEPS", "fork_safe", "quick_steps", "steps_in_runs"]
+__all__ = ["LEVELS", "PARALLEL_MIN_STEPS", "SPLIT_MIN_BYTES", "fork_safe", "quick_steps", "steps_in_runs"]
 
 #: Receipts with fewer steps are checked in one process: a fork and its page copies cost more.
 PARALLEL_MIN_STEPS = 20_000
+#: Receipt files from this size on may be cut into runs of step lines checked in processes (``_split``).
+SPLIT_MIN_BYTES = 4 * 1024 * 1024
 #: Merkle levels each worker reduces its run by (runs are multiples of 2**LEVELS steps, but the last).
 LEVELS = 10
 _READ = 1 << 20

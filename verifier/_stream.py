@@ -57,7 +57,7 @@ from ._report import CheckResult, Report
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
 from ._timestamp import TsaTrust
 
-__all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
+__all__ = ["STREAM_MIN_BYTES", "Hashes", "signing_input", "verify_streaming"]
 
 #: Receipt files from this size on are verified by streaming.
 STREAM_MIN_BYTES = 32 * 1024 * 1024
@@ -91,7 +91,7 @@ class _Quit(Exception):
     """The quick path did not pass every step: verify the file again with the reference step checker."""
 
 
-class _Hashes(Sequence[Mapping[str, str]]):
+class Hashes(Sequence[Mapping[str, str]]):
     """The steps as the evidence check sees them: only each step's receipt_hash."""
 
     def __init__(self, raw: bytearray) -> None:
@@ -386,41 +386,55 @@ class _Walker:
         return checker.members_result(result)
 
     def signing_input(self) -> bytearray:
-        """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place.
+        """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
+        return signing_input(self.rest, [(self.spill, self.spilled)], self.unencodable)
 
-        CanonicalizationError when a step has no exact JCS form (the receipt then has no signed bytes).
-        """
-        if self.unencodable is not None:
-            raise CanonicalizationError(self.unencodable)
-        body = {k: v for k, v in self.rest.items() if k != "signature"}
-        keys = sorted([*body, "steps"], key=_jcs_key)
-        cut = keys.index("steps")
 
-        def members(names: list[str]) -> bytes:
-            return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
+def signing_input(rest: Mapping[str, Any], spills: Sequence[tuple[IO[bytes], int]],
+                  unencodable: str | None) -> bytearray:
+    """``pae(PAYLOAD_TYPE, JCS(receipt without signature))`` from its members and its steps' spilled bytes.
 
-        before, after = members(keys[:cut]), members(keys[cut + 1:])
-        head = pae(PAYLOAD_TYPE, b"")[:-_LEN_FIELD]  # the domain and the type; the body's length comes next
-        front = b"{" + before + (b"," if before else b"") + b'"steps":['
-        back = b"]" + (b"," if after else b"") + after + b"}"
-        msg = bytearray(len(head) + _LEN_FIELD + len(front) + self.spilled + len(back))
-        view = memoryview(msg)
-        at = len(head) + _LEN_FIELD
-        view[:len(head)] = head
-        view[len(head):at] = struct.pack(">Q", len(msg) - at)
-        view[at:at + len(front)] = front
-        at += len(front)
-        self.spill.seek(0)
-        end = len(msg) - len(back)
+    ``spills``: files holding the steps' JCS bytes, comma-separated, in order, each with
+    its length (joined here by commas). CanonicalizationError (``unencodable``'s message)
+    when a step has no exact JCS form: the receipt then has no signed bytes.
+    """
+    if unencodable is not None:
+        raise CanonicalizationError(unencodable)
+    body = {k: v for k, v in rest.items() if k != "signature"}
+    keys = sorted([*body, "steps"], key=_jcs_key)
+    cut = keys.index("steps")
+
+    def members(names: list[str]) -> bytes:
+        return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
+
+    before, after = members(keys[:cut]), members(keys[cut + 1:])
+    head = pae(PAYLOAD_TYPE, b"")[:-_LEN_FIELD]  # the domain and the type; the body's length comes next
+    front = b"{" + before + (b"," if before else b"") + b'"steps":['
+    back = b"]" + (b"," if after else b"") + after + b"}"
+    parts = [(spill, n) for spill, n in spills if n]
+    steps_len = sum(n for _, n in parts) + max(len(parts) - 1, 0)
+    msg = bytearray(len(head) + _LEN_FIELD + len(front) + steps_len + len(back))
+    view = memoryview(msg)
+    at = len(head) + _LEN_FIELD
+    view[:len(head)] = head
+    view[len(head):at] = struct.pack(">Q", len(msg) - at)
+    view[at:at + len(front)] = front
+    at += len(front)
+    for k, (spill, n) in enumerate(parts):
+        if k:
+            view[at:at + 1] = b","
+            at += 1
+        spill.seek(0)
+        end = at + n
         while at < end:
-            chunk = self.spill.read(min(CHUNK_BYTES, end - at))
+            chunk = spill.read(min(CHUNK_BYTES, end - at))
             if not chunk:
                 raise OSError("the spilled step bytes ended early")
             view[at:at + len(chunk)] = chunk
             at += len(chunk)
-        view[at:] = back
-        view.release()
-        return msg
+    view[at:] = back
+    view.release()
+    return msg
 
 
 def verify_streaming(
@@ -491,7 +505,7 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
         skip_rest(checks[2:], "members check failed")
         return report
     wf = walker.rest
-    return steps_checked(report, wf, checker, evidence_view={**wf, "steps": _Hashes(walker.hashes)},
+    return steps_checked(report, wf, checker, evidence_view={**wf, "steps": Hashes(walker.hashes)},
                          evidence=evidence, beside=beside, trusted_key_ids=trusted_key_ids,
                          expected_root=expected_root, expected_head=expected_head, signed=walker.signing_input,
                          tsa_trust=tsa_trust, keyring=keyring, links=walker.links)

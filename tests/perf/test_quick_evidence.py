@@ -41,7 +41,7 @@ def _reports(receipt: dict[str, Any], path: Path, monkeypatch: pytest.MonkeyPatc
     evidence = evidence_path_for(str(path))
     quick = verify_receipt(receipt, evidence=evidence).to_dict()
     with monkeypatch.context() as m:
-        m.setattr(_evidence, "_line_exact", lambda *a: False)
+        m.setattr(_evidence, "line_exact", lambda *a: False)
         strict = verify_receipt(receipt, evidence=evidence).to_dict()
     assert quick == strict, f"got {quick['checks'][6]}, want the strict path's {strict['checks'][6]}"
     return quick
@@ -52,7 +52,7 @@ def test_our_evidence_takes_the_quick_test_on_every_line(tmp_path: Path, monkeyp
     lines = Path(evidence_path_for(str(path))).read_bytes().splitlines(keepends=True)
     for k, line in enumerate(lines[1:], start=1):
         want = receipt["steps"][k - 1]["receipt_hash"]
-        assert _evidence._line_exact(line, k + 1, k, want), f"line {k + 1}: got the strict path, want the quick one"
+        assert _evidence.line_exact(line, k + 1, k, want), f"line {k + 1}: got the strict path, want the quick one"
     assert _reports(receipt, path, monkeypatch)["verdict"] == "VALID"
 
 

@@ -1,0 +1,516 @@
+"""A large receipt file in the saved layout, its step lines checked in several processes at once.
+
+A receipt file we save (``aer1._layout``) holds each step on a line of its own, so the
+file cuts into runs of whole steps without parsing it: the members around the steps are
+parsed here (a few kilobytes), and each process reads, parses and checks a run of step
+lines by the quick path (``_fast``), keeping only what the report needs (the Merkle nodes,
+each step's receipt hash, the signed bytes of its steps when the receipt is signed).
+
+Nothing is taken on trust from the layout. The members around the steps are parsed
+strictly with a random marker standing in for the steps, which must come back as the
+top-level ``steps`` array; each block of step lines must be what orjson writes back for
+the steps it parsed from them, one step a line (so the strict parser would read the
+same steps); the runs must join (each starts where the one before ended, its first
+``prev_digest`` the digest before it). Whatever is not certainly passing (a cut that does
+not fall where a step's ``seq`` says, a line in another layout, a step the quick path
+doubts, a worker that gives no answer) makes :func:`verify_split` answer None, and the
+caller verifies the file by the in-memory or streaming path: failures and their wording
+are always those paths'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import hashlib
+import os
+import pickle
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+import orjson
+
+from .._keyring import KeyEntry
+from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
+from .._receipt import MERKLE_VERSION, evidence_path_for
+from ._assemble import fresh_checks, skip_rest, steps_checked
+from ._checks import _check_workflow_members
+from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
+from ._fast import Run, check_block, combine
+from ._parallel import LEVELS, SPLIT_MIN_BYTES, fork_safe
+from ._parse import MalformedInput, open_regular, parse_strict
+from ._report import CheckResult, Report
+from ._steps import StepChecker
+from ._stream import Hashes, signing_input
+from ._timestamp import TsaTrust
+
+__all__ = ["SPLIT_MIN_BYTES", "verify_split"]
+
+#: Steps per block: a whole Merkle subtree of ``2**LEVELS`` leaves, so the runs' nodes combine.
+BLOCK_STEPS = 1 << LEVELS
+#: Bytes read at a time by each process (files not already in memory).
+_CHUNK = 1024 * 1024
+#: A line longer than this is left to the other paths (their limits bound one value).
+_MAX_CHUNK_BYTES = 16 * 1024 * 1024
+#: Bytes read at each end of the file to find where the step lines begin and end.
+_EDGE = 1024 * 1024
+_NEWLINE = 0x0A
+_PIPE_READ = 1 << 20
+_INDENT = b"\n    "
+_OPEN = b'\n  "steps": ['
+_FIRST = _OPEN + _INDENT + b"{"
+_LINE = _INDENT + b'{"'
+_CLOSE = b"\n  ]"
+_HASH = 32
+#: How an evidence line of ours starts, and where its seq ends at the latest.
+_SEQ_PREFIX = b'{"seq":'
+_SEQ_AT = len(_SEQ_PREFIX)
+#: Bytes read to find an evidence file's header line, or the next line break after a cut.
+_HEADER_BYTES = 64 * 1024
+
+
+class _Read:
+    """Bytes of the file by offset: from the bytes already in memory, or read at an offset."""
+
+    def __init__(self, data: bytes | None, fd: int, size: int) -> None:
+        self.data, self.fd, self.size = data, fd, size
+
+    def __call__(self, start: int, end: int) -> bytes:
+        end = min(end, self.size)
+        if start >= end:
+            return b""
+        if self.data is not None:
+            return self.data[start:end]
+        got = os.pread(self.fd, end - start, start)
+        while len(got) < end - start:  # a short read: the file shrank (the run then fails to join) or a signal
+            more = os.pread(self.fd, end - start - len(got), start + len(got))
+            if not more:
+                break
+            got += more
+        return got
+
+
+@dataclass
+class _Part:
+    """What one process leaves of its run of steps."""
+
+    runs: list[Run]
+    hashes: bytes  # each step's receipt_hash, 32 bytes a step
+    spilled: int  # bytes of the steps' signed form written to the part's spill file
+    last: Any  # the run's last step
+
+
+def _edges(read: _Read) -> tuple[int, int] | None:
+    """Where the step lines lie: from the newline before the first to the newline that closes them."""
+    head = read(0, _EDGE)
+    at = head.find(_FIRST)
+    if at < 0:
+        return None
+    begin = at + len(_OPEN)
+    tail_at = max(begin, read.size - _EDGE)
+    tail = read(tail_at, read.size)
+    line = tail.rfind(_LINE)
+    if line < 0:
+        return None
+    end = tail.find(b"\n", line + 1)
+    if end < 0 or not tail.startswith(_CLOSE, end):
+        return None
+    return begin, tail_at + end
+
+
+def _members(read: _Read, begin: int, end: int) -> dict[str, Any] | None:
+    """The receipt's members other than ``steps``, parsed strictly with a marker in the steps' place.
+
+    None unless the marker comes back as the top-level ``steps`` array, alone: the cut
+    is then exactly the top-level steps array's items.
+    """
+    marker = os.urandom(16).hex()
+    skeleton = read(0, begin) + _INDENT + b'"' + marker.encode() + b'"' + read(end, read.size)
+    try:
+        value = parse_strict(skeleton, what="the receipt")
+    except MalformedInput:
+        return None
+    if type(value) is not dict or value.get("steps") != [marker]:
+        return None
+    del value["steps"]
+    return value
+
+
+def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, int]] | None:
+    """Runs of step lines for ``jobs`` processes: (first step's index, start, end), starts at block edges.
+
+    A cut goes where a step line's ``seq`` puts a multiple of BLOCK_STEPS; the seq is a
+    claim, checked when the runs join (``combine``).
+    """
+    starts = [(0, begin)]
+    for k in range(1, jobs):
+        at = begin + (end - begin) * k // jobs
+        if at <= starts[-1][1]:
+            continue
+        window = read(at, min(end, at + _MAX_CHUNK_BYTES))
+        i = window.find(_LINE)
+        if i < 0:
+            break
+        stop = window.find(b"\n", i + 1)
+        if stop < 0:
+            break
+        line = window[i + len(_INDENT):stop]
+        try:
+            seq = orjson.loads(line[:-1] if line.endswith(b",") else line).get("seq")
+        except (orjson.JSONDecodeError, AttributeError):
+            return None
+        if type(seq) is not int or seq < 1:
+            return None
+        skip = -(seq - 1) % BLOCK_STEPS
+        for _ in range(skip):
+            i = window.find(b"\n", i + 1)
+            if i < 0:
+                break
+        if i < 0:
+            break
+        starts.append((seq - 1 + skip, at + i))
+    if len(starts) < 2:
+        return None
+    return [(lo, start, starts[j + 1][1] if j + 1 < len(starts) else end) for j, (lo, start) in enumerate(starts)]
+
+
+def _chunks(read: _Read, start: int, end: int) -> Iterator[bytes]:
+    """The run's text from ``start`` to ``end`` in pieces of about _CHUNK bytes, each cut before a newline."""
+    carry = b""
+    at = start
+    while at < end:
+        piece = carry + read(at, min(end, at + _CHUNK))
+        at = min(end, at + _CHUNK)
+        if at >= end:
+            yield piece
+            return
+        cut = piece.rfind(b"\n")
+        if cut <= 0:
+            if len(piece) > _MAX_CHUNK_BYTES:
+                raise ValueError("a line of steps too long")
+            carry = piece
+            continue
+        yield piece[:cut]
+        carry = piece[cut:]
+    if carry:
+        yield carry
+
+
+def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
+    """The steps a piece of the step lines holds (a comma after each but the receipt's last), or None.
+
+    Only when orjson writes the steps back as the text without its line breaks and indents
+    (whitespace between tokens to JSON: a string holds no raw newline); then no member is
+    repeated and the strict parser would read the same steps.
+    """
+    if not final:
+        if not text.endswith(b","):
+            return None
+        text = text[:-1]
+    try:
+        steps: list[Any] = orjson.loads(b"[" + text + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+        return None
+    return steps
+
+
+def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: IO[bytes] | None) -> _Part | None:
+    """Parse and check steps ``lo`` onwards, the lines from ``start`` to ``end``; None: not certainly passing.
+
+    Steps are checked in blocks of BLOCK_STEPS (``lo`` is a multiple of it), the last block
+    of the part perhaps shorter.
+    """
+    runs: list[Run] = []
+    hashes: list[str] = []
+    spilled = 0
+    pending: list[Any] = []
+    last = None
+
+    def check(block: list[Any], is_last: bool) -> bool:
+        nonlocal spilled, lo, last
+        run = check_block(block, lo, last=is_last, levels=0 if is_last and lo == 0 else LEVELS)
+        if run is None:
+            return False
+        runs.append(run)
+        hashes.extend([s["receipt_hash"] for s in block])
+        if spill is not None:  # exact JCS: passed steps hold ASCII names, strings and safe integers
+            data = b",".join([orjson.dumps(s, option=orjson.OPT_SORT_KEYS) for s in block])
+            spilled += spill.write(b"," + data if spilled else data)
+        lo += len(block)
+        last = block[-1]
+        return True
+
+    try:
+        pieces = _chunks(read, start, end)
+        piece = next(pieces, None)
+        while piece is not None:
+            following = next(pieces, None)
+            steps = _parse_chunk(piece, final and following is None)
+            if steps is None:
+                return None
+            pending += steps
+            piece = following
+            at = 0
+            while len(pending) - at > BLOCK_STEPS or (piece is None and at < len(pending)):
+                block = pending[at:at + BLOCK_STEPS]
+                at += len(block)
+                if not check(block, final and piece is None and at == len(pending)):
+                    return None
+            del pending[:at]
+        if spill is not None:
+            spill.flush()  # a worker leaves by os._exit: nothing buffered would reach the file
+    except (ValueError, OSError):
+        return None
+    if not runs:
+        return None
+    return _Part(runs, bytes.fromhex("".join(hashes)), spilled, last)
+
+
+def _fork(job: Callable[[], Any]) -> tuple[int, int]:
+    """Run ``job`` in a child process; its pickled answer comes on the returned pipe."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        try:
+            os.close(read_fd)
+            gc.disable()
+            view = memoryview(pickle.dumps(job()))
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _collect(pid: int, fd: int) -> Any:
+    """A worker's answer, or None when it gave none."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, _PIPE_READ):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        return None
+    try:
+        return pickle.loads(b"".join(chunks))  # our own child's bytes, not input
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+        return None
+
+
+def _forked(jobs: list[Callable[[], Any]]) -> list[Any] | None:
+    """Every job's answer, in order: the first run here while the others run in child processes.
+
+    None when any job answers None or a worker gives no answer.
+    """
+    workers: list[tuple[int, int]] = []
+    try:
+        for job in jobs[1:]:
+            workers.append(_fork(job))
+        answers = [jobs[0]()]
+        while workers:
+            answers.append(_collect(*workers.pop(0)))
+    finally:
+        for pid, fd in workers:  # only when this process was interrupted: leave no worker behind
+            os.close(fd)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return None if any(a is None for a in answers) else answers
+
+
+def _parts(read: _Read, cuts: list[tuple[int, int, int]], spills: list[IO[bytes]] | None) -> list[_Part] | None:
+    """Every run's part, the first checked here while the others are checked in child processes."""
+    last = len(cuts) - 1
+
+    def job(k: int) -> Callable[[], _Part | None]:
+        lo, start, end = cuts[k]
+        return lambda: _check_part(read, lo, start, end, k == last, None if spills is None else spills[k])
+
+    parts = _forked([job(k) for k in range(len(cuts))])
+    if parts is None or not all(isinstance(p, _Part) for p in parts):
+        return None
+    return parts
+
+
+def _lines(read: _Read, start: int, end: int) -> Iterator[bytes]:
+    """The lines from ``start`` to ``end`` in pieces of about _CHUNK bytes, each ending with a newline.
+
+    ValueError when a line is longer than an evidence line may be, or the last has no newline.
+    """
+    carry = b""
+    at = start
+    while at < end:
+        piece = carry + read(at, min(end, at + _CHUNK))
+        at = min(end, at + _CHUNK)
+        cut = piece.rfind(b"\n") + 1
+        carry = piece[cut:]
+        if len(carry) > MAX_EVIDENCE_LINE_BYTES:
+            raise ValueError("an evidence line too long")
+        if cut:
+            yield piece[:cut]
+    if carry:
+        raise ValueError("the last evidence line has no newline")
+
+
+def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[int, int] | None:
+    """(first seq, last seq) of the evidence lines from ``start`` to ``end``, each our writer's line for its step.
+
+    None on any doubt (the reference then checks the whole file and words what fails).
+    """
+    n = len(hashes) // _HASH
+    first = seq = 0
+    try:
+        for piece in _lines(read, start, end):
+            lines = piece.split(b"\n")
+            lines.pop()  # what follows the last newline: nothing
+            for line in lines:
+                if not first:
+                    head = line[:_SEQ_AT + 20]
+                    if not head.startswith(_SEQ_PREFIX):
+                        return None
+                    digits = head[len(_SEQ_PREFIX):head.find(b",")]
+                    if not digits.isdigit() or digits.startswith(b"0"):
+                        return None
+                    first = int(digits)
+                    seq = first - 1
+                seq += 1
+                if seq > n or not line_exact(line + b"\n", seq + 1, seq, hashes[(seq - 1) * _HASH:seq * _HASH].hex()):
+                    return None
+    except (ValueError, OSError):
+        return None
+    return (first, seq) if first else None
+
+
+def _evidence_quick(path: str, workflow_id: Any, hashes: bytes, jobs: int) -> bool:
+    """True when the evidence file holds exactly our writer's lines for every step, checked in ``jobs`` processes.
+
+    The header names the workflow; then a line a step, from the first to the last, each
+    hashing to its step's receipt_hash. False on any doubt.
+    """
+    try:
+        with open_regular(path, what="an evidence file") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_EVIDENCE_BYTES:
+                return False
+            read = _Read(None, f.fileno(), size)
+            head = read(0, _HEADER_BYTES)
+            begin = head.find(b"\n") + 1
+            if not begin or not header_ok(head[:begin], workflow_id):
+                return False
+            starts = [begin]
+            for k in range(1, jobs):
+                at = begin + (size - begin) * k // jobs
+                i = read(at - 1, at - 1 + _HEADER_BYTES).find(b"\n")
+                if i >= 0 and at + i > starts[-1] and at + i < size:
+                    starts.append(at + i)
+            bounds = list(zip(starts, [*starts[1:], size], strict=True))
+            spans = _forked([functools.partial(_evidence_part, read, lo, hi, hashes) for lo, hi in bounds])
+    except (OSError, MalformedInput):
+        return False
+    if spans is None:
+        return False
+    want = 1
+    for first, last in spans:
+        if first != want:
+            return False
+        want = last + 1
+    return want == len(hashes) // _HASH + 1
+
+
+def verify_split(
+    source: str,
+    data: bytes | None,
+    jobs: int,
+    *,
+    evidence: str | os.PathLike[str] | None,
+    trusted_key_ids: Any,
+    expected_root: str | None,
+    expected_head: str | None,
+    tsa_trust: TsaTrust | None = None,
+    keyring: Mapping[str, KeyEntry] | None = None,
+) -> Report | None:
+    """Verify the receipt file ``source`` (its bytes ``data`` when already read) in ``jobs`` processes.
+
+    None when this path does not apply or does not certainly pass every step: the caller
+    then verifies the file by the in-memory or streaming path, which words any failure.
+    """
+    if jobs < 2 or not fork_safe():
+        return None
+    import tempfile
+
+    try:
+        with contextlib.ExitStack() as stack:
+            if data is None:
+                fd = stack.enter_context(open_regular(source)).fileno()
+                size = os.fstat(fd).st_size
+            else:
+                fd, size = -1, len(data)
+            if size < SPLIT_MIN_BYTES:
+                return None
+            read = _Read(data, fd, size)
+            edges = _edges(read)
+            if edges is None:
+                return None
+            rest = _members(read, *edges)
+            if (rest is None or not ("profile" in rest or "chain_head" in rest)
+                    or rest.get("merkle_version") != MERKLE_VERSION):
+                return None
+            cuts = _cuts(read, *edges, jobs)
+            if cuts is None:
+                return None
+            spills: list[IO[bytes]] | None = None
+            if "signature" in rest:
+                spills = [stack.enter_context(tempfile.TemporaryFile(prefix="aer1-verify-")) for _ in cuts]
+            parts = _parts(read, cuts, spills)
+            if parts is None:
+                return None
+            passed = combine([run for p in parts for run in p.runs])
+            if passed is None:
+                return None
+            return _report(source, data, rest, StepChecker.from_passed(passed, parts[-1].last), parts, spills, jobs,
+                           evidence=evidence, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+                           expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring)
+    except (OSError, MalformedInput):
+        return None  # the other paths say what cannot be read
+
+
+def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: StepChecker, parts: list[_Part],
+            spills: list[IO[bytes]] | None, jobs: int, *, evidence: str | os.PathLike[str] | None, trusted_key_ids: Any,
+            expected_root: str | None, expected_head: str | None, tsa_trust: TsaTrust | None,
+            keyring: Mapping[str, KeyEntry] | None) -> Report:
+    checks = fresh_checks()
+    c_parse, c_members = checks[0], checks[1]
+    report = Report(source, checks)
+    c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
+    if data is not None:  # what a later reader of the file (a policy, a bundle's links) checks it reads by
+        c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
+    beside = evidence_path_for(source)
+    if evidence is None and os.path.lexists(beside):
+        evidence = beside
+    _check_workflow_members(rest, True, c_members)
+    if not checker.members_result(c_members):
+        skip_rest(checks[2:], "members check failed")
+        return report
+    hashes = b"".join(p.hashes for p in parts)
+    signed = None
+    if spills is not None:
+        pieces = list(zip(spills, (p.spilled for p in parts), strict=True))
+        signed = lambda: signing_input(rest, pieces, None)  # noqa: E731
+
+    def evidence_check(view: Mapping[str, Any], path: str, result: CheckResult) -> None:
+        if _evidence_quick(path, rest.get("workflow_id"), hashes, jobs):
+            evidence_passed(result, checker.n, path)
+        else:  # the reference decides, and words what fails
+            check_evidence(view, path, result)
+
+    return steps_checked(report, rest, checker, evidence_view={**rest, "steps": Hashes(bytearray(hashes))},
+                         evidence=evidence, beside=beside, trusted_key_ids=trusted_key_ids,
+                         expected_root=expected_root, expected_head=expected_head, signed=signed,
+                         tsa_trust=tsa_trust, keyring=keyring, links=checker.links or 0,
+                         evidence_check=evidence_check)
