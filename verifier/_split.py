@@ -40,7 +40,7 @@ from ._checks import _check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, fork_safe
-from ._parse import MalformedInput, open_regular, parse_strict
+from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
 from ._steps import StepChecker
 from ._stream import Hashes, signing_input
@@ -54,6 +54,8 @@ BLOCK_STEPS = 1 << LEVELS
 _CHUNK = 1024 * 1024
 #: A line longer than this is left to the other paths (their limits bound one value).
 _MAX_CHUNK_BYTES = 16 * 1024 * 1024
+#: Bytes read after a cut to find the next block edge (a cut is dropped when none lies within them).
+_CUT_WINDOW = 4 * 1024 * 1024
 #: Bytes read at each end of the file to find where the step lines begin and end.
 _EDGE = 1024 * 1024
 _NEWLINE = 0x0A
@@ -149,7 +151,7 @@ def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, 
         at = begin + (end - begin) * k // jobs
         if at <= starts[-1][1]:
             continue
-        window = read(at, min(end, at + _MAX_CHUNK_BYTES))
+        window = read(at, min(end, at + _CUT_WINDOW))
         i = window.find(_LINE)
         if i < 0:
             break
@@ -210,8 +212,9 @@ def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
             return None
         text = text[:-1]
     try:
+        check_parse_cost(text, "steps")  # a long line of small containers: what parsing it would hold
         steps: list[Any] = orjson.loads(b"[" + text + b"]")
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, MalformedInput):
         return None
     if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
         return None
@@ -451,7 +454,7 @@ def verify_split(
                 size = os.fstat(fd).st_size
             else:
                 fd, size = -1, len(data)
-            if size < SPLIT_MIN_BYTES:
+            if not SPLIT_MIN_BYTES <= size <= MAX_INPUT_BYTES:
                 return None
             read = _Read(data, fd, size)
             edges = _edges(read)
