@@ -88,8 +88,8 @@ def _sizes_by_layout(receipt: dict[str, Any]) -> dict[str, int]:
             "bytes_indented": len(json.dumps(receipt, indent=2, ensure_ascii=False).encode())}
 
 
-def verify(who: str, path: str, evidence: str | None) -> dict[str, Any]:
-    """Verify a receipt file; time and peak memory (above the imports)."""
+def verify(who: str, path: str, evidence: str | None, jobs: int = 1) -> dict[str, Any]:
+    """Verify a receipt file; time and peak memory (above the imports). ``jobs``: ours, processes to use."""
     if who == "ours":
         # what verify_receipt loads on its first call (the CLI loads it at start-up): loaded
         # here, outside the timed part, as the peer's whole verifier is by its import
@@ -104,7 +104,7 @@ def verify(who: str, path: str, evidence: str | None) -> dict[str, Any]:
     base = _rss_kib()
     t0 = time.perf_counter()
     if who == "ours":
-        report = verify_receipt(path, evidence=evidence)
+        report = verify_receipt(path, evidence=evidence, jobs=jobs)
         failures = [f.reason for f in report.failures]
         steps = report.steps
     else:
@@ -121,6 +121,8 @@ def main(argv: list[str]) -> int:
     """Dispatch one measurement; print its JSON."""
     if argv[0] == "record":
         out = record(argv[1], int(argv[2]), int(argv[3]), argv[4])
+    elif argv[0] == "verify-cores":  # ours, in as many processes as there are cores (the CLI's default)
+        out = verify("ours", argv[1], None, os.cpu_count() or 1)
     else:
         out = verify(argv[1], argv[2], argv[3] if len(argv) > 3 else None)
     print(json.dumps(out))

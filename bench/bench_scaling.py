@@ -39,7 +39,8 @@ def _child(*args: str) -> dict[str, Any]:
 
 def measure(steps: int, directory: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Every record/finalize/save and verify run for ours and the peer at ``steps`` steps, alternated."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {who: {"record": [], "verify": []} for who in ("ours", "peer")}
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {
+        who: {"record": [], "verify": [], "verify_cores": []} for who in ("ours", "peer")}
     for _ in range(REPEAT[steps]):
         for who in ("ours", "peer"):  # alternating: a burst of other work on the machine falls on both
             rec = _child("record", who, str(steps), str(CONTENT_BYTES), directory)
@@ -48,6 +49,11 @@ def measure(steps: int, directory: str) -> dict[str, dict[str, list[dict[str, An
                 raise RuntimeError(f"{who} receipt of {steps} steps does not verify: {ver['failures']}")
             out[who]["record"].append(rec)
             out[who]["verify"].append(ver)
+            if who == "ours":
+                cores = _child("verify-cores", rec["path"])
+                if cores["failures"]:
+                    raise RuntimeError(f"ours in {os.cpu_count()} processes, {steps} steps: {cores['failures']}")
+                out[who]["verify_cores"].append(cores)
             os.unlink(rec["path"])
     return out
 
@@ -76,8 +82,11 @@ def rows_for(steps: int, m: dict[str, dict[str, list[dict[str, Any]]]]) -> list[
                  "µs/step"),
         make_row(f"{n} steps: finalize", per_step(o, "record", "finalize_s"), per_step(p, "record", "finalize_s"),
                  "µs/step"),
-        make_row(f"{n} steps: verify the saved file (ours: all checks but evidence)",
+        make_row(f"{n} steps: verify the saved file (ours: all checks but evidence; one process)",
                  per_step(o, "verify", "verify_s"), per_step(p, "verify", "verify_s"), "µs/step"),
+        make_row(f"{n} steps: the same, ours in {os.cpu_count()} processes (the CLI's default; files from 4 MiB "
+                 "are cut into runs of steps)", per_step(o, "verify_cores", "verify_s"),
+                 per_step(p, "verify", "verify_s"), "µs/step"),
         make_row(f"{n} steps: peak RSS while recording", rss_per_1k(o, "rss_record_kib"),
                  rss_per_1k(p, "rss_record_kib"), "KiB/1k steps"),
         make_row(f"{n} steps: peak RSS after finalize", rss_per_1k(o, "rss_finalize_kib"),
