@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,8 @@ def _both(path: Path, jobs: int = 3) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_the_cut_path_forks_in_this_test_process() -> None:
-    assert _split.fork_safe(), "got a process that cannot fork safely, want the cut path to run in these tests"
+    names = [t.name for t in threading.enumerate()]
+    assert _split.fork_safe(), f"got threads {names} (no fork then), want one: earlier tests left a thread running"
 
 
 @pytest.mark.parametrize("n", [2 * _BLOCK, 2 * _BLOCK + 1, 3 * _BLOCK - 1, 5 * _BLOCK, 7 * _BLOCK + 3, 40 * _BLOCK + 5])

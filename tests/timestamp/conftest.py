@@ -40,7 +40,9 @@ def tsa_roots(tmp_path_factory: pytest.TempPathFactory, trusted_pki: Path) -> Pa
     return folder
 
 
-@pytest.fixture(scope="session")
+# The servers live for one test module: a server thread left running would keep later tests'
+# verifiers from forking (they fork only when one thread runs).
+@pytest.fixture(scope="module")
 def tsa(trusted_pki: Path) -> Iterator[LocalTSA]:
     """The trusted TSA, serving on 127.0.0.1."""
     server = LocalTSA(trusted_pki)
@@ -48,7 +50,7 @@ def tsa(trusted_pki: Path) -> Iterator[LocalTSA]:
     server.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def rogue_tsa(untrusted_pki: Path) -> Iterator[LocalTSA]:
     """A TSA whose root the auditor does not trust."""
     server = LocalTSA(untrusted_pki)
