@@ -10,7 +10,13 @@ from typing import Any
 import orjson
 
 from .._canonical import _ORJSON_OPTS, CanonicalizationError, _is_plain, exact_bytes
-from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_DEPTH, MAX_EVIDENCE_LINE_BYTES
+from .._limits import (
+    MAX_COST_PER_BYTE,
+    MAX_EVIDENCE_BYTES,
+    MAX_EVIDENCE_DEPTH,
+    MAX_EVIDENCE_LINE_BYTES,
+    MAX_PARSE_COST_BYTES,
+)
 from .._receipt import EVIDENCE_TYPE, evidence_path_for
 from ._parse import MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult
@@ -74,7 +80,9 @@ def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
         return False
     if not _is_plain(value) or orjson.dumps(value, option=_ORJSON_OPTS) != content:
         return False
-    try:  # the other limits hold already: strings are shorter than the line, plain values nest less deep
+    if len(line) * MAX_COST_PER_BYTE <= MAX_PARSE_COST_BYTES:
+        return True  # too short to be costly (the other limits hold already: strings are shorter than the line)
+    try:
         check_parse_cost(line, f"evidence line {number}")
     except MalformedInput:
         return False

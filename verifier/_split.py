@@ -58,7 +58,6 @@ _MAX_CHUNK_BYTES = 16 * 1024 * 1024
 _CUT_WINDOW = 4 * 1024 * 1024
 #: Bytes read at each end of the file to find where the step lines begin and end.
 _EDGE = 1024 * 1024
-_NEWLINE = 0x0A
 _PIPE_READ = 1 << 20
 _INDENT = b"\n    "
 _OPEN = b'\n  "steps": ['
