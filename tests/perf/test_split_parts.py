@@ -401,23 +401,39 @@ def test_a_lone_comma_at_a_read_edge_is_not_read_as_a_piece_of_no_steps(tmp_path
     assert small_cuts == [False], f"got cut-path answers {small_cuts}, want it to hand the file back"
 
 
+def _evidence_with_a_line_of(tmp_path: Path, size: int) -> Path:
+    """A receipt saved with its evidence, the line of step ``_BLOCK + 1`` ``size`` bytes long (its newline counted)."""
+    text = 3
+    for _ in range(2):  # the content's length moves the line's by as much
+        c = Collector(goal="cuts", session_id="cuts")
+        for k in range(6 * _BLOCK):
+            c.record("search", {"k": k, "text": "y" * (text if k == _BLOCK else 3)}, agent="b", kind="tool_call")
+        path = Path(c.save(tmp_path / "r.json"))
+        evidence = Path(str(path).removesuffix(".json") + ".evidence.jsonl")
+        now = len(evidence.read_bytes().split(b"\n")[_BLOCK + 1]) + 1
+        text += size - now
+    assert now == size, f"got a line of {now} bytes, want {size}"
+    return path
+
+
 @pytest.mark.unverified_receipts
+@pytest.mark.parametrize("over", [0, 1, 60])
 @pytest.mark.parametrize("jobs", [2, 3])
-def test_an_evidence_line_over_the_line_limit_is_left_to_the_reference(jobs: int, tmp_path: Path,
+def test_an_evidence_line_over_the_line_limit_is_left_to_the_reference(over: int, jobs: int, tmp_path: Path,
                                                                        small_cuts: list[bool],
                                                                        quick_evidence: list[bool],
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A line longer than the limit read whole within one read (or carried over one read edge, at most the limit)."""
-    limit = 500
+    """A line longer than the limit within one read (each process bounded only what it carried over a read edge)."""
+    limit = 600  # above the close step's line
     monkeypatch.setattr(_split, "MAX_EVIDENCE_LINE_BYTES", limit)
     monkeypatch.setattr(verifier._evidence, "MAX_EVIDENCE_LINE_BYTES", limit)
-    c = Collector(goal="cuts", session_id="cuts")
-    for k in range(6 * _BLOCK):
-        c.record("search", {"k": k, "text": "y" * (limit if k == _BLOCK else 3)}, agent="b", kind="tool_call")
-    path = Path(c.save(tmp_path / "r.json"))
-    evidence = Path(str(path).removesuffix(".json") + ".evidence.jsonl")
-    assert max(map(len, evidence.read_bytes().split(b"\n"))) < _split._CHUNK, "want the long line within one read"
+    path = _evidence_with_a_line_of(tmp_path, limit + over)
+    assert limit + over < _split._CHUNK, "want the long line within one read"
     cut, in_memory = _both(path, jobs)
-    assert in_memory["verdict"] == "INVALID" and "over 500 bytes" in in_memory["checks"][6]["detail"], in_memory
     assert cut == in_memory, f"got {cut}, want {in_memory}"
-    assert small_cuts == [True] and quick_evidence == [False], (small_cuts, quick_evidence)
+    if over:
+        assert in_memory["verdict"] == "INVALID" and "over 600 bytes" in in_memory["checks"][6]["detail"], in_memory
+        assert small_cuts == [True] and quick_evidence == [False], (small_cuts, quick_evidence)
+    else:  # at the limit: read by both
+        assert in_memory["verdict"] == "VALID" and in_memory["basis"]["evidence"] == "checked", in_memory
+        assert small_cuts == [True] and quick_evidence == [True], (small_cuts, quick_evidence)
