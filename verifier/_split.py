@@ -214,11 +214,12 @@ def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
     try:
         check_parse_cost(text, "steps")  # a long line of small containers: what parsing it would hold
         steps: list[Any] = orjson.loads(b"[" + text + b"]")
-    except (orjson.JSONDecodeError, MalformedInput):
-        return None
-    if not steps:  # a piece of no step (a line of only a comma, cut off by a read edge): the joined pieces
-        return None  # would hold two commas in a row, which no parser reads
-    if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+        if not steps:  # a piece of no step (a line of only a comma, cut off by a read edge): the joined pieces
+            return None  # would hold two commas in a row, which no parser reads
+        # orjson reads values nested deeper than it writes (JSONEncodeError, a TypeError: "Recursion limit reached")
+        if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, MalformedInput):
         return None
     return steps
 

@@ -437,3 +437,17 @@ def test_an_evidence_line_over_the_line_limit_is_left_to_the_reference(over: int
     else:  # at the limit: read by both
         assert in_memory["verdict"] == "VALID" and in_memory["basis"]["evidence"] == "checked", in_memory
         assert small_cuts == [True] and quick_evidence == [True], (small_cuts, quick_evidence)
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("seq", [2, _N // 2, _N - 1])
+def test_a_step_nested_deeper_than_orjson_writes_is_left_to_the_reference(seq: int, tmp_path: Path,
+                                                                          small_cuts: list[bool]) -> None:
+    """orjson reads 300 levels but refuses to write more than 255: the piece's write-back raised in this process."""
+    path = tmp_path / "r.json"
+    nested = b'"agent":' + b"[" * 300 + b"]" * 300 + b',"x":"'
+    path.write_bytes(_replace_in_line(seq, b'"agent":"', nested)(receipt_json(_receipt(_N))))
+    cut, in_memory = _both(path, 2)
+    assert in_memory["verdict"] == "MALFORMED", in_memory
+    assert cut == in_memory, f"got {cut}, want {in_memory}"
+    assert small_cuts == [False], f"got cut-path answers {small_cuts}, want it to hand the file back"
