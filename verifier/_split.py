@@ -213,9 +213,12 @@ def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
     try:
         check_parse_cost(text, "steps")  # a long line of small containers: what parsing it would hold
         steps: list[Any] = orjson.loads(b"[" + text + b"]")
-    except (orjson.JSONDecodeError, MalformedInput):
-        return None
-    if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+        if not steps:  # a piece of no step (a line of only a comma, cut off by a read edge): the joined pieces
+            return None  # would hold two commas in a row, which no parser reads
+        # orjson reads values nested deeper than it writes (JSONEncodeError, a TypeError: "Recursion limit reached")
+        if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, MalformedInput):
         return None
     return steps
 
@@ -372,6 +375,8 @@ def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[in
             lines = piece.split(b"\n")
             lines.pop()  # what follows the last newline: nothing
             for line in lines:
+                if len(line) >= MAX_EVIDENCE_LINE_BYTES:  # with its newline, over the limit the reference reads by
+                    return None  # (_lines bounds only what is carried over a read edge, not a line in one piece)
                 if not first:
                     head = line[:_SEQ_AT + 20]
                     if not head.startswith(_SEQ_PREFIX):

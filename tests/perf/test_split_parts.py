@@ -364,3 +364,90 @@ def test_an_edited_evidence_file_checked_in_runs_gets_the_in_memory_report(what:
         assert in_memory["verdict"] == "VALID", in_memory
     else:
         assert in_memory["verdict"] != "VALID", in_memory
+
+
+def _lone_comma_at_a_read_edge() -> bytes:
+    """A signed receipt with a line of only a comma where a read ends, a step line longer than a read after it.
+
+    Each process reads its run in pieces cut before the last newline a read holds: the
+    piece before the comma ends with its step's comma, the comma's line is a piece of its
+    own (no newline follows it within the next read). The file holds ``},,{`` (no JSON).
+    """
+    long_at = 4  # the seq of the long step line
+    pad = 1
+    for _ in range(5):  # the agent's length moves the comma's line; the members before the steps may move too
+        c = Collector(goal="cuts", session_id="cuts", signing_key=KEYS / "trusted.key")
+        for k in range(_N - 1):
+            c.record("x" * (_split._CHUNK + 200) if k == long_at - 1 else "message", {"k": k},
+                     agent="a" * pad if k == 1 else "a")
+        data = receipt_json(c.finalize("done"))
+        begin = data.index(b'\n  "steps": [') + len(b'\n  "steps": [')
+        at, _ = _line(data, long_at)
+        edge = begin + ((at - begin) // _split._CHUNK + 1) * _split._CHUNK  # the first read edge after the line break
+        if edge <= at + len(b"\n    ,"):
+            return data[:at] + b"\n    ," + data[at:]
+        pad += edge - at - 3
+    raise AssertionError("got no agent length that puts the comma's line at a read edge")
+
+
+@pytest.mark.unverified_receipts
+def test_a_lone_comma_at_a_read_edge_is_not_read_as_a_piece_of_no_steps(tmp_path: Path,
+                                                                       small_cuts: list[bool]) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(_lone_comma_at_a_read_edge())
+    cut, in_memory = _both(path, 2)
+    assert in_memory["verdict"] == "MALFORMED", in_memory
+    assert cut == in_memory, f"got {cut}, want {in_memory}"
+    assert small_cuts == [False], f"got cut-path answers {small_cuts}, want it to hand the file back"
+
+
+def _evidence_with_a_line_of(tmp_path: Path, size: int) -> Path:
+    """A receipt saved with its evidence, the line of step ``_BLOCK + 1`` ``size`` bytes long (its newline counted)."""
+    text = 3
+    for _ in range(2):  # the content's length moves the line's by as much
+        c = Collector(goal="cuts", session_id="cuts")
+        for k in range(6 * _BLOCK):
+            c.record("search", {"k": k, "text": "y" * (text if k == _BLOCK else 3)}, agent="b", kind="tool_call")
+        path = Path(c.save(tmp_path / "r.json"))
+        evidence = Path(str(path).removesuffix(".json") + ".evidence.jsonl")
+        now = len(evidence.read_bytes().split(b"\n")[_BLOCK + 1]) + 1
+        text += size - now
+    assert now == size, f"got a line of {now} bytes, want {size}"
+    return path
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("over", [0, 1, 60])
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_an_evidence_line_over_the_line_limit_is_left_to_the_reference(over: int, jobs: int, tmp_path: Path,
+                                                                       small_cuts: list[bool],
+                                                                       quick_evidence: list[bool],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line longer than the limit within one read (each process bounded only what it carried over a read edge)."""
+    limit = 600  # above the close step's line
+    monkeypatch.setattr(_split, "MAX_EVIDENCE_LINE_BYTES", limit)
+    monkeypatch.setattr(verifier._evidence, "MAX_EVIDENCE_LINE_BYTES", limit)
+    path = _evidence_with_a_line_of(tmp_path, limit + over)
+    assert limit + over < _split._CHUNK, "want the long line within one read"
+    cut, in_memory = _both(path, jobs)
+    assert cut == in_memory, f"got {cut}, want {in_memory}"
+    if over:
+        assert in_memory["verdict"] == "INVALID" and "over 600 bytes" in in_memory["checks"][6]["detail"], in_memory
+        assert small_cuts == [True] and quick_evidence == [False], (small_cuts, quick_evidence)
+    else:  # at the limit: read by both
+        assert in_memory["verdict"] == "VALID" and in_memory["basis"]["evidence"] == "checked", in_memory
+        assert small_cuts == [True] and quick_evidence == [True], (small_cuts, quick_evidence)
+
+
+@pytest.mark.unverified_receipts
+@pytest.mark.parametrize("seq", [2, _N // 2, _N - 1])
+def test_a_step_nested_deeper_than_orjson_writes_is_left_to_the_reference(seq: int, tmp_path: Path,
+                                                                          small_cuts: list[bool]) -> None:
+    """orjson reads 300 levels but refuses to write more than 255: the piece's write-back raised in this process."""
+    path = tmp_path / "r.json"
+    nested = b'"agent":' + b"[" * 300 + b"]" * 300 + b',"x":"'
+    path.write_bytes(_replace_in_line(seq, b'"agent":"', nested)(receipt_json(_receipt(_N))))
+    cut, in_memory = _both(path, 2)
+    assert in_memory["verdict"] == "MALFORMED", in_memory
+    assert cut == in_memory, f"got {cut}, want {in_memory}"
+    assert small_cuts == [False], f"got cut-path answers {small_cuts}, want it to hand the file back"
