@@ -182,8 +182,9 @@ def _chunks(read: _Read, start: int, end: int) -> Iterator[bytes]:
     carry = b""
     at = start
     while at < end:
-        piece = carry + read(at, min(end, at + _CHUNK))
-        at = min(end, at + _CHUNK)
+        step = max(_CHUNK, len(carry))  # a long line: read as much again as is held (linear, not quadratic)
+        piece = carry + read(at, min(end, at + step))
+        at = min(end, at + step)
         if at >= end:
             yield piece
             return
@@ -351,8 +352,9 @@ def _lines(read: _Read, start: int, end: int) -> Iterator[bytes]:
     carry = b""
     at = start
     while at < end:
-        piece = carry + read(at, min(end, at + _CHUNK))
-        at = min(end, at + _CHUNK)
+        step = max(_CHUNK, len(carry))  # a long line: read as much again as is held (linear, not quadratic)
+        piece = carry + read(at, min(end, at + step))
+        at = min(end, at + step)
         cut = piece.rfind(b"\n") + 1
         carry = piece[cut:]
         if len(carry) > MAX_EVIDENCE_LINE_BYTES:
