@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import _limits
 from .._lazy import lazy_exports
 from .._limits import MAX_PARSE_COST_BYTES, parse_cost
 from .._link import LINK_KIND
@@ -77,7 +78,6 @@ def verify_receipt(
     from ._assemble import fresh_checks, skip_rest, steps_checked
     from ._checks import claims_profile
     from ._steps import check_members
-    from ._stream import STREAM_MIN_BYTES, verify_streaming
 
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
@@ -90,9 +90,11 @@ def verify_receipt(
             source = report.source = os.fspath(receipt)
             trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
             data = None
-            if not (os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES):
+            if not (os.path.isfile(source) and os.path.getsize(source) >= _limits.STREAM_MIN_BYTES):
                 data = read_limited(source)
             if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
+                from ._stream import verify_streaming  # loaded only for a file streamed
+
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
