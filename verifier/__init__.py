@@ -30,7 +30,7 @@ from .._link import LINK_KIND
 from .._receipt import evidence_path_for
 from ._fast import Passed
 from ._parallel import quick_steps
-from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
+from ._parse import MalformedInput, check_json_value, parse_strict, parse_unwalked, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 
 if TYPE_CHECKING:  # loaded on first use: a command that only reads files (aer1 recover) does not load the checks
@@ -85,6 +85,7 @@ def verify_receipt(
     source: str | None = None
     given_parsed = not isinstance(receipt, (str, os.PathLike, bytes))
     passed: Passed | None = None
+    quick_done = given_parsed
     try:
         if isinstance(receipt, (str, os.PathLike)):
             source = report.source = os.fspath(receipt)
@@ -98,7 +99,10 @@ def verify_receipt(
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
-            wf: Any = parse_checked_cost(data, what=source)  # size and cost checked just above
+            wf, owed = parse_unwalked(data, what=source)  # size and cost checked just above
+            if owed:  # steps the quick path passes are JSON data within the limits: the walk skips them
+                passed, quick_done = quick_steps(wf, jobs), True
+                check_json_value(wf if passed is None else {k: v for k, v in wf.items() if k != "steps"})
             # What a later reader of the file (a policy, a bundle's links) checks it reads the same bytes by.
             c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
             if evidence is None and os.path.lexists(evidence_path_for(source)):
@@ -116,7 +120,7 @@ def verify_receipt(
     c_parse.passed("given as parsed JSON data within limits" if given_parsed
                    else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
 
-    if not given_parsed:
+    if not quick_done:
         passed = quick_steps(wf, jobs)
     checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members, passed)
     if checker is None:
