@@ -179,3 +179,24 @@ def test_a_changed_text_decides_alike(what: str, change: Callable[[bytes], bytes
     path = _write(tmp_path / "r.json", make_collector().finalize(final_answer="ok TERMINATE"))
     path.write_bytes(change(path.read_bytes()))
     _both_paths(path, monkeypatch)
+
+
+def test_the_calendar_check_decides_as_datetime() -> None:
+    """Dates are checked without loading datetime; every answer is ``date.fromisoformat``'s."""
+    import datetime
+
+    from aer1.verifier._checks import _calendar_date
+
+    def iso_ok(text: str) -> bool:
+        try:
+            datetime.date.fromisoformat(text)
+        except ValueError:
+            return False
+        return True
+
+    texts = [f"{y:04d}-{m:02d}-{d:02d}" for y in (0, 1, 4, 100, 200, 400, 1900, 1999, 2000, 2023, 2024, 2100, 2400,
+                                                 9999) for m in range(14) for d in range(33)]
+    texts += ["2026-1-01", "\uff12\uff10\uff12\uff16-01-01", "2026-\u0661\u0662-01", "20260101", "2026-01-01T",
+              "", "2026-W01-1", "2026-01-0a", "+026-01-01", "2026/01/01", " 026-01-01"]
+    wrong = [t for t in texts if _calendar_date(t) != iso_ok(t)]
+    assert wrong == [], f"got {wrong} decided unlike datetime, want none"

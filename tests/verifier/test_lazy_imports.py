@@ -37,6 +37,8 @@ _NEVER = (
     # a small file is read and hashed with the standard library: orjson (and the uuid and decimal
     # modules it loads, which only the producing side's normalization needs otherwise) stays unloaded
     "orjson", "uuid", "decimal",
+    # dates are checked by arithmetic; argparse is given the terminal's width (it would load shutil to ask)
+    "datetime", "shutil", "bz2", "lzma",
 )
 #: Loaded by no unsigned verification either.
 _NEVER_UNSIGNED = ("cryptography",)
