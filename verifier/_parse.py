@@ -6,8 +6,8 @@ text holds no duplicate key (a dropped member would be missing from the rewrite)
 escape or number spelled two ways, and the standard library's parser reads the same
 value from it. Anything else (another layout, a duplicate key, NaN, a lone surrogate,
 invalid UTF-8) goes to the strict parser below, which names the problem. A text shorter
-than :data:`QUICK_PARSE_MIN_BYTES` goes to the strict parser at once: it reads such a text
-as fast, and orjson is then not even loaded (a tenth of a small run's start-up).
+than :data:`QUICK_PARSE_MIN_BYTES` goes to the strict parser at once: below that size loading
+orjson (a tenth of a small run's start-up) costs more than its quick parse saves.
 
 Files are opened with :func:`open_regular`: only regular files are read, so a FIFO, a
 socket or a device (given directly, through a symlink or inside a folder) is refused at
