@@ -11,28 +11,31 @@ Two layers:
   data (strings, safe integers, BMP-only keys) goes through orjson, which produces the
   same bytes as JCS for that subset; anything else goes through the exact encoder
   :func:`jcs_encode`. A property test shows the two agree on their common domain.
+  Where orjson is not loaded (a small receipt verified from the command line), the
+  standard library's encoder writes that subset instead: the same bytes
+  (:func:`sorted_json`), without the start-up cost of loading orjson.
 * :func:`exact_bytes` encodes data that is already exact and refuses anything else: the
   verifier uses it, so it never maps one value onto another value's bytes.
+
+Only what encoding arbitrary Python values needs (dates, UUIDs, decimals, paths, bytes,
+dataclasses) is loaded on first use: the verifier reads JSON data and never needs it.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import datetime as _dt
-import decimal
 import enum
+import json
 import math
 import re
-import uuid
+import sys
 from collections.abc import Mapping
-from pathlib import PurePath
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from ._limits import MAX_CONTENT_DEPTH
 from .errors import MalformedInputError
+
+if TYPE_CHECKING:  # loaded on first use (see _Rich)
+    import datetime as _dt
 
 __all__ = [
     "MAX_DEPTH",
@@ -45,6 +48,7 @@ __all__ = [
     "jcs_encode",
     "normalize",
     "restore",
+    "sorted_json",
 ]
 
 #: Largest integer that an IEEE 754 double (and so every JCS verifier) holds exactly.
@@ -52,7 +56,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 #: Deepest nesting accepted in observed content (orjson's own limit is 255).
 MAX_DEPTH = MAX_CONTENT_DEPTH
 
-_ORJSON_OPTS = orjson.OPT_SORT_KEYS
+#: The standard library's encoder writing what ``orjson.dumps(value, option=OPT_SORT_KEYS)`` writes,
+#: for JSON data with string keys and no float (``ensure_ascii=False``: RFC 8785 escapes only
+#: ``"``, ``\\`` and control characters, as both do).
+_STD_SORTED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
 
 #: Bits of the largest finite double; a longer integer is no double's text.
 _DOUBLE_MAX_BITS = 1024
@@ -217,12 +224,29 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def sorted_json(value: Any) -> bytes:
+    """``orjson.dumps(value, option=orjson.OPT_SORT_KEYS)``, with or without orjson: for JSON data with no float.
+
+    orjson writes it when it is loaded (a producer, a large receipt); otherwise the standard
+    library's encoder does, and for such data (dict, list, str, int, bool, None) it writes the
+    same bytes (``tests/core/test_canonical.py`` holds the two equal), so a small receipt is
+    verified without loading orjson. For data :func:`_is_plain` accepts, these are its RFC 8785
+    bytes. Raises ``TypeError`` or ``ValueError`` for what neither writes (a value that is not
+    JSON data, a lone surrogate).
+    """
+    orjson = sys.modules.get("orjson")
+    if orjson is not None:
+        out: bytes = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        return out
+    return _STD_SORTED(value).encode("utf-8")
+
+
 def canonical_bytes(value: Any) -> bytes:
     """Return the RFC 8785 canonical bytes of ``normalize(value)``."""
     if _is_plain(value):
         try:
-            return orjson.dumps(value, option=_ORJSON_OPTS)
-        except orjson.JSONEncodeError:
+            return sorted_json(value)
+        except (TypeError, ValueError):
             pass  # e.g. a lone surrogate: normalization tags it
     return exact_bytes(normalize(value))
 
@@ -284,7 +308,7 @@ def exact_bytes(value: Any) -> bytes:
     """
     check_exact(value)
     if _is_plain(value):
-        return orjson.dumps(value, option=_ORJSON_OPTS)
+        return sorted_json(value)  # exact data: no lone surrogate, so it is written
     return jcs_encode(value)
 
 
@@ -331,9 +355,10 @@ def _key_text(key: Any) -> str:
         return _es6_number(float(key)) if math.isfinite(key) else _float_text(key)
     if isinstance(key, enum.Enum):
         return _key_text(key.value)
-    if isinstance(key, (uuid.UUID, PurePath, decimal.Decimal)):
+    rich = _rich()
+    if isinstance(key, (rich.UUID, rich.PurePath, rich.Decimal)):
         return _key_text(str(key))
-    if isinstance(key, (_dt.datetime, _dt.date, _dt.time)):
+    if isinstance(key, (rich.datetime, rich.date, rich.time)):
         return str(_normalize(key, 0, set()))
     raise CanonicalizationError(f"object key of type {type(key).__name__} has no text form")
 
@@ -344,10 +369,39 @@ def _float_text(x: float) -> str:
     return "Infinity" if x > 0 else "-Infinity"
 
 
+class _Rich:
+    """The types of Python values beyond JSON that normalization writes, from modules loaded on first use."""
+
+    def __init__(self) -> None:
+        import base64
+        import dataclasses
+        import datetime
+        import decimal
+        import uuid
+        from pathlib import PurePath
+
+        self.b64encode = base64.b64encode
+        self.dataclasses = dataclasses
+        self.datetime, self.date, self.time = datetime.datetime, datetime.date, datetime.time
+        self.timedelta, self.utc = datetime.timedelta, datetime.timezone.utc
+        self.Decimal = decimal.Decimal
+        self.UUID = uuid.UUID
+        self.PurePath = PurePath
+
+
+_RICH: list[_Rich] = []
+
+
+def _rich() -> _Rich:
+    if not _RICH:
+        _RICH.append(_Rich())
+    return _RICH[0]
+
+
 def _datetime_text(value: _dt.datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         return value.isoformat(timespec="microseconds")
-    utc = value.astimezone(_dt.timezone.utc)
+    utc = value.astimezone(_rich().utc)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond:06d}Z"
 
 
@@ -369,17 +423,18 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
     if isinstance(value, float):
         value = float(value)
         return value if math.isfinite(value) else {TAG_FLOAT: _float_text(value)}
+    rich = _rich()
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, _dt.datetime):
+        return rich.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, rich.datetime):
         return _datetime_text(value)
-    if isinstance(value, (_dt.date, _dt.time)):
+    if isinstance(value, (rich.date, rich.time)):
         return value.isoformat()
-    if isinstance(value, _dt.timedelta):
+    if isinstance(value, rich.timedelta):
         return _normalize(value.total_seconds(), depth, active)
-    if isinstance(value, (uuid.UUID, PurePath)):
+    if isinstance(value, (rich.UUID, rich.PurePath)):
         return str(value)
-    if isinstance(value, decimal.Decimal):
+    if isinstance(value, rich.Decimal):
         return str(value)
     if isinstance(value, BaseException):
         return {"type": type(value).__qualname__, "message": _text(str(value))}
@@ -399,8 +454,8 @@ def _normalize(value: Any, depth: int, active: set[int]) -> Any:
         dump = getattr(value, "model_dump", None)
         if callable(dump):  # pydantic v2
             return _normalize(dump(mode="json"), depth + 1, active)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        if rich.dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {f.name: getattr(value, f.name) for f in rich.dataclasses.fields(value)}
             return _normalize_mapping(fields, depth, active)
         legacy_dump = getattr(value, "dict", None)
         if callable(legacy_dump) and hasattr(value, "__fields__"):  # pydantic v1

@@ -13,9 +13,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from ._canonical import exact_bytes
+from ._canonical import exact_bytes, sorted_json
 
 __all__ = [
     "GENESIS_TAG",
@@ -64,7 +62,7 @@ def step_digest_hex(step: Mapping[str, Any], *, flat: bool = False) -> str:
     """``hex(step_digest(step))``: what the next step's ``prev_digest`` must be.
 
     ``flat=True`` promises what a verified profile step guarantees (ASCII member names,
-    string values, an integer seq within 2**53): then orjson's sorted output is already
+    string values, an integer seq within 2**53): then the sorted output is already
     the JCS encoding and the plainness walk is skipped. Raises
     :class:`~aer1._canonical.CanonicalizationError` if the step is not JSON data.
     """
@@ -72,8 +70,8 @@ def step_digest_hex(step: Mapping[str, Any], *, flat: bool = False) -> str:
     body.pop("receipt_id", None)
     if flat:
         try:
-            return hashlib.sha256(STEP_TAG + orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        except orjson.JSONEncodeError:
+            return hashlib.sha256(STEP_TAG + sorted_json(body)).hexdigest()
+        except (TypeError, ValueError):
             pass  # e.g. a lone surrogate: the exact encoder names the problem
     return hashlib.sha256(STEP_TAG + exact_bytes(body)).hexdigest()
 

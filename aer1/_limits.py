@@ -90,6 +90,8 @@ MAX_JOURNAL_LINE_BYTES = MAX_CONTENT_BYTES + LINE_OVERHEAD_BYTES
 #: A receipt that would take more is verified by streaming; an evidence line or proof that
 #: would take more is refused, and ``record()`` refuses a content whose line would.
 MAX_PARSE_COST_BYTES = 256 * _MiB
+#: Receipt files from this size on are verified by streaming (``aer1.verifier._stream``), not held parsed.
+STREAM_MIN_BYTES = 32 * _MiB
 #: Room in MAX_PARSE_COST_BYTES for an evidence line's own members around its content.
 LINE_COST_SLACK_BYTES = 64 * 1024
 #: Python memory per container and per item of parsed JSON, rounded up (64-bit CPython:

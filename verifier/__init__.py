@@ -23,13 +23,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import _limits
 from .._lazy import lazy_exports
 from .._limits import MAX_PARSE_COST_BYTES, parse_cost
 from .._link import LINK_KIND
 from .._receipt import evidence_path_for
 from ._fast import Passed
 from ._parallel import SPLIT_MIN_BYTES, quick_steps
-from ._parse import MalformedInput, check_json_value, parse_checked_cost, parse_strict, read_limited
+from ._parse import MalformedInput, check_json_value, parse_strict, parse_unwalked, read_limited
 from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Report
 
 if TYPE_CHECKING:  # loaded on first use: a command that only reads files (aer1 recover) does not load the checks
@@ -77,7 +78,6 @@ def verify_receipt(
     from ._assemble import fresh_checks, skip_rest, steps_checked
     from ._checks import claims_profile
     from ._steps import check_members
-    from ._stream import STREAM_MIN_BYTES, verify_streaming
 
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
@@ -85,12 +85,13 @@ def verify_receipt(
     source: str | None = None
     given_parsed = not isinstance(receipt, (str, os.PathLike, bytes))
     passed: Passed | None = None
+    quick_done = given_parsed
     try:
         if isinstance(receipt, (str, os.PathLike)):
             source = report.source = os.fspath(receipt)
             trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
             data = None
-            if not (os.path.isfile(source) and os.path.getsize(source) >= STREAM_MIN_BYTES):
+            if not (os.path.isfile(source) and os.path.getsize(source) >= _limits.STREAM_MIN_BYTES):
                 data = read_limited(source)
             if jobs > 1 and (data is None or len(data) >= SPLIT_MIN_BYTES):
                 from ._split import verify_split  # large files only: the fork and its pipes load here
@@ -101,10 +102,15 @@ def verify_receipt(
                 if split is not None:
                     return split
             if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
+                from ._stream import verify_streaming  # loaded only for a file streamed
+
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
                                         tsa_trust=tsa_trust, keyring=keyring)
-            wf: Any = parse_checked_cost(data, what=source)  # size and cost checked just above
+            wf, owed = parse_unwalked(data, what=source)  # size and cost checked just above
+            if owed:  # steps the quick path passes are JSON data within the limits: the walk skips them
+                passed, quick_done = quick_steps(wf, jobs), True
+                check_json_value(wf if passed is None else {k: v for k, v in wf.items() if k != "steps"})
             # What a later reader of the file (a policy, a bundle's links) checks it reads the same bytes by.
             c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
             if evidence is None and os.path.lexists(evidence_path_for(source)):
@@ -122,7 +128,7 @@ def verify_receipt(
     c_parse.passed("given as parsed JSON data within limits" if given_parsed
                    else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
 
-    if not given_parsed:
+    if not quick_done:
         passed = quick_steps(wf, jobs)
     checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members, passed)
     if checker is None:

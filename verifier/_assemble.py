@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._chain import PROFILE
-from .._keyring import KeyEntry
+from .._imprint import TIMESTAMPS_MEMBER
 from ._checks import check_expected, check_signature
 from ._evidence import check_evidence
-from ._keyring import check_key
-from ._report import CHECKS, FAIL, CheckResult, Report
+from ._report import CHECKS, FAIL, NO_KEYRING, NO_TOKEN, CheckResult, Report
 from ._steps import NOT_PROFILE_NOTE, StepChecker
-from ._timestamp import TsaTrust, check_timestamp
+
+if TYPE_CHECKING:  # checks 9 and 10 load their modules only for a token or a keyring
+    from .._keyring import KeyEntry
+    from ._timestamp import TsaTrust
 
 __all__ = ["fresh_checks", "skip_rest", "steps_checked"]
 
@@ -78,6 +80,16 @@ def steps_checked(
     else:
         c_evidence.skip("no evidence file" + (f" beside the receipt ({beside})" if beside else ""))
     check_expected(wf, expected_root, expected_head, c_expected)
-    check_timestamp(wf, tsa_trust, c_time)
-    check_key(wf, keyring, c_sig, c_time, c_key)
+    if TIMESTAMPS_MEMBER in wf:
+        from ._timestamp import check_timestamp
+
+        check_timestamp(wf, tsa_trust, c_time)
+    else:
+        c_time.skip(NO_TOKEN)
+    if keyring is not None:
+        from ._keyring import check_key
+
+        check_key(wf, keyring, c_sig, c_time, c_key)
+    else:
+        c_key.skip(NO_KEYRING)
     return report

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -86,14 +85,32 @@ def _is_label(v: Any) -> bool:
     return type(v) is str and v != ""
 
 
+#: Days in each month of a common year.
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _calendar_date(day: str) -> bool:
+    """``datetime.date.fromisoformat(day)`` succeeds: computed for the ``YYYY-MM-DD`` of ASCII digits every caller
+    gives (so no run loads datetime for it), asked of datetime for any other text."""
+    if len(day) == 10 and day[4] == day[7] == "-" and (day[:4] + day[5:7] + day[8:]).isdigit() and day.isascii():
+        year, month, d = int(day[:4]), int(day[5:7]), int(day[8:])
+        if year < 1 or not 1 <= month <= 12:
+            return False
+        leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 1 <= d <= _MONTH_DAYS[month - 1] + leap
+    import datetime as _dt  # only for a text of another shape
+
+    try:
+        _dt.date.fromisoformat(day)
+    except ValueError:
+        return False
+    return True
+
+
 def _date_ok(day: str) -> bool:
     ok = _valid_dates.get(day)
     if ok is None:
-        try:
-            _dt.date.fromisoformat(day)
-            ok = True
-        except ValueError:
-            ok = False
+        ok = _calendar_date(day)
         if len(_valid_dates) < _DATE_LIMIT:
             _valid_dates[day] = ok
     return ok

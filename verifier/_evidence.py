@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from .._canonical import _ORJSON_OPTS, CanonicalizationError, _is_plain, exact_bytes
+from .._canonical import CanonicalizationError, _is_plain, exact_bytes, sorted_json
 from .._limits import (
     MAX_COST_PER_BYTE,
     MAX_EVIDENCE_BYTES,
@@ -62,11 +62,13 @@ def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
     """True when the line is, byte for byte, the one our writer makes for step ``seq`` with hash ``want``.
 
     That is: ``{"seq":N,"receipt_hash":"H","content":C}`` with C already its own RFC 8785
-    form (orjson's sorted output of a plain value: no float, no unsafe integer, no reserved
+    form (the sorted output of a plain value: no float, no unsafe integer, no reserved
     key, keys that sort the same by code point and by UTF-16; what ``exact_bytes`` writes),
     within the line limits, hashing to H. The
     strict path would then parse the same record and pass it; any other line (or any
-    doubt) goes to the strict path, which decides and words it.
+    doubt) goes to the strict path, which decides and words it. The content is read by
+    orjson when it is loaded, else by the standard library's parser: either way only a
+    content written back byte for byte is taken.
     """
     prefix = b'{"seq":%d,"receipt_hash":"%s","content":' % (seq, want.encode())
     if not (line.startswith(prefix) and line.endswith(b"}\n")):
@@ -74,11 +76,12 @@ def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
     content = line[len(prefix):-2]
     if hashlib.sha256(content).hexdigest() != want:
         return False
+    orjson = sys.modules.get("orjson")
     try:
-        value = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return False
-    if not _is_plain(value) or orjson.dumps(value, option=_ORJSON_OPTS) != content:
+        value = orjson.loads(content) if orjson is not None else json.loads(content)
+        if not _is_plain(value) or sorted_json(value) != content:
+            return False
+    except (ValueError, TypeError, RecursionError):  # orjson's errors are ValueError and TypeError
         return False
     if len(line) * MAX_COST_PER_BYTE <= MAX_PARSE_COST_BYTES:
         return True  # too short to be costly (the other limits hold already: strings are shorter than the line)

@@ -21,7 +21,7 @@ from .._canonical import CanonicalizationError
 from .._imprint import KEY_PROOF_MEMBER, key_proof_input
 from .._keyring import KeyEntry, KeyringError, parse_keyring, parse_time
 from ._parse import MalformedInput, parse_strict, read_limited
-from ._report import PASS, CheckResult
+from ._report import NO_KEYRING, PASS, CheckResult
 
 __all__ = ["MAX_KEYRING_BYTES", "check_key", "load_keyring"]
 
@@ -66,7 +66,7 @@ def check_key(wf: Mapping[str, Any], keyring: Mapping[str, KeyEntry] | None, c_s
               c_time: CheckResult, result: CheckResult) -> None:
     """Check 10: the signing key's validity at the independent time; facts: ``established``."""
     if keyring is None:
-        result.skip("no --keyring given")
+        result.skip(NO_KEYRING)
         return
     kid = c_sig.facts.get("key_id")
     if c_sig.status != PASS or not isinstance(kid, str):

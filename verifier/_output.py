@@ -97,6 +97,29 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (usage: {self.prog} --help)")
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """argparse's formatter, given the width argparse would find itself (without loading shutil).
+
+        argparse makes a formatter for every option it adds, and one without a width imports
+        shutil (and with it zlib, bz2 and lzma) to ask the terminal: a few milliseconds of every run.
+        """
+        make: Callable[..., argparse.HelpFormatter] = self.formatter_class  # argparse's formatters take a width
+        return make(prog=self.prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """The columns ``shutil.get_terminal_size()`` gives: ``COLUMNS``, else standard output's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
 
 def run_cli(prog: str, argv: list[str], run: Callable[[list[str]], int], error_doc: dict[str, Any]) -> int:
     """Run a command so that nothing ends in a traceback: any error is one line and exit code 2.

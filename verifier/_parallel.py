@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import pickle
-import threading
 from typing import Any
 
 from .._receipt import MERKLE_VERSION
@@ -42,6 +40,8 @@ def fork_safe() -> bool:
     Threads Python does not know of (started by a C library) count too: on Linux they are
     read from ``/proc/self/task``; where that cannot be read, no fork is made.
     """
+    import threading  # loaded only for a receipt large enough to be split
+
     if not hasattr(os, "fork") or threading.active_count() != 1:
         return False
     try:
@@ -77,6 +77,8 @@ def steps_in_runs(steps: list[Any], jobs: int) -> Passed | None:
 
 def _fork(steps: list[Any], lo: int, hi: int, n: int) -> tuple[int, int, tuple[int, int]]:
     """Start a worker checking ``steps[lo:hi]``; its answer comes on the returned pipe."""
+    import pickle  # loaded only when a worker is made
+
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the worker: never returns into the caller's code
@@ -104,6 +106,8 @@ def _collect(pid: int, fd: int) -> Any:
         _, status = os.waitpid(pid, 0)
     if status != 0 or not chunks:
         return None
+    import pickle
+
     try:
         return pickle.loads(b"".join(chunks))  # our own child's bytes, not input
     except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):

@@ -5,7 +5,9 @@ parsed value back as exactly the bytes read (the layout our files are saved in):
 text holds no duplicate key (a dropped member would be missing from the rewrite), no
 escape or number spelled two ways, and the standard library's parser reads the same
 value from it. Anything else (another layout, a duplicate key, NaN, a lone surrogate,
-invalid UTF-8) goes to the strict parser below, which names the problem.
+invalid UTF-8) goes to the strict parser below, which names the problem. A text shorter
+than :data:`QUICK_PARSE_MIN_BYTES` goes to the strict parser at once: below that size loading
+orjson (a tenth of a small run's start-up) costs more than its quick parse saves.
 
 Files are opened with :func:`open_regular`: only regular files are read, so a FIFO, a
 socket or a device (given directly, through a symlink or inside a folder) is refused at
@@ -24,11 +26,8 @@ import re
 import stat
 from typing import IO, Any
 
-import orjson
-
 from .._infile import NotRegularFile, kind_of
 from .._infile import open_regular as _open_regular
-from .._layout import receipt_json
 from .._limits import (
     MAX_COST_PER_BYTE,
     MAX_INPUT_BYTES,
@@ -50,11 +49,14 @@ __all__ = [
     "open_regular",
     "parse_checked_cost",
     "parse_strict",
+    "parse_unwalked",
     "read_limited",
 ]
 
 #: Deepest nesting accepted in a receipt or proof (see :mod:`aer1._limits`).
 MAX_DEPTH = MAX_RECEIPT_DEPTH
+#: Texts from this size on are read by the quick parser first (orjson, loaded then).
+QUICK_PARSE_MIN_BYTES = 1024 * 1024
 
 
 class MalformedInput(MalformedInputError):
@@ -206,19 +208,30 @@ def parse_strict(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH
 def parse_checked_cost(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH,
                        max_string: int = MAX_STRING_CHARS) -> Any:
     """:func:`parse_strict` for ``data`` whose size and :func:`parse_cost` the caller has checked already."""
+    value, owed = parse_unwalked(data, what=what, max_depth=max_depth, max_string=max_string)
+    if owed:
+        check_json_value(value, max_depth=max_depth, max_string=max_string)
+    return value
+
+
+def parse_unwalked(data: bytes, *, what: str = "input", max_depth: int = MAX_DEPTH,
+                   max_string: int = MAX_STRING_CHARS) -> tuple[Any, bool]:
+    """:func:`parse_checked_cost` but for the last step: (value, whether :func:`check_json_value` is owed).
+
+    The caller owing the walk runs it (with the same limits) before using the value; a
+    receipt's verifier walks only what its quick step checks did not prove to be JSON data.
+    """
     was_enabled = gc.isenabled()
     gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
-        value = _parse_quick(data)
+        value = _parse_quick(data) if len(data) >= QUICK_PARSE_MIN_BYTES else _MISS
         quick = value is not _MISS
         if not quick:
             value = _parse_exact(data, what)
     finally:
         if was_enabled:
             gc.enable()
-    if not (quick and _limits_shown(data, max_depth, max_string)):
-        check_json_value(value, max_depth=max_depth, max_string=max_string)
-    return value
+    return value, not (quick and _limits_shown(data, max_depth, max_string))
 
 
 @functools.lru_cache(maxsize=8)
@@ -285,6 +298,10 @@ def _parse_quick(data: bytes) -> Any:
 
     The rewrite is compared in place (no copy of ``data``); one trailing newline is allowed.
     """
+    import orjson
+
+    from .._layout import receipt_json
+
     try:
         value = orjson.loads(data)
         if data[1:2] != b"\n":
@@ -309,6 +326,8 @@ def parse_line_quick(text: str) -> Any:
     strict parser; what orjson refuses (NaN, a lone surrogate, a number past 64 bits) too.
     Limits on values are the caller's. (A line ``null`` also gives None: the strict parser reads it then.)
     """
+    import orjson  # loaded already: the streaming verifier uses it
+
     try:
         value = orjson.loads(text)
         again = orjson.dumps(value)

@@ -20,14 +20,13 @@ from typing import Any
 
 from .._canonical import CanonicalizationError, exact_bytes
 from .._chain import PROFILE
-from .._limits import MAX_PARSE_COST_BYTES, parse_cost
+from .._limits import MAX_PARSE_COST_BYTES, STREAM_MIN_BYTES, parse_cost
 from .._link import LINK_KIND
 from .._receipt import CLOSE_KIND, KINDS
 from ..errors import MalformedInputError
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes
-from ._stream import STREAM_MIN_BYTES
 
 __all__ = [
     "FORMAT",

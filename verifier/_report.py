@@ -6,7 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "PASS", "CheckResult", "Failure", "Report", "one_line", "same_bytes"]
+__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "NO_KEYRING", "NO_TOKEN", "PASS", "CheckResult", "Failure", "Report",
+           "one_line", "same_bytes"]
 
 #: A check's status: it ran and held.
 PASS = "PASS"
@@ -14,6 +15,10 @@ PASS = "PASS"
 FAIL = "FAIL"
 #: A check's status: it did not run (nothing to check against, or an earlier check failed).
 NOT_CHECKED = "NOT CHECKED"
+#: Check 9 on a receipt with no timestamp member (said without loading the timestamp module).
+NO_TOKEN = "no timestamp token: the time of signing is not independently established"
+#: Check 10 when no keyring is given (said without loading the keyring module).
+NO_KEYRING = "no --keyring given"
 
 def one_line(text: str) -> str:
     """``text`` with every unprintable character (line breaks, terminal escapes) written as its escape.

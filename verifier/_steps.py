@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from hashlib import sha256 as _sha256
 from typing import Any
 
-import orjson
-
-from .._canonical import CanonicalizationError
+from .._canonical import CanonicalizationError, sorted_json
 from .._chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
 from .._merkle import leaf_seq_output, root_of_leaves
 from .._receipt import CLOSE_KIND, MERKLE_VERSION
@@ -32,7 +30,6 @@ NOT_PROFILE_NOTE = (
     "and order are not bound beyond receipt ids and the Merkle root"
 )
 _LEAF = 32
-_SORT = orjson.OPT_SORT_KEYS
 _KEY_BYTES = 8
 
 
@@ -147,8 +144,8 @@ class StepChecker:
         body = step.copy()
         del body["receipt_id"]
         try:
-            digest_hex = _sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
-        except orjson.JSONEncodeError:
+            digest_hex = _sha256(STEP_TAG + sorted_json(body)).hexdigest()
+        except (TypeError, ValueError):
             try:  # e.g. a lone surrogate: the exact encoder names the problem
                 digest_hex = step_digest_hex(step)
             except CanonicalizationError as e:

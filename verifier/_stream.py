@@ -31,7 +31,7 @@ import orjson
 
 from .._canonical import CanonicalizationError, exact_bytes
 from .._keyring import KeyEntry
-from .._limits import MAX_VALUE_BYTES
+from .._limits import MAX_VALUE_BYTES, STREAM_MIN_BYTES
 from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import PAYLOAD_TYPE, pae
@@ -59,8 +59,6 @@ from ._timestamp import TsaTrust
 
 __all__ = ["STREAM_MIN_BYTES", "Hashes", "signing_input", "verify_streaming"]
 
-#: Receipt files from this size on are verified by streaming.
-STREAM_MIN_BYTES = 32 * 1024 * 1024
 #: Bytes read from the file at a time.
 CHUNK_BYTES = 4 * 1024 * 1024
 #: A decode error this close to the end of the buffer may be a value cut by the chunk's end.

@@ -6,9 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from ._keyring import load_keyring
 from ._output import CliError
-from ._timestamp import load_tsa_trust
 
 __all__ = ["add_time_arguments", "load_time_options", "time_options", "trusted_with_keyring"]
 
@@ -23,11 +21,22 @@ def add_time_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_time_options(tsa_roots: str | None, tsa_policy: str | None, keyring: str | None) -> dict[str, Any]:
-    """``verify_receipt`` keyword arguments from the files named; ValueError when one cannot be used."""
-    trust = load_tsa_trust(tsa_roots, tsa_policy) if tsa_roots is not None else None
+    """``verify_receipt`` keyword arguments from the files named; ValueError when one cannot be used.
+
+    The TSA and keyring modules load only when their file is named.
+    """
+    trust = None
+    if tsa_roots is not None:
+        from ._timestamp import load_tsa_trust
+
+        trust = load_tsa_trust(tsa_roots, tsa_policy)
     if keyring is not None and os.path.isdir(keyring):
         raise ValueError(f"--keyring {keyring}: a directory, not a keyring file")
-    ring = load_keyring(keyring) if keyring is not None else None
+    ring = None
+    if keyring is not None:
+        from ._keyring import load_keyring
+
+        ring = load_keyring(keyring)
     return {"tsa_trust": trust, "keyring": ring}
 
 

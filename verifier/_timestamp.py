@@ -26,7 +26,7 @@ from .._imprint import (
     TIMESTAMPS_MEMBER,
     imprint_message,
 )
-from ._report import CheckResult
+from ._report import NO_TOKEN, CheckResult
 
 if TYPE_CHECKING:  # X.509 and the RFC 3161 client load only when TSA roots are given (._tsa_verify)
     from cryptography import x509
@@ -116,7 +116,7 @@ def _entries(member: Any, result: CheckResult) -> list[dict[str, str]] | None:
 def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: CheckResult) -> None:
     """Check 9: every token verifies against ``trust``; facts: each TSA's time, the latest as ``time``."""
     if TIMESTAMPS_MEMBER not in wf:
-        result.skip("no timestamp token: the time of signing is not independently established")
+        result.skip(NO_TOKEN)
         return
     entries = _entries(wf[TIMESTAMPS_MEMBER], result)
     if entries is None:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import struct
+import sys
 import uuid
 from decimal import Decimal
 from fractions import Fraction
@@ -32,6 +33,7 @@ from aer1._canonical import (
     jcs_encode,
     normalize,
     restore,
+    sorted_json,
 )
 from aer1._redact import default_redactor
 
@@ -127,6 +129,33 @@ def test_orjson_fast_path_agrees_with_exact_encoder(value: object) -> None:
     assert canonical_bytes(value) == exact
     if _is_plain(value):
         assert orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == exact
+
+
+json_data_without_floats = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.text(), st.integers(-(2**63), 2**63 - 1),
+              st.sampled_from(["\x00\x1f\x7f\"\\/\b\f\n\r\t", "\u2028\u2029\ufeff\U0001f600", "\ud800", "x\udfff"])),
+    lambda children: st.one_of(st.lists(children, max_size=5), st.dictionaries(st.text(), children, max_size=5)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400)
+@given(json_data_without_floats)
+def test_sorted_json_is_orjson_s_bytes_without_orjson(value: object) -> None:
+    """The standard library's encoder (used while orjson is not loaded) writes exactly orjson's sorted bytes."""
+    try:
+        want: bytes | None = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # a lone surrogate
+        want = None
+    with pytest.MonkeyPatch.context() as m:
+        m.delitem(sys.modules, "orjson")
+        try:
+            got: bytes | None = sorted_json(value)
+        except (TypeError, ValueError):
+            got = None
+    assert got == want, f"got {got!r}, want orjson's {want!r}"
+    if want is not None and _is_plain(value):
+        assert got == jcs_encode(value)
 
 
 @settings(max_examples=200)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aer1 import Collector
+from aer1 import Collector, _limits
 from aer1._cli import main as aer1_cli
 from aer1._layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
 from aer1._recover import recover_journal
@@ -179,7 +179,7 @@ def test_streaming_verifier_reads_the_layout_as_the_in_memory_one(tmp_path: Path
         streamed_files.append(args)
         return verify_streaming(*args, **kwargs)
 
-    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)  # this file, small as it is, is streamed
+    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)  # this file, small as it is, is streamed
     monkeypatch.setattr(_stream, "verify_streaming", streaming)
     streamed = verify_receipt(path).to_dict()
     assert streamed_files, "got the in-memory path, want the streaming one"

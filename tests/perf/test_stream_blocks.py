@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aer1 import Collector
+from aer1 import Collector, _limits
 from aer1._layout import receipt_json
 from aer1.verifier import _stream, verify_receipt
 from aer1.verifier._parse import parse_line_quick, parse_strict
@@ -38,7 +38,7 @@ def _receipt(n: int) -> dict[str, Any]:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Stream every file in blocks of ``_BLOCK`` steps; yields, per streamed pass, whether the quick path passed."""
-    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)
     monkeypatch.setattr(_stream, "LEVELS", _LEVELS)
     monkeypatch.setattr(_stream, "BLOCK_STEPS", _BLOCK)
     passes: list[bool] = []
@@ -67,7 +67,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], 
     """(streamed report, in-memory report) of the file."""
     streamed = verify_receipt(path).to_dict()
     with monkeypatch.context() as m:
-        m.setattr(_stream, "STREAM_MIN_BYTES", 1 << 62)
+        m.setattr(_limits, "STREAM_MIN_BYTES", 1 << 62)
         in_memory = verify_receipt(path).to_dict()
     return streamed, in_memory
 

@@ -30,6 +30,15 @@ _NEVER = (
     "aer1.verifier._policy", "aer1.verifier._junit", "aer1.verifier._attest", "aer1.verifier._tsa_verify",
     "aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._report", "aer1._timestamp",
     "aer1.collectors",
+    # only a file of 32 MiB or more is streamed; only a receipt of 20,000 steps or more is split over processes
+    "aer1.verifier._stream", "pickle", "threading",
+    # checks 9 and 10 load their modules only for a timestamp token or a keyring
+    "aer1.verifier._timestamp", "aer1.verifier._keyring", "aer1._keyring",
+    # a small file is read and hashed with the standard library: orjson (and the uuid and decimal
+    # modules it loads, which only the producing side's normalization needs otherwise) stays unloaded
+    "orjson", "uuid", "decimal",
+    # dates are checked by arithmetic; argparse is given the terminal's width (it would load shutil to ask)
+    "datetime", "shutil", "bz2", "lzma",
 )
 #: Loaded by no unsigned verification either.
 _NEVER_UNSIGNED = ("cryptography",)
@@ -100,6 +109,22 @@ def test_options_still_load_what_they_need(tmp_path: Path) -> None:
     assert code == 0, f"got exit {code}, want 0"
     assert "aer1.verifier._policy" in modules and "aer1.verifier._junit" in modules
     assert junit.read_text().count("<testcase") == 1
+
+
+def test_keyring_loads_checks_9_and_10(tmp_path: Path) -> None:
+    """--keyring loads the keyring module and check 10 runs; with no token the timestamp module stays unloaded."""
+    from aer1._cli import main as aer1_main
+    from aer1._signing import load_private_key
+
+    assert aer1_main(["keygen", "-o", str(tmp_path / "k")]) == 0
+    c = Collector("keyring", signing_key=load_private_key(str(tmp_path / "k.key")))
+    c.record("message", {"content": "hi"}, agent="alice", kind="message")
+    path = tmp_path / "signed.json"
+    c.save(str(path), workflow=c.finalize("done"))
+    code, modules = _loaded(tmp_path, "--keyring", str(tmp_path / "k.keyring.json"), str(path))
+    assert code == 0, f"got exit {code}, want 0"
+    assert "aer1.verifier._keyring" in modules, "got no keyring module loaded, want it for --keyring"
+    assert "aer1.verifier._timestamp" not in modules, "got the timestamp module loaded for a receipt with no token"
 
 
 #: What no aer1 command below loads: the TSA client, X.509, the agent frameworks.

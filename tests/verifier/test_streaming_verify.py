@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aer1 import Collector
+from aer1 import Collector, _limits
 from aer1._merkle import leaf_seq_output, merkle_root
 from aer1._receipt import evidence_path_for
 from aer1._signing import key_id, load_public_key
@@ -223,7 +223,7 @@ def test_large_files_take_the_streaming_path(tmp_path: Path, monkeypatch: pytest
         calls.append(source)
         return verify_streaming(source, **kw)
 
-    monkeypatch.setattr(_stream, "STREAM_MIN_BYTES", 0)  # verify_receipt reads both when it runs
+    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)  # verify_receipt reads both when it runs
     monkeypatch.setattr(_stream, "verify_streaming", spy)
     report = verify_receipt(path, trusted_key_ids=iter(TRUSTED))  # an iterator: read once, used twice
     assert calls == [str(path)]
