@@ -316,13 +316,19 @@ def _forked(jobs: list[Callable[[], Any]]) -> list[Any] | None:
     None when any job answers None or a worker gives no answer.
     """
     workers: list[tuple[int, int]] = []
+    was_enabled = gc.isenabled()
     try:
         for job in jobs[1:]:
             workers.append(_fork(job))
+        gc.disable()  # as in the workers: thousands of new dicts, none in a cycle
         answers = [jobs[0]()]
+        if was_enabled:
+            gc.enable()
         while workers:
             answers.append(_collect(*workers.pop(0)))
     finally:
+        if was_enabled:
+            gc.enable()
         for pid, fd in workers:  # only when this process was interrupted: leave no worker behind
             os.close(fd)
             with contextlib.suppress(ChildProcessError):
