@@ -55,9 +55,9 @@ _CHUNK = 1024 * 1024
 #: A line longer than this is left to the other paths (their limits bound one value).
 _MAX_CHUNK_BYTES = 16 * 1024 * 1024
 #: Bytes read after a cut to find the next block edge (a cut is dropped when none lies within them).
-_CUT_WINDOW = 4 * 1024 * 1024
-#: Bytes read at each end of the file to find where the step lines begin and end.
-_EDGE = 1024 * 1024
+_CUT_WINDOWS = (512 * 1024, 4 * 1024 * 1024)
+#: Bytes read at each end of the file to find where the step lines begin and end (then more).
+_EDGES = (64 * 1024, 1024 * 1024)
 _PIPE_READ = 1 << 20
 _INDENT = b"\n    "
 _OPEN = b'\n  "steps": ['
@@ -105,18 +105,23 @@ class _Part:
 
 def _edges(read: _Read) -> tuple[int, int] | None:
     """Where the step lines lie: from the newline before the first to the newline that closes them."""
-    head = read(0, _EDGE)
-    at = head.find(_FIRST)
-    if at < 0:
+    for size in _EDGES:  # a short read first: the members around the steps are usually a few kilobytes
+        at = read(0, size).find(_FIRST)
+        if at >= 0:
+            break
+    else:
         return None
     begin = at + len(_OPEN)
-    tail_at = max(begin, read.size - _EDGE)
-    tail = read(tail_at, read.size)
-    line = tail.rfind(_LINE)
-    if line < 0:
+    for size in _EDGES:
+        tail_at = max(begin, read.size - size)
+        tail = read(tail_at, read.size)
+        line = tail.rfind(_LINE)
+        end = tail.find(b"\n", line + 1) if line >= 0 else -1
+        if end >= 0:
+            break
+    else:
         return None
-    end = tail.find(b"\n", line + 1)
-    if end < 0 or not tail.startswith(_CLOSE, end):
+    if not tail.startswith(_CLOSE, end):
         return None
     return begin, tail_at + end
 
@@ -150,31 +155,44 @@ def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, 
         at = begin + (end - begin) * k // jobs
         if at <= starts[-1][1]:
             continue
-        window = read(at, min(end, at + _CUT_WINDOW))
-        i = window.find(_LINE)
-        if i < 0:
-            break
-        stop = window.find(b"\n", i + 1)
-        if stop < 0:
-            break
-        line = window[i + len(_INDENT):stop]
-        try:
-            seq = orjson.loads(line[:-1] if line.endswith(b",") else line).get("seq")
-        except (orjson.JSONDecodeError, AttributeError):
-            return None
-        if type(seq) is not int or seq < 1:
-            return None
-        skip = -(seq - 1) % BLOCK_STEPS
-        for _ in range(skip):
-            i = window.find(b"\n", i + 1)
-            if i < 0:
+        for size in _CUT_WINDOWS:  # a block of steps is a few hundred kilobytes: a short read first
+            try:
+                found = _block_edge(read(at, min(end, at + size)))
+            except ValueError:
+                return None
+            if found is not None:
                 break
-        if i < 0:
+        if found is None:
             break
-        starts.append((seq - 1 + skip, at + i))
+        lo, i = found
+        starts.append((lo, at + i))
     if len(starts) < 2:
         return None
     return [(lo, start, starts[j + 1][1] if j + 1 < len(starts) else end) for j, (lo, start) in enumerate(starts)]
+
+
+def _block_edge(window: bytes) -> tuple[int, int] | None:
+    """(index of the step, offset of the newline before its line) of the first block edge in ``window``.
+
+    None when the window holds none; ValueError when a step line's ``seq`` is not a positive integer.
+    """
+    i = window.find(_LINE)
+    stop = window.find(b"\n", i + 1) if i >= 0 else -1
+    if stop < 0:
+        return None
+    line = window[i + len(_INDENT):stop]
+    try:
+        seq = orjson.loads(line[:-1] if line.endswith(b",") else line).get("seq")
+    except AttributeError as e:  # orjson's decode error is a ValueError
+        raise ValueError("a step line that is not an object") from e
+    if type(seq) is not int or seq < 1:
+        raise ValueError("a step line whose seq is not a positive integer")
+    skip = -(seq - 1) % BLOCK_STEPS
+    for _ in range(skip):
+        i = window.find(b"\n", i + 1)
+        if i < 0:
+            return None
+    return seq - 1 + skip, i
 
 
 def _chunks(read: _Read, start: int, end: int) -> Iterator[bytes]:
