@@ -16,14 +16,26 @@ certainly passing makes the caller run the reference over the whole receipt.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
+from collections.abc import Callable
 from typing import Any
 
 from .._receipt import MERKLE_VERSION
 from ._fast import Passed, Run, check_run, combine
 
-__all__ = ["LEVELS", "PARALLEL_MIN_STEPS", "SPLIT_MIN_BYTES", "fork_safe", "quick_steps", "steps_in_runs"]
+__all__ = [
+    "LEVELS",
+    "PARALLEL_MIN_STEPS",
+    "SPLIT_MIN_BYTES",
+    "collect",
+    "fork_job",
+    "fork_safe",
+    "quick_steps",
+    "reap",
+    "steps_in_runs",
+]
 
 #: Receipts with fewer steps are checked in one process: a fork and its page copies cost more.
 PARALLEL_MIN_STEPS = 20_000
@@ -61,22 +73,20 @@ def steps_in_runs(steps: list[Any], jobs: int) -> Passed | None:
     workers: list[tuple[int, int, tuple[int, int]]] = []
     try:
         for lo, hi in bounds[1:]:
-            workers.append(_fork(steps, lo, hi, n))
+            pid, fd = fork_job(functools.partial(check_run, steps, lo, hi, last=hi == n, levels=LEVELS))
+            workers.append((pid, fd, (lo, hi)))
         runs: list[Run | None] = [check_run(steps, 0, bounds[0][1], last=False, levels=LEVELS)]
         while workers:
             pid, fd, (lo, hi) = workers.pop(0)
-            run = _collect(pid, fd)
+            run = collect(pid, fd)
             runs.append(run if isinstance(run, Run) else check_run(steps, lo, hi, last=hi == n, levels=LEVELS))
     finally:
-        for pid, fd, _ in workers:  # only when this process was interrupted: do not leave workers behind
-            os.close(fd)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        reap([(pid, fd) for pid, fd, _ in workers])
     return combine(runs)
 
 
-def _fork(steps: list[Any], lo: int, hi: int, n: int) -> tuple[int, int, tuple[int, int]]:
-    """Start a worker checking ``steps[lo:hi]``; its answer comes on the returned pipe."""
+def fork_job(job: Callable[[], Any]) -> tuple[int, int]:
+    """Run ``job`` in a child process; its pickled answer comes on the returned pipe (pid, read end)."""
     import pickle  # loaded only when a worker is made
 
     read_fd, write_fd = os.pipe()
@@ -85,18 +95,17 @@ def _fork(steps: list[Any], lo: int, hi: int, n: int) -> tuple[int, int, tuple[i
         try:
             os.close(read_fd)
             gc.disable()  # a collection would touch (and so copy) every page of the receipt
-            data = pickle.dumps(check_run(steps, lo, hi, last=hi == n, levels=LEVELS))
-            view = memoryview(data)
+            view = memoryview(pickle.dumps(job()))
             while view:
                 view = view[os.write(write_fd, view):]
         finally:
             os._exit(0)
     os.close(write_fd)
-    return pid, read_fd, (lo, hi)
+    return pid, read_fd
 
 
-def _collect(pid: int, fd: int) -> Any:
-    """The worker's answer (its run, or None), or None when it gave none."""
+def collect(pid: int, fd: int) -> Any:
+    """The worker's answer, or None when it gave none (it failed, or its bytes do not unpickle)."""
     chunks = []
     try:
         while chunk := os.read(fd, _READ):
@@ -112,6 +121,14 @@ def _collect(pid: int, fd: int) -> Any:
         return pickle.loads(b"".join(chunks))  # our own child's bytes, not input
     except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
         return None
+
+
+def reap(workers: list[tuple[int, int]]) -> None:
+    """Close and wait for workers not collected (only when the caller was interrupted): none is left behind."""
+    for pid, fd in workers:
+        os.close(fd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def quick_steps(wf: Any, jobs: int = 1) -> Passed | None:

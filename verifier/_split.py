@@ -25,7 +25,6 @@ import functools
 import gc
 import hashlib
 import os
-import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
@@ -39,7 +38,7 @@ from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
-from ._parallel import LEVELS, SPLIT_MIN_BYTES, fork_safe
+from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
 from ._steps import StepChecker
@@ -58,7 +57,6 @@ _MAX_CHUNK_BYTES = 16 * 1024 * 1024
 _CUT_WINDOWS = (512 * 1024, 4 * 1024 * 1024)
 #: Bytes read at each end of the file to find where the step lines begin and end (then more).
 _EDGES = (64 * 1024, 1024 * 1024)
-_PIPE_READ = 1 << 20
 _INDENT = b"\n    "
 _OPEN = b'\n  "steps": ['
 _FIRST = _OPEN + _INDENT + b"{"
@@ -195,27 +193,32 @@ def _block_edge(window: bytes) -> tuple[int, int] | None:
     return seq - 1 + skip, i
 
 
-def _chunks(read: _Read, start: int, end: int) -> Iterator[bytes]:
-    """The run's text from ``start`` to ``end`` in pieces of about _CHUNK bytes, each cut before a newline."""
+def _pieces(read: _Read, start: int, end: int, *, lines: bool, max_line: int) -> Iterator[bytes]:
+    """The text from ``start`` to ``end`` in pieces of about _CHUNK bytes, each cut at a newline.
+
+    ``lines``: each piece ends with its newline, and so must the text (evidence lines);
+    otherwise the newline begins the next piece and the last piece is what is left (step
+    lines). ValueError when a line held over a read edge is longer than ``max_line``, or the
+    last of ``lines`` has no newline. A long line is read in reads as long as what is held
+    (linear, not quadratic).
+    """
     carry = b""
     at = start
     while at < end:
-        step = max(_CHUNK, len(carry))  # a long line: read as much again as is held (linear, not quadratic)
+        step = max(_CHUNK, len(carry))
         piece = carry + read(at, min(end, at + step))
         at = min(end, at + step)
-        if at >= end:
+        if at >= end and not lines:
             yield piece
             return
-        cut = piece.rfind(b"\n")
-        if cut <= 0:
-            if len(piece) > _MAX_CHUNK_BYTES:
-                raise ValueError("a line of steps too long")
-            carry = piece
-            continue
-        yield piece[:cut]
-        carry = piece[cut:]
+        cut = piece.rfind(b"\n") + lines  # after the newline, or before it (never a piece of nothing)
+        if cut > 0:
+            yield piece[:cut]
+        carry = piece[max(cut, 0):]
+        if len(carry) > max_line:
+            raise ValueError("a line too long")
     if carry:
-        yield carry
+        raise ValueError("the last line has no newline")
 
 
 def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
@@ -269,7 +272,7 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
         return True
 
     try:
-        pieces = _chunks(read, start, end)
+        pieces = _pieces(read, start, end, lines=False, max_line=_MAX_CHUNK_BYTES)
         piece = next(pieces, None)
         while piece is not None:
             following = next(pieces, None)
@@ -294,40 +297,6 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
     return _Part(runs, bytes.fromhex("".join(hashes)), spilled, last)
 
 
-def _fork(job: Callable[[], Any]) -> tuple[int, int]:
-    """Run ``job`` in a child process; its pickled answer comes on the returned pipe."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker: never returns into the caller's code
-        try:
-            os.close(read_fd)
-            gc.disable()
-            view = memoryview(pickle.dumps(job()))
-            while view:
-                view = view[os.write(write_fd, view):]
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def _collect(pid: int, fd: int) -> Any:
-    """A worker's answer, or None when it gave none."""
-    chunks = []
-    try:
-        while chunk := os.read(fd, _PIPE_READ):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not chunks:
-        return None
-    try:
-        return pickle.loads(b"".join(chunks))  # our own child's bytes, not input
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
-        return None
-
-
 def _forked(jobs: list[Callable[[], Any]]) -> list[Any] | None:
     """Every job's answer, in order: the first run here while the others run in child processes.
 
@@ -337,20 +306,17 @@ def _forked(jobs: list[Callable[[], Any]]) -> list[Any] | None:
     was_enabled = gc.isenabled()
     try:
         for job in jobs[1:]:
-            workers.append(_fork(job))
+            workers.append(fork_job(job))
         gc.disable()  # as in the workers: thousands of new dicts, none in a cycle
         answers = [jobs[0]()]
         if was_enabled:
             gc.enable()
         while workers:
-            answers.append(_collect(*workers.pop(0)))
+            answers.append(collect(*workers.pop(0)))
     finally:
         if was_enabled:
             gc.enable()
-        for pid, fd in workers:  # only when this process was interrupted: leave no worker behind
-            os.close(fd)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+        reap(workers)
     return None if any(a is None for a in answers) else answers
 
 
@@ -368,27 +334,6 @@ def _parts(read: _Read, cuts: list[tuple[int, int, int]], spills: list[IO[bytes]
     return parts
 
 
-def _lines(read: _Read, start: int, end: int) -> Iterator[bytes]:
-    """The lines from ``start`` to ``end`` in pieces of about _CHUNK bytes, each ending with a newline.
-
-    ValueError when a line is longer than an evidence line may be, or the last has no newline.
-    """
-    carry = b""
-    at = start
-    while at < end:
-        step = max(_CHUNK, len(carry))  # a long line: read as much again as is held (linear, not quadratic)
-        piece = carry + read(at, min(end, at + step))
-        at = min(end, at + step)
-        cut = piece.rfind(b"\n") + 1
-        carry = piece[cut:]
-        if len(carry) > MAX_EVIDENCE_LINE_BYTES:
-            raise ValueError("an evidence line too long")
-        if cut:
-            yield piece[:cut]
-    if carry:
-        raise ValueError("the last evidence line has no newline")
-
-
 def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[int, int] | None:
     """(first seq, last seq) of the evidence lines from ``start`` to ``end``, each our writer's line for its step.
 
@@ -397,12 +342,12 @@ def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[in
     n = len(hashes) // _HASH
     first = seq = 0
     try:
-        for piece in _lines(read, start, end):
+        for piece in _pieces(read, start, end, lines=True, max_line=MAX_EVIDENCE_LINE_BYTES):
             lines = piece.split(b"\n")
             lines.pop()  # what follows the last newline: nothing
             for line in lines:
                 if len(line) >= MAX_EVIDENCE_LINE_BYTES:  # with its newline, over the limit the reference reads by
-                    return None  # (_lines bounds only what is carried over a read edge, not a line in one piece)
+                    return None  # (_pieces bounds only what is carried over a read edge, not a line in one piece)
                 if not first:
                     head = line[:_SEQ_AT + 20]
                     if not head.startswith(_SEQ_PREFIX):
