@@ -18,6 +18,7 @@ This package imports nothing from the collectors.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterable, Mapping
@@ -134,7 +135,12 @@ def verify_receipt(
     if checker is None:
         skip_rest(checks[2:], "members check failed")
         return report
-    return steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence,
+    signed = None
+    if passed is not None and isinstance(wf, dict) and "signature" in wf:  # every step passed the quick checks
+        from ._signed import signing_input_of_passed
+
+        signed = functools.partial(signing_input_of_passed, wf)
+    return steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence, signed=signed,
                          beside=None if source is None else evidence_path_for(source),
                          trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
                          tsa_trust=tsa_trust, keyring=keyring,

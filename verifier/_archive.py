@@ -169,6 +169,8 @@ class _Worker:
 def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int) -> Iterator[Outcome]:
     """Each file's outcome, in the order of ``tasks``; ``jobs`` > 1 verifies in worker processes."""
     worker = _Worker(opts)
+    if len(tasks) > 1:
+        import orjson  # noqa: F401  (loaded once for many files, it parses and encodes each quicker)
     if jobs <= 1 or len(tasks) <= 1:
         for t in tasks:
             yield worker(t)

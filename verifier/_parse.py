@@ -24,6 +24,7 @@ import math
 import os
 import re
 import stat
+import sys
 from typing import IO, Any
 
 from .._infile import NotRegularFile, kind_of
@@ -224,7 +225,8 @@ def parse_unwalked(data: bytes, *, what: str = "input", max_depth: int = MAX_DEP
     was_enabled = gc.isenabled()
     gc.disable()  # a large receipt is millions of new dicts, none in a cycle: no collections
     try:
-        value = _parse_quick(data) if len(data) >= QUICK_PARSE_MIN_BYTES else _MISS
+        # orjson once loaded (a large file, a folder of receipts) reads any size quicker
+        value = _parse_quick(data) if len(data) >= QUICK_PARSE_MIN_BYTES or "orjson" in sys.modules else _MISS
         quick = value is not _MISS
         if not quick:
             value = _parse_exact(data, what)

@@ -41,8 +41,8 @@ from ._fast import Run, check_block, combine
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
+from ._signed import Hashes, signing_input
 from ._steps import StepChecker
-from ._stream import Hashes, signing_input
 from ._timestamp import TsaTrust
 
 __all__ = ["SPLIT_MIN_BYTES", "verify_split"]

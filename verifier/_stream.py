@@ -23,8 +23,7 @@ import codecs
 import json
 import os
 import re
-import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import IO, Any
 
 import orjson
@@ -34,7 +33,6 @@ from .._keyring import KeyEntry
 from .._limits import MAX_VALUE_BYTES, STREAM_MIN_BYTES
 from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
-from .._signing import PAYLOAD_TYPE, pae
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._fast import Run, check_block, combine
@@ -54,17 +52,16 @@ from ._parse import (
     parse_line_quick,
 )
 from ._report import CheckResult, Report
+from ._signed import Hashes, signing_input
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
 from ._timestamp import TsaTrust
 
-__all__ = ["STREAM_MIN_BYTES", "Hashes", "signing_input", "verify_streaming"]
+__all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
 
 #: Bytes read from the file at a time.
 CHUNK_BYTES = 4 * 1024 * 1024
 #: A decode error this close to the end of the buffer may be a value cut by the chunk's end.
 _CUT_MARGIN = 8
-_LEAF = 32
-_LEN_FIELD = 8
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 #: Steps checked at once by the quick path: a whole Merkle subtree of ``2**LEVELS`` leaves, so runs
@@ -87,30 +84,6 @@ class _Settled(Exception):
 
 class _Quit(Exception):
     """The quick path did not pass every step: verify the file again with the reference step checker."""
-
-
-class Hashes(Sequence[Mapping[str, str]]):
-    """The steps as the evidence check sees them: only each step's receipt_hash."""
-
-    def __init__(self, raw: bytearray) -> None:
-        self._raw = raw
-
-    def __len__(self) -> int:
-        return len(self._raw) // _LEAF
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            raise TypeError("slices are not supported")
-        if i < 0:
-            i += len(self)
-        return {"receipt_hash": self._raw[i * _LEAF:(i + 1) * _LEAF].hex()}
-
-    def __iter__(self) -> Iterator[Mapping[str, str]]:
-        return (self[i] for i in range(len(self)))
-
-
-def _jcs_key(key: str) -> bytes:
-    return key.encode("utf-16-be", "surrogatepass")
 
 
 class _Text:
@@ -386,53 +359,6 @@ class _Walker:
     def signing_input(self) -> bytearray:
         """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
         return signing_input(self.rest, [(self.spill, self.spilled)], self.unencodable)
-
-
-def signing_input(rest: Mapping[str, Any], spills: Sequence[tuple[IO[bytes], int]],
-                  unencodable: str | None) -> bytearray:
-    """``pae(PAYLOAD_TYPE, JCS(receipt without signature))`` from its members and its steps' spilled bytes.
-
-    ``spills``: files holding the steps' JCS bytes, comma-separated, in order, each with
-    its length (joined here by commas). CanonicalizationError (``unencodable``'s message)
-    when a step has no exact JCS form: the receipt then has no signed bytes.
-    """
-    if unencodable is not None:
-        raise CanonicalizationError(unencodable)
-    body = {k: v for k, v in rest.items() if k != "signature"}
-    keys = sorted([*body, "steps"], key=_jcs_key)
-    cut = keys.index("steps")
-
-    def members(names: list[str]) -> bytes:
-        return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
-
-    before, after = members(keys[:cut]), members(keys[cut + 1:])
-    head = pae(PAYLOAD_TYPE, b"")[:-_LEN_FIELD]  # the domain and the type; the body's length comes next
-    front = b"{" + before + (b"," if before else b"") + b'"steps":['
-    back = b"]" + (b"," if after else b"") + after + b"}"
-    parts = [(spill, n) for spill, n in spills if n]
-    steps_len = sum(n for _, n in parts) + max(len(parts) - 1, 0)
-    msg = bytearray(len(head) + _LEN_FIELD + len(front) + steps_len + len(back))
-    view = memoryview(msg)
-    at = len(head) + _LEN_FIELD
-    view[:len(head)] = head
-    view[len(head):at] = struct.pack(">Q", len(msg) - at)
-    view[at:at + len(front)] = front
-    at += len(front)
-    for k, (spill, n) in enumerate(parts):
-        if k:
-            view[at:at + 1] = b","
-            at += 1
-        spill.seek(0)
-        end = at + n
-        while at < end:
-            chunk = spill.read(min(CHUNK_BYTES, end - at))
-            if not chunk:
-                raise OSError("the spilled step bytes ended early")
-            view[at:at + len(chunk)] = chunk
-            at += len(chunk)
-    view[at:] = back
-    view.release()
-    return msg
 
 
 def verify_streaming(
