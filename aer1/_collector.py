@@ -381,14 +381,19 @@ class Collector:
         """
         try:
             return self.record(tool, content, **kwargs)
-        except CollectorClosedError:
+        except Exception as e:
+            self._record_failed(tool, e)
+        return None
+
+    def _record_failed(self, tool: Any, exc: Exception) -> None:
+        """Log and count a step :meth:`record` refused (what :meth:`safe_record` does with it)."""
+        if isinstance(exc, CollectorClosedError):
             self.late_records += 1
             log.warning("aer1: step %r arrived after finalize() and is not in the receipt", tool)
-        except Exception as e:
-            with self._lock:
-                self.recording_failures += 1
-            log.warning("aer1: failed to record step %r: %s: %s", tool, type(e).__name__, e)
-        return None
+            return
+        with self._lock:
+            self.recording_failures += 1
+        log.warning("aer1: failed to record step %r: %s: %s", tool, type(exc).__name__, exc)
 
     def count_recording_failure(self, what: str, exc: BaseException) -> None:
         """Count (under the lock) and log an observation a hook could not record.

@@ -338,6 +338,7 @@ class _Turn:
         reply_to: str | None = None,
         nested_in: str | None = None,
         seen: _Seen | None = None,
+        started: float | None = None,
     ) -> None:
         self.collector = collector
         # The turn's steps: chained with the next batch where the collector takes them so.
@@ -347,7 +348,7 @@ class _Turn:
         self.nested_in = nested_in
         self.seen = seen if seen is not None else _seen(collector)
         self.handoff_targets = wrapper._handoff_targets if wrapper is not None else {}
-        self.started = time.time()
+        self.started = time.time() if started is None else started
         self.reply_to = reply_to
         # Requested calls in request order, until their result is seen (ids may be empty or repeat).
         self.requests: list[_Pending] = []
@@ -505,7 +506,8 @@ class _Turn:
 
     def _response(self, response: Response) -> None:
         message = response.chat_message
-        self.seen.add_message(message.id)
+        if message.source not in self.seen.wrapped:  # a wrapped agent's message is never recorded as received
+            self.seen.add_message(message.id)
         cls = type(message)
         if _is_plain_text(cls):  # the common case: a text message is no handoff
             content: Any = cast(BaseTextChatMessage, message).content
@@ -610,6 +612,8 @@ def _find_handler(cls: type) -> _Handler | None:
         _HANDLERS[cls] = handler
     return handler
 
+
+_RESPONSE: _Handler = _Turn._response
 
 # ------------------------------------------------------------------ hooks on an agent
 
@@ -832,7 +836,10 @@ class AER1AgentWrapper(BaseChatAgent):
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
         nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != self.name else None
-        turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen)
+        # The turn's state is made at its first item that needs it: a turn whose first handled
+        # item is its final text message (most turns) records that step without it.
+        turn: _Turn | None = None
+        started = time.time()
         running = _RUNNING.set((collector, self.name))
         active = self._hooks.active
         active.append(self)
@@ -849,6 +856,13 @@ class AER1AgentWrapper(BaseChatAgent):
                 except KeyError:
                     handler = _find_handler(type(item))
                 if handler is not None:
+                    if turn is None:
+                        if handler is _RESPONSE and self._quick_response(item, collector, seen, started, reply_to,
+                                                                         nested_in):
+                            yield item
+                            continue
+                        turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in,
+                                     seen=seen, started=started)
                     turn.handle(handler, item)
                 yield item
             exhausted = True
@@ -856,6 +870,9 @@ class AER1AgentWrapper(BaseChatAgent):
             raise  # the caller stopped reading: nothing was decided by the agent
         except BaseException as exc:
             exhausted = True  # the inner stream raised: it is finished
+            if turn is None:
+                turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                             started=started)
             turn.failed(exc)
             raise
         finally:
@@ -873,6 +890,31 @@ class AER1AgentWrapper(BaseChatAgent):
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    def _quick_response(self, response: Any, collector: Collector, seen: _Seen, started: float,
+                        reply_to: str | None, nested_in: str | None) -> bool:
+        """A turn's final message when no item before it needed the turn: the step ``_Turn._response``
+        records (no thoughts, calls or inner run can precede it), made without a ``_Turn``.
+
+        ``response`` is the ``Response`` item. False, with nothing done, for a message that is not
+        plain text (a handoff...): the turn records it.
+        """
+        try:
+            message = response.chat_message
+            cls = type(message)
+            if not _is_plain_text(cls):
+                return False
+            if message.source not in seen.wrapped:
+                seen.add_message(message.id)
+            step: dict[str, Any] = {"message_type": cls.__name__, "message_id": message.id,
+                                    "content": cast(BaseTextChatMessage, message).content}
+            if nested_in is not None:
+                step["nested_in"] = nested_in
+            recorder(collector)("message", step, agent=self.name, kind="message", started_at=started,
+                                reply_to=reply_to)
+        except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+            count_failure(collector, f"{type(response).__name__} from {self.name!r}", e)
+        return True
 
     def _enter_child(self, child: Collector) -> _Seen:
         """A turn recorded into ``child`` (a nested team's linked child): agent listed, observers set."""
