@@ -615,6 +615,31 @@ def _find_handler(cls: type) -> _Handler | None:
 
 _RESPONSE: _Handler = _Turn._response
 
+
+def _quick_response(response: Any, collector: Collector, seen: _Seen, agent: str, started: float,
+                    reply_to: str | None, nested_in: str | None) -> bool:
+    """A wrapper's turn's final message when no item before it needed the turn: the step
+    ``_Turn._response`` records (no thoughts, calls or inner run can precede it), made without a ``_Turn``.
+
+    ``response`` is the ``Response`` item. False, with nothing done, for a message that is not
+    plain text (a handoff...): the turn records it.
+    """
+    try:
+        message = response.chat_message
+        cls = type(message)
+        if not _is_plain_text(cls):
+            return False
+        if message.source not in seen.wrapped:
+            seen.add_message(message.id)
+        step: dict[str, Any] = {"message_type": cls.__name__, "message_id": message.id,
+                                "content": cast(BaseTextChatMessage, message).content}
+        if nested_in is not None:
+            step["nested_in"] = nested_in
+        recorder(collector)("message", step, agent=agent, kind="message", started_at=started, reply_to=reply_to)
+    except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+        count_failure(collector, f"{type(response).__name__} from {agent!r}", e)
+    return True
+
 # ------------------------------------------------------------------ hooks on an agent
 
 
@@ -779,6 +804,9 @@ class AER1AgentWrapper(BaseChatAgent):
             self._seen.wrapped.add(agent.name)
         self._hooks = _hooks(agent)
         self._observers = self._base_observers = self._make_observers(collector)
+        # What every turn reads: collector, seen, team collector, name, the agent's running wrappers, the agent.
+        self._fixed: tuple[Collector, _Seen, AER1AutoGenCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
+            collector, self._seen, self._team_collector, agent.name, self._hooks.active, agent)
         # nested teams recorded into linked children: observers per child collector, and the
         # child this agent's turns go to while the nested team it belongs to runs
         self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
@@ -826,26 +854,37 @@ class AER1AgentWrapper(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
-        collector, seen, team_collector = self._collector, self._seen, self._team_collector
-        if self._route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
-            collector = self._route if self._route is not None else routed(collector)
-            if collector is not self._collector:
+        # Read at once: every attribute read on a wrapper passes its __getattr__ hook first.
+        base, seen, team_collector, name, active, inner = self._fixed
+        collector, route = base, self._route
+        if route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
+            collector = route if route is not None else routed(base)
+            if collector is not base:
                 seen = self._enter_child(collector)
                 team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
-        self._inbound(messages, collector, seen)
+        inbound = False
+        try:  # most turns receive only wrapped agents' messages: nothing to record
+            wrapped = seen.wrapped
+            for message in messages:
+                if message.source not in wrapped:
+                    inbound = True
+                    break
+        except Exception:  # an odd message: _inbound counts what it cannot record
+            inbound = True
+        if inbound:
+            self._inbound(messages, collector, seen)
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
-        nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != self.name else None
+        nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != name else None
         # The turn's state is made at its first item that needs it: a turn whose first handled
         # item is its final text message (most turns) records that step without it.
         turn: _Turn | None = None
         started = time.time()
-        running = _RUNNING.set((collector, self.name))
-        active = self._hooks.active
+        running = _RUNNING.set((collector, name))
         active.append(self)
         if team_collector is not None:
             team_collector._ac_turn_started(self)
-        stream = self._inner.on_messages_stream(messages, cancellation_token)
+        stream = inner.on_messages_stream(messages, cancellation_token)
         exhausted = False
         handlers = _HANDLERS
         try:
@@ -857,12 +896,12 @@ class AER1AgentWrapper(BaseChatAgent):
                     handler = _find_handler(type(item))
                 if handler is not None:
                     if turn is None:
-                        if handler is _RESPONSE and self._quick_response(item, collector, seen, started, reply_to,
-                                                                         nested_in):
+                        if handler is _RESPONSE and _quick_response(item, collector, seen, name, started, reply_to,
+                                                                    nested_in):
                             yield item
                             continue
-                        turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in,
-                                     seen=seen, started=started)
+                        turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                                     started=started)
                     turn.handle(handler, item)
                 yield item
             exhausted = True
@@ -871,7 +910,7 @@ class AER1AgentWrapper(BaseChatAgent):
         except BaseException as exc:
             exhausted = True  # the inner stream raised: it is finished
             if turn is None:
-                turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
                              started=started)
             turn.failed(exc)
             raise
@@ -884,37 +923,12 @@ class AER1AgentWrapper(BaseChatAgent):
                 active.pop()
             elif self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
-            if collector is not self._collector:
+            if collector is not base:
                 self._observers = self._base_observers
             if not exhausted:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     await aclose()
-
-    def _quick_response(self, response: Any, collector: Collector, seen: _Seen, started: float,
-                        reply_to: str | None, nested_in: str | None) -> bool:
-        """A turn's final message when no item before it needed the turn: the step ``_Turn._response``
-        records (no thoughts, calls or inner run can precede it), made without a ``_Turn``.
-
-        ``response`` is the ``Response`` item. False, with nothing done, for a message that is not
-        plain text (a handoff...): the turn records it.
-        """
-        try:
-            message = response.chat_message
-            cls = type(message)
-            if not _is_plain_text(cls):
-                return False
-            if message.source not in seen.wrapped:
-                seen.add_message(message.id)
-            step: dict[str, Any] = {"message_type": cls.__name__, "message_id": message.id,
-                                    "content": cast(BaseTextChatMessage, message).content}
-            if nested_in is not None:
-                step["nested_in"] = nested_in
-            recorder(collector)("message", step, agent=self.name, kind="message", started_at=started,
-                                reply_to=reply_to)
-        except Exception as e:  # observation never breaks the turn; the receipt says incomplete
-            count_failure(collector, f"{type(response).__name__} from {self.name!r}", e)
-        return True
 
     def _enter_child(self, child: Collector) -> _Seen:
         """A turn recorded into ``child`` (a nested team's linked child): agent listed, observers set."""

@@ -19,7 +19,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.teams import RoundRobinGroupChat
 
-from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
+from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, agentchat
 from aer1.collectors._batched import DEFER_BATCH
 
 from .conftest import Check, Scripted, calls
@@ -191,7 +191,7 @@ async def test_a_turn_ending_in_its_text_message_records_the_step_the_turn_would
     shapes = []
     for quick in (True, False):
         if not quick:
-            monkeypatch.setattr(AER1AgentWrapper, "_quick_response", lambda *args: False)
+            monkeypatch.setattr(agentchat, "_quick_response", lambda *args: False)
         collector = AER1AutoGenCollector(goal="quick turns")
         alice = AssistantAgent("alice", model_client=scripted([calls(("c1", "add", '{"a": 1, "b": 2}')), "a2", "a3"]),
                                tools=[add])  # fmt: skip
