@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from hashlib import sha256
+from math import floor
 from operator import itemgetter
 from time import time_ns
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ from ._receipt import (
     close_workflow,
     evidence_path_for,
 )
-from ._redact import Redactor, default_redactor, redact_plain
+from ._redact import _NOT_PLAIN, Redactor, _plain_redacted, default_redactor, redact_plain
 from ._signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from ._timefmt import format_ns
 from ._timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
@@ -279,24 +280,38 @@ class Collector:
             extras = {}
             for name, value in (("reply_to", reply_to), ("target", target), ("recipient", recipient),
                                 ("call_id", call_id)):
-                if value is not None and type(value) is not str:
+                if value is None:
+                    continue
+                if type(value) is not str:
                     raise TypeError(f"{name} must be a string, got {type(value).__name__}")
                 if value == "":  # the verifier rejects an empty member: leave it out (None) instead
                     raise ValueError(f"{name} must be a non-empty string or None, got ''")
-                if value is not None and len(value) > MAX_MEMBER_CHARS:
+                if len(value) > MAX_MEMBER_CHARS:
                     raise ValueError(f"{name} is {len(value)} characters long, over the {MAX_MEMBER_CHARS} limit")
-                if value is not None:
-                    extras[name] = value
+                extras[name] = value
         if started_at is None or ended_at is None:
             now = time_ns()
-        start_ns = now if started_at is None else timefmt.to_ns(started_at)
+        # timefmt.to_ns, its float case inlined (the hooks' times are time.time() floats)
+        if started_at is None:
+            start_ns = now
+        else:
+            start_ns = floor(started_at * 1_000_000) * 1000 if type(started_at) is float else timefmt.to_ns(started_at)
         if ended_at is None:
             end_ns = now if now >= start_ns else start_ns  # the wall clock may step back: clamp
         else:
-            end_ns = timefmt.to_ns(ended_at)
+            end_ns = floor(ended_at * 1_000_000) * 1000 if type(ended_at) is float else timefmt.to_ns(ended_at)
             if end_ns < start_ns:
                 raise ValueError("ended_at is before started_at")
-        cbytes = self._content_bytes(content)
+        cbytes = None
+        if self._redact is default_redactor:  # _content_bytes' first case, inlined
+            redacted = _plain_redacted(content, 0)
+            if redacted is not _NOT_PLAIN:
+                try:
+                    cbytes = orjson.dumps(redacted, option=_SORT)  # plain data: orjson is exact JCS
+                except orjson.JSONEncodeError:
+                    pass  # a lone surrogate: _content_bytes repairs it
+        if cbytes is None:
+            cbytes = self._content_bytes(content)
         if len(cbytes) > MAX_CONTENT_BYTES:
             raise ValueError(f"content is {len(cbytes)} canonical bytes, over the {MAX_CONTENT_BYTES}-byte limit")
         if len(cbytes) * MAX_COST_PER_BYTE > _CONTENT_COST_ROOM and parse_cost(cbytes) > _CONTENT_COST_ROOM:
@@ -381,14 +396,19 @@ class Collector:
         """
         try:
             return self.record(tool, content, **kwargs)
-        except CollectorClosedError:
+        except Exception as e:
+            self._record_failed(tool, e)
+        return None
+
+    def _record_failed(self, tool: Any, exc: Exception) -> None:
+        """Log and count a step :meth:`record` refused (what :meth:`safe_record` does with it)."""
+        if isinstance(exc, CollectorClosedError):
             self.late_records += 1
             log.warning("aer1: step %r arrived after finalize() and is not in the receipt", tool)
-        except Exception as e:
-            with self._lock:
-                self.recording_failures += 1
-            log.warning("aer1: failed to record step %r: %s: %s", tool, type(e).__name__, e)
-        return None
+            return
+        with self._lock:
+            self.recording_failures += 1
+        log.warning("aer1: failed to record step %r: %s: %s", tool, type(exc).__name__, exc)
 
     def count_recording_failure(self, what: str, exc: BaseException) -> None:
         """Count (under the lock) and log an observation a hook could not record.

@@ -75,9 +75,20 @@ class BatchedCollector(Collector):
     def _chain_batch(self) -> None:
         """Chain the waiting steps, in order (the caller holds the batch lock)."""
         batch, self._batch = self._batch, []
-        record = super().safe_record
+        cls = type(self)
+        if cls.record is BatchedCollector.record and cls.safe_record is Collector.safe_record:
+            # What safe_record does, without its two calls a step: the batch is empty, so
+            # BatchedCollector.record would only pass the step on to Collector.record.
+            record = Collector.record
+            for tool, content, kwargs in batch:
+                try:
+                    record(self, tool, content, **kwargs)
+                except Exception as e:
+                    self._record_failed(tool, e)
+            return
+        safe_record = super().safe_record  # a subclass's own record or safe_record sees every step
         for tool, content, kwargs in batch:
-            record(tool, content, **kwargs)
+            safe_record(tool, content, **kwargs)
 
     def flush_steps(self) -> None:
         """Chain every step waiting in the batch now."""

@@ -338,6 +338,7 @@ class _Turn:
         reply_to: str | None = None,
         nested_in: str | None = None,
         seen: _Seen | None = None,
+        started: float | None = None,
     ) -> None:
         self.collector = collector
         # The turn's steps: chained with the next batch where the collector takes them so.
@@ -347,7 +348,7 @@ class _Turn:
         self.nested_in = nested_in
         self.seen = seen if seen is not None else _seen(collector)
         self.handoff_targets = wrapper._handoff_targets if wrapper is not None else {}
-        self.started = time.time()
+        self.started = time.time() if started is None else started
         self.reply_to = reply_to
         # Requested calls in request order, until their result is seen (ids may be empty or repeat).
         self.requests: list[_Pending] = []
@@ -505,7 +506,8 @@ class _Turn:
 
     def _response(self, response: Response) -> None:
         message = response.chat_message
-        self.seen.add_message(message.id)
+        if message.source not in self.seen.wrapped:  # a wrapped agent's message is never recorded as received
+            self.seen.add_message(message.id)
         cls = type(message)
         if _is_plain_text(cls):  # the common case: a text message is no handoff
             content: Any = cast(BaseTextChatMessage, message).content
@@ -610,6 +612,33 @@ def _find_handler(cls: type) -> _Handler | None:
         _HANDLERS[cls] = handler
     return handler
 
+
+_RESPONSE: _Handler = _Turn._response
+
+
+def _quick_response(response: Any, collector: Collector, seen: _Seen, agent: str, started: float,
+                    reply_to: str | None, nested_in: str | None) -> bool:
+    """A wrapper's turn's final message when no item before it needed the turn: the step
+    ``_Turn._response`` records (no thoughts, calls or inner run can precede it), made without a ``_Turn``.
+
+    ``response`` is the ``Response`` item. False, with nothing done, for a message that is not
+    plain text (a handoff...): the turn records it.
+    """
+    try:
+        message = response.chat_message
+        cls = type(message)
+        if not _is_plain_text(cls):
+            return False
+        if message.source not in seen.wrapped:
+            seen.add_message(message.id)
+        step: dict[str, Any] = {"message_type": cls.__name__, "message_id": message.id,
+                                "content": cast(BaseTextChatMessage, message).content}
+        if nested_in is not None:
+            step["nested_in"] = nested_in
+        recorder(collector)("message", step, agent=agent, kind="message", started_at=started, reply_to=reply_to)
+    except Exception as e:  # observation never breaks the turn; the receipt says incomplete
+        count_failure(collector, f"{type(response).__name__} from {agent!r}", e)
+    return True
 
 # ------------------------------------------------------------------ hooks on an agent
 
@@ -775,6 +804,9 @@ class AER1AgentWrapper(BaseChatAgent):
             self._seen.wrapped.add(agent.name)
         self._hooks = _hooks(agent)
         self._observers = self._base_observers = self._make_observers(collector)
+        # What every turn reads: collector, seen, team collector, name, the agent's running wrappers, the agent.
+        self._fixed: tuple[Collector, _Seen, AER1AutoGenCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
+            collector, self._seen, self._team_collector, agent.name, self._hooks.active, agent)
         # nested teams recorded into linked children: observers per child collector, and the
         # child this agent's turns go to while the nested team it belongs to runs
         self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
@@ -822,23 +854,37 @@ class AER1AgentWrapper(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Forward the wrapped agent's stream item by item, recording as items pass."""
-        collector, seen, team_collector = self._collector, self._seen, self._team_collector
-        if self._route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
-            collector = self._route if self._route is not None else routed(collector)
-            if collector is not self._collector:
+        # Read at once: every attribute read on a wrapper passes its __getattr__ hook first.
+        base, seen, team_collector, name, active, inner = self._fixed
+        collector, route = base, self._route
+        if route is not None or _ROUTES.get():  # in a nested team recorded into a linked child
+            collector = route if route is not None else routed(base)
+            if collector is not base:
                 seen = self._enter_child(collector)
                 team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
-        self._inbound(messages, collector, seen)
+        inbound = False
+        try:  # most turns receive only wrapped agents' messages: nothing to record
+            wrapped = seen.wrapped
+            for message in messages:
+                if message.source not in wrapped:
+                    inbound = True
+                    break
+        except Exception:  # an odd message: _inbound counts what it cannot record
+            inbound = True
+        if inbound:
+            self._inbound(messages, collector, seen)
         reply_to = (messages[-1].source or None) if messages else None
         outer = _RUNNING.get()
-        nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != self.name else None
-        turn = _Turn(collector, self.name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen)
-        running = _RUNNING.set((collector, self.name))
-        active = self._hooks.active
+        nested_in = outer[1] if outer is not None and outer[0] is collector and outer[1] != name else None
+        # The turn's state is made at its first item that needs it: a turn whose first handled
+        # item is its final text message (most turns) records that step without it.
+        turn: _Turn | None = None
+        started = time.time()
+        running = _RUNNING.set((collector, name))
         active.append(self)
         if team_collector is not None:
             team_collector._ac_turn_started(self)
-        stream = self._inner.on_messages_stream(messages, cancellation_token)
+        stream = inner.on_messages_stream(messages, cancellation_token)
         exhausted = False
         handlers = _HANDLERS
         try:
@@ -849,6 +895,13 @@ class AER1AgentWrapper(BaseChatAgent):
                 except KeyError:
                     handler = _find_handler(type(item))
                 if handler is not None:
+                    if turn is None:
+                        if handler is _RESPONSE and _quick_response(item, collector, seen, name, started, reply_to,
+                                                                    nested_in):
+                            yield item
+                            continue
+                        turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                                     started=started)
                     turn.handle(handler, item)
                 yield item
             exhausted = True
@@ -856,6 +909,9 @@ class AER1AgentWrapper(BaseChatAgent):
             raise  # the caller stopped reading: nothing was decided by the agent
         except BaseException as exc:
             exhausted = True  # the inner stream raised: it is finished
+            if turn is None:
+                turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                             started=started)
             turn.failed(exc)
             raise
         finally:
@@ -867,7 +923,7 @@ class AER1AgentWrapper(BaseChatAgent):
                 active.pop()
             elif self in active:
                 del active[len(active) - 1 - active[::-1].index(self)]
-            if collector is not self._collector:
+            if collector is not base:
                 self._observers = self._base_observers
             if not exhausted:
                 aclose = getattr(stream, "aclose", None)

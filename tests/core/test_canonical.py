@@ -368,3 +368,43 @@ def test_collector_fast_path_agrees_with_normalize_redact_encode(value: object) 
                                  {"$aer1:float": "nan"}, {"$aer1:object": [1]}, {"$aer1:int": "9" * 5000}])
 def test_restore_leaves_malformed_tags_as_they_are(tag: dict[str, object]) -> None:
     assert restore(tag) == tag
+
+
+_member_text = st.text(min_size=1, max_size=12).filter(_no_surrogates)
+
+
+@settings(max_examples=300)
+@given(agent=_member_text, tool=_member_text,
+       extras=st.dictionaries(st.sampled_from(["reply_to", "target", "recipient", "call_id"]), _member_text))
+def test_a_step_header_with_optional_members_is_hashed_as_its_canonical_bytes(
+    agent: str, tool: str, extras: dict[str, str]
+) -> None:
+    """The header bytes a step is chained over, optional members sorted in, are the step's RFC 8785 bytes."""
+    collector = Collector(goal="headers")
+    collector.record("first", {}, agent=agent)  # the agent's name is known (its JSON text remembered) from here
+    step = collector.record(tool, {"n": 1}, agent=agent, **extras)
+    body = {k: v for k, v in step.items() if k != "receipt_id"}
+    digest = hashlib.sha256(b"aer1-chain-v1/step\x00" + jcs_encode(body)).hexdigest()
+    assert collector._head == digest, f"got a chain digest over other bytes for members {sorted(body)}"
+    assert list(step)[10:] == [m for m in ("reply_to", "target", "recipient", "call_id") if m in extras]
+
+
+@settings(max_examples=200)
+@given(start=st.floats(min_value=0, max_value=4e9), length=st.floats(min_value=0, max_value=1e6),
+       content=json_values)
+def test_a_step_recorded_from_float_times_is_the_step_of_their_exact_conversion(
+    start: float, length: float, content: object
+) -> None:
+    """record() converts time.time() floats in line: the same instants, the same content bytes, as the helpers give."""
+    from aer1._timefmt import format_ns, to_ns
+
+    end = start + length
+    collector = Collector(goal="times")
+    try:
+        step = collector.record("t", content, started_at=start, ended_at=end)
+    except ValueError:  # content with no exact form at all, or over a limit: refused by the helpers too
+        with pytest.raises(ValueError):
+            collector._content_bytes(content)
+        return
+    assert (step["started_at"], step["ended_at"]) == (format_ns(to_ns(start)), format_ns(to_ns(end)))
+    assert step["receipt_hash"] == hashlib.sha256(collector._content_bytes(content)).hexdigest()

@@ -19,7 +19,7 @@ import pytest
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.teams import RoundRobinGroupChat
 
-from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
+from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector, agentchat
 from aer1.collectors._batched import DEFER_BATCH
 
 from .conftest import Check, Scripted, calls
@@ -165,3 +165,46 @@ async def test_a_team_run_records_the_same_steps_batched_or_not(
         shapes.append(_shape(receipt, contents))
     assert len(shapes[0]) > (DEFER_BATCH if turns > DEFER_BATCH else 0)
     assert shapes[0] == shapes[1], "got other steps from the batched run than from the step-by-step run"
+
+
+def test_a_subclass_recording_its_own_way_sees_every_batched_step() -> None:
+    """Batches go through a subclass's own ``record``: only the plain collector takes the direct path."""
+    seen: list[Any] = []
+
+    class Counting(AER1AutoGenCollector):
+        def record(self, tool: str, content: Any, **kwargs: Any) -> dict[str, Any]:
+            seen.append(content["n"])
+            return super().record(tool, content, **kwargs)
+
+    collector = Counting(goal="subclass")
+    for i in range(DEFER_BATCH + 3):
+        collector.defer("message", {"n": i}, agent="alice", kind="message")
+    receipt = collector.finalize()
+    assert seen == list(range(DEFER_BATCH + 3)), f"got {len(seen)} steps through the subclass, want every one"
+    assert len(receipt["steps"]) == DEFER_BATCH + 4
+
+
+async def test_a_turn_ending_in_its_text_message_records_the_step_the_turn_would(
+    scripted: Scripted, check: Check, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns whose first handled item is their final text message skip the turn's state: same steps."""
+    shapes = []
+    for quick in (True, False):
+        if not quick:
+            monkeypatch.setattr(agentchat, "_quick_response", lambda *args: False)
+        collector = AER1AutoGenCollector(goal="quick turns")
+        alice = AssistantAgent("alice", model_client=scripted([calls(("c1", "add", '{"a": 1, "b": 2}')), "a2", "a3"]),
+                               tools=[add])  # fmt: skip
+        bob = AssistantAgent("bob", model_client=scripted(["b1", "b2", "b3"]))
+        team = RoundRobinGroupChat([AER1AgentWrapper(alice, collector), AER1AgentWrapper(bob, collector)],
+                                   max_turns=6)
+        result = await team.run(task="add numbers")
+        receipt, contents = check(collector, result)
+        assert receipt["status"] == "ok", f"got status {receipt['status']!r}, want 'ok'"
+        steps = receipt["steps"]
+        # the task, alice's call and its summary, then five plain text turns
+        assert [s["kind"] for s in steps] == ["message", "tool_call", *["message"] * 6, "termination", "close"], (
+            f"got {[s['kind'] for s in steps]}")
+        assert all(s["started_at"] <= s["ended_at"] for s in steps), "got a step ending before it started"
+        shapes.append(_shape(receipt, contents))
+    assert shapes[0] == shapes[1], "got other steps from turns recorded without their state"
