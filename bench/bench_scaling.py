@@ -84,7 +84,7 @@ def rows_for(steps: int, m: dict[str, dict[str, list[dict[str, Any]]]]) -> list[
                  "µs/step"),
         make_row(f"{n} steps: verify the saved file (ours: all checks but evidence; one process)",
                  per_step(o, "verify", "verify_s"), per_step(p, "verify", "verify_s"), "µs/step"),
-        make_row(f"{n} steps: the same, ours in {os.cpu_count()} processes (the CLI's default; files from 4 MiB "
+        make_row(f"{n} steps: the same, ours in {os.cpu_count()} processes (the CLI's default; files from 1 MiB "
                  "are cut into runs of steps)", per_step(o, "verify_cores", "verify_s"),
                  per_step(p, "verify", "verify_s"), "µs/step"),
         make_row(f"{n} steps: peak RSS while recording", rss_per_1k(o, "rss_record_kib"),
