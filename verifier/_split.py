@@ -99,6 +99,7 @@ class _Part:
     hashes: bytes  # each step's receipt_hash, 32 bytes a step
     spilled: int  # bytes of the steps' signed form written to the part's spill file
     last: Any  # the run's last step
+    sha256: str | None = None  # the whole file's digest, from the last run's process when the file is in memory
 
 
 def _edges(read: _Read) -> tuple[int, int] | None:
@@ -294,7 +295,10 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
         return None
     if not runs:
         return None
-    return _Part(runs, bytes.fromhex("".join(hashes)), spilled, last)
+    part = _Part(runs, bytes.fromhex("".join(hashes)), spilled, last)
+    if final and read.data is not None:  # a worker's spare time, while this process checks the first run
+        part.sha256 = hashlib.sha256(read.data).hexdigest()
+    return part
 
 
 def _forked(jobs: list[Callable[[], Any]]) -> list[Any] | None:
@@ -467,7 +471,7 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     report = Report(source, checks)
     c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
     if data is not None:  # what a later reader of the file (a policy, a bundle's links) checks it reads by
-        c_parse.facts["sha256"] = hashlib.sha256(data).hexdigest()
+        c_parse.facts["sha256"] = parts[-1].sha256 or hashlib.sha256(data).hexdigest()
     beside = evidence_path_for(source)
     if evidence is None and os.path.lexists(beside):
         evidence = beside
