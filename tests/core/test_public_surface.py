@@ -44,6 +44,7 @@ DOCUMENTED_INTERNALS = frozenset({
     ("README.md", "aer1/_layout.py"),
     ("README.md", "collectors/_batched.py"),
     ("README.md", "verifier/_fast.py"),
+    ("README.md", "verifier/_split.py"),
     ("README.md", "verifier/_tsa_verify.py"),
     ("spec/agentchat.md", "collectors/_batched.py"),
     ("spec/receipt.md", "aer1._layout.receipt_json"),
