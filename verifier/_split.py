@@ -58,6 +58,7 @@ _CUT_WINDOWS = (512 * 1024, 4 * 1024 * 1024)
 #: Bytes read at each end of the file to find where the step lines begin and end (then more).
 _EDGES = (64 * 1024, 1024 * 1024)
 _INDENT = b"\n    "
+_LINE_BREAK = b"," + _INDENT
 _OPEN = b'\n  "steps": ['
 _FIRST = _OPEN + _INDENT + b"{"
 _LINE = _INDENT + b'{"'
@@ -225,9 +226,9 @@ def _pieces(read: _Read, start: int, end: int, *, lines: bool, max_line: int) ->
 def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
     """The steps a piece of the step lines holds (a comma after each but the receipt's last), or None.
 
-    Only when orjson writes the steps back as the text without its line breaks and indents
-    (whitespace between tokens to JSON: a string holds no raw newline); then no member is
-    repeated and the strict parser would read the same steps.
+    Only when the piece is exactly the saved layout of the steps orjson parsed from it: each
+    step on its own line, indented, written as orjson writes it back. Then no member is
+    repeated, nothing is spelled two ways, and the strict parser would read the same steps.
     """
     if not final:
         if not text.endswith(b","):
@@ -239,7 +240,7 @@ def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
         if not steps:  # a piece of no step (a line of only a comma, cut off by a read edge): the joined pieces
             return None  # would hold two commas in a row, which no parser reads
         # orjson reads values nested deeper than it writes (JSONEncodeError, a TypeError: "Recursion limit reached")
-        if orjson.dumps(steps) != b"[" + text.replace(_INDENT, b"") + b"]":
+        if _INDENT + _LINE_BREAK.join([orjson.dumps(step) for step in steps]) != text:
             return None
     except (orjson.JSONDecodeError, orjson.JSONEncodeError, MalformedInput):
         return None
