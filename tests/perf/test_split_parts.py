@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 import aer1.verifier as verifier
 from aer1 import Collector
 from aer1._layout import receipt_json
+from aer1._signing import load_private_key, sign_receipt
 from aer1.verifier import _split, verify_receipt
 
 from ..helpers import KEYS
@@ -451,3 +454,46 @@ def test_a_step_nested_deeper_than_orjson_writes_is_left_to_the_reference(seq: i
     assert in_memory["verdict"] == "MALFORMED", in_memory
     assert cut == in_memory, f"got {cut}, want {in_memory}"
     assert small_cuts == [False], f"got cut-path answers {small_cuts}, want it to hand the file back"
+
+
+# ------------------------------------------------------------ generated forgeries
+
+_FIELDS = ("agent", "tool", "kind", "status", "reply_to", "started_at", "receipt_hash", "seq", "prev_digest")
+_VALUES = st.one_of(st.text(max_size=6), st.integers(-2, 80), st.sampled_from(
+    ["message", "close", "tool_call", "ok", "error", "2026-01-01T00:00:00.000000Z", "0" * 64]))
+
+
+@st.composite
+def _forgeries(draw: st.DrawFn) -> tuple[int, int, list[tuple[int, str, Any]], bool, bool]:
+    n = draw(st.integers(2, 5 * _BLOCK + 3))
+    edits = draw(st.lists(st.tuples(st.integers(0, n - 1), st.sampled_from(_FIELDS), _VALUES), max_size=3))
+    return n, draw(st.integers(2, 5)), edits, draw(st.booleans()), draw(st.booleans())
+
+
+@pytest.mark.unverified_receipts
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=_forgeries())
+def test_a_generated_forgery_cut_into_runs_gets_the_in_memory_report(case: tuple[int, int, list[tuple[int, str, Any]],
+                                                                                bool, bool],
+                                                                     tmp_path: Path, small_cuts: list[bool]) -> None:
+    """Edits to steps, then (maybe) every link, id and root made to fit and the receipt signed again by another key."""
+    n, jobs, edits, rechain, resign = case
+    r = _receipt(n)
+    original = copy.deepcopy(r)
+    for k, name, value in edits:
+        r["steps"][k][name] = value
+    if rechain:
+        _rechained(r)
+    if resign:
+        r.pop("signature")
+        r["signature"] = sign_receipt(r, load_private_key(KEYS / "attacker.key"))
+    path = tmp_path / f"forged-{os.urandom(4).hex()}.json"
+    path.write_bytes(receipt_json(r))
+    cut, in_memory = _both(path, jobs)
+    assert cut == in_memory, f"got {cut}, want {in_memory}"
+    event(f"cut path answered: {small_cuts[-1]}, verdict {in_memory['verdict']}")
+    r.pop("signature")
+    original.pop("signature")
+    changed = r != original
+    if changed and not (rechain and resign):  # a changed step breaks the chain or the signature
+        assert in_memory["verdict"] != "VALID", in_memory
