@@ -16,7 +16,7 @@ from typing import IO, Any
 from .._canonical import CanonicalizationError, check_exact, exact_bytes, sorted_json
 from .._signing import PAYLOAD_TYPE, pae
 
-__all__ = ["Hashes", "signing_input", "signing_input_of_passed"]
+__all__ = ["Hashes", "passed_steps_bytes", "signing_input", "signing_input_of_passed"]
 
 _LEAF = 32
 _LEN_FIELD = 8
@@ -95,6 +95,15 @@ def signing_input(rest: Mapping[str, Any], spills: Sequence[tuple[IO[bytes], int
     return msg
 
 
+def passed_steps_bytes(steps: Sequence[Any]) -> bytes:
+    """The RFC 8785 bytes of steps the quick step checks passed, comma-separated, as the signed bytes hold them.
+
+    Such steps hold only ASCII member names, strings without a lone surrogate and safe
+    integers: their sorted JSON is their RFC 8785 form.
+    """
+    return b",".join([sorted_json(step) for step in steps])
+
+
 def signing_input_of_passed(wf: Mapping[str, Any]) -> bytearray:
     """The signed bytes of a receipt whose steps all passed the quick step checks (``_fast``).
 
@@ -104,5 +113,5 @@ def signing_input_of_passed(wf: Mapping[str, Any]) -> bytearray:
     """
     rest = {k: v for k, v in wf.items() if k != "steps"}
     check_exact({k: v for k, v in rest.items() if k != "signature"})  # the first problem the whole walk would meet
-    data = b",".join([sorted_json(step) for step in wf["steps"]])
+    data = passed_steps_bytes(wf["steps"])
     return signing_input(rest, [(io.BytesIO(data), len(data))], None)

@@ -41,7 +41,7 @@ from ._fast import Run, check_block, combine
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
-from ._signed import Hashes, signing_input
+from ._signed import Hashes, passed_steps_bytes, signing_input
 from ._steps import StepChecker
 from ._timestamp import TsaTrust
 
@@ -49,7 +49,7 @@ __all__ = ["SPLIT_MIN_BYTES", "verify_split"]
 
 #: Steps per block: a whole Merkle subtree of ``2**LEVELS`` leaves, so the runs' nodes combine.
 BLOCK_STEPS = 1 << LEVELS
-#: Bytes read at a time by each process (files not already in memory).
+#: Bytes of the file each process reads (or slices, when the file is in memory) at a time.
 _CHUNK = 1024 * 1024
 #: A line longer than this is left to the other paths (their limits bound one value).
 _MAX_CHUNK_BYTES = 16 * 1024 * 1024
@@ -64,9 +64,9 @@ _FIRST = _OPEN + _INDENT + b"{"
 _LINE = _INDENT + b'{"'
 _CLOSE = b"\n  ]"
 _HASH = 32
-#: How an evidence line of ours starts, and where its seq ends at the latest.
+#: How an evidence line of ours starts, and how far into the line its seq (and the comma after it) ends at the latest.
 _SEQ_PREFIX = b'{"seq":'
-_SEQ_AT = len(_SEQ_PREFIX)
+_SEQ_END = len(_SEQ_PREFIX) + 20
 #: Bytes read to find an evidence file's header line, or the next line break after a cut.
 _HEADER_BYTES = 64 * 1024
 
@@ -266,8 +266,8 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
             return False
         runs.append(run)
         hashes.extend([s["receipt_hash"] for s in block])
-        if spill is not None:  # exact JCS: passed steps hold ASCII names, strings and safe integers
-            data = b",".join([orjson.dumps(s, option=orjson.OPT_SORT_KEYS) for s in block])
+        if spill is not None:
+            data = passed_steps_bytes(block)
             spilled += spill.write(b"," + data if spilled else data)
         lo += len(block)
         last = block[-1]
@@ -354,7 +354,7 @@ def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[in
                 if len(line) >= MAX_EVIDENCE_LINE_BYTES:  # with its newline, over the limit the reference reads by
                     return None  # (_pieces bounds only what is carried over a read edge, not a line in one piece)
                 if not first:
-                    head = line[:_SEQ_AT + 20]
+                    head = line[:_SEQ_END]
                     if not head.startswith(_SEQ_PREFIX):
                         return None
                     digits = head[len(_SEQ_PREFIX):head.find(b",")]

@@ -52,7 +52,7 @@ from ._parse import (
     parse_line_quick,
 )
 from ._report import CheckResult, Report
-from ._signed import Hashes, signing_input
+from ._signed import Hashes, passed_steps_bytes, signing_input
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
 from ._timestamp import TsaTrust
 
@@ -319,7 +319,7 @@ class _Walker:
             raise _Quit  # seams are ``combine``'s, at the end
         self.runs.append(run)  # a passed run holds only dicts of strings and ints within the string limit
         self.hashes += bytes.fromhex("".join(s["receipt_hash"] for s in block))
-        data = b",".join(orjson.dumps(s, option=orjson.OPT_SORT_KEYS) for s in block)  # exact JCS, as above
+        data = passed_steps_bytes(block)
         self.spilled += self.spill.write(b"," + data if lo else data)
         self.last = block[-1]
         self.block = []
