@@ -71,10 +71,11 @@ def verify_receipt(
     beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
     the raw public key) whose signatures are authentic; when given, a receipt that is not
     signed by one of them fails. ``tsa_trust``: TSA roots for the timestamp check;
-    ``keyring``: key windows and revocations for the key check. ``jobs``: processes for the
-    steps of a receipt of 20,000 steps or more (on a shared machine two rarely beat one: measure).
-    A file too large or too costly to hold parsed is
-    verified by streaming, with the same checks and the same report.
+    ``keyring``: key windows and revocations for the key check. ``jobs``: processes for a
+    receipt file of 1 MiB or more in the saved layout (cut into runs of step lines) and for
+    the steps of a parsed receipt of 20,000 steps or more (two cores busy with other work
+    rarely beat one: measure). A file too large or too costly to hold parsed is verified by
+    streaming; every path gives the same checks and the same report.
     """
     from ._assemble import fresh_checks, skip_rest, steps_checked
     from ._checks import claims_profile

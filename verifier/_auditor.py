@@ -28,7 +28,7 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
                    help="checks that must PASS, comma-separated: chain, signature, evidence, timestamp")
     p.add_argument("--policy", metavar="FILE", help="a TOML policy file (spec/policy.md)")
     p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
-                   help="worker processes for many receipts, or for the steps of one receipt of 20,000 steps or "
+                   help="worker processes for many receipts, or for the steps of one receipt file of 1 MiB or "
                         "more (default: the number of cores)")
     p.add_argument("--verbose", "-v", action="store_true", help="full report for every receipt of a folder")
     p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
