@@ -45,8 +45,8 @@ PROOF_CHECKS = (
     (6, "content"),
     (7, "root_pinned"),
 )
-_HEX64 = re.compile(HEX64_PATTERN)
-_UUID = re.compile(UUID_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
+_UUID = re.compile(UUID_PATTERN, re.ASCII)
 #: Most hashes an audit path may hold (a tree of 2**64 leaves needs 64).
 MAX_PATH_LEN = 64
 
