@@ -36,6 +36,7 @@ from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
+from ._kind import refuse_unless_receipt
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
@@ -476,6 +477,8 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     beside = evidence_path_for(source)
     if evidence is None and os.path.lexists(beside):
         evidence = beside
+    if refuse_unless_receipt(report, rest):
+        return report
     _check_workflow_members(rest, True, c_members)
     if not checker.members_result(c_members):
         skip_rest(checks[2:], "members check failed")
