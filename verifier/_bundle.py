@@ -160,6 +160,9 @@ class BundleReport:
             state = node.report.verdict
             if node.report.failures:
                 state += f": {node.report.failures[0].reason}"
+                left = len(node.report.failures) - 1
+                if left:
+                    state += f" (and {left} more failure{'s' if left > 1 else ''}: --json lists every one)"
             extra = f", status {node.status}" if node.status else ""
             extra += f", closed by {node.closed_by}" if node.closed_by else ""
             lines.append(f"{pad}{os.path.basename(node.source)} (workflow {node.workflow_id}{extra}): {state}")

@@ -54,7 +54,7 @@ REQUIREMENTS = ("chain", "signature", "evidence", "timestamp")
 MAX_POLICY_BYTES = 1024 * 1024
 #: Trace rules and allow-list patterns per policy.
 MAX_RULES = 1000
-#: Violations listed per rule (the count beyond is stated).
+#: Step seqs a violation's text names (the count beyond is stated; its JSON ``seqs`` has every one).
 MAX_SEQS_LISTED = 20
 #: A tool call's ``arguments`` JSON string is parsed under this size (larger: the rule fails).
 MAX_ARGUMENTS_BYTES = 1024 * 1024
@@ -345,12 +345,12 @@ class _Check:
     def violate(self, rule: str, message: str, seqs: Sequence[int] = (), *, expected: Any = None,
                 actual: Any = None) -> None:
         listed = tuple(seqs[:MAX_SEQS_LISTED])
-        more = f" (and {len(seqs) - len(listed)} more)" if len(seqs) > len(listed) else ""
+        more = f" (and {len(seqs) - len(listed)} more: --json lists every step)" if len(seqs) > len(listed) else ""
         where = f"steps {', '.join(map(str, listed))}{more}: " if len(seqs) > 1 else ""
         self.result.failures.append(RuleViolation(
             POLICY_CHECK, f"rule {rule}: {where}{message}", listed[0] if len(listed) == 1 else None,
             None if expected is None else str(expected), None if actual is None else str(actual),
-            rule=rule, seqs=listed))
+            rule=rule, seqs=tuple(seqs)))
         self.result.status = FAIL
         if not self.result.detail:
             self.result.detail = self.result.failures[0].reason

@@ -36,9 +36,9 @@ from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
-from ._kind import refuse_unless_receipt
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
+from ._kind import refuse_unless_receipt
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report

@@ -35,8 +35,8 @@ from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
-from ._kind import refuse_unless_receipt
 from ._fast import Run, check_block, combine
+from ._kind import refuse_unless_receipt
 from ._output import unreadable_report
 from ._parallel import LEVELS
 from ._parse import (
