@@ -117,6 +117,8 @@ class BundleReport:
     root: Node | None = None
     failures: list[str] = field(default_factory=list)
     links: list[LinkResult] = field(default_factory=list)
+    #: Files of the folder that are not receipts (or cannot be read): the bundle is then MALFORMED.
+    unreadable: int = 0
 
     @property
     def valid(self) -> bool:
@@ -125,13 +127,15 @@ class BundleReport:
 
     @property
     def verdict(self) -> str:
-        """VALID or INVALID."""
+        """VALID, INVALID, or MALFORMED when a file of the folder is not a receipt (or no receipt is there)."""
+        if self.unreadable or not self.nodes:
+            return "MALFORMED"
         return "VALID" if self.valid else "INVALID"
 
     @property
     def exit_code(self) -> int:
-        """0 valid, 1 invalid."""
-        return 0 if self.valid else 1
+        """0 valid, 1 invalid, 2 malformed."""
+        return {"VALID": 0, "INVALID": 1}.get(self.verdict, 2)
 
     def count(self, result: str) -> int:
         """How many links ended with ``result``."""
@@ -178,7 +182,7 @@ class BundleReport:
         if self.valid:
             lines.append(f"verdict: VALID ({self.basis_text()})")
         else:
-            lines.append(f"verdict: INVALID: {self.failures[0] if self.failures else 'no root receipt'}")
+            lines.append(f"verdict: {self.verdict}: {self.failures[0] if self.failures else 'no root receipt'}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -399,6 +403,7 @@ def verify_bundle(
     by_id: dict[str, Node] = {}
     for node, why in examined:
         if node.report.malformed:
+            bundle.unreadable += 1  # input that is not a receipt: MALFORMED, never a receipt that failed
             bundle.failures.append(f"{node.source}: unreadable: {node.report.checks[0].detail}")
             continue
         if why is not None:
