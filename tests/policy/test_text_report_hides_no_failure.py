@@ -85,6 +85,7 @@ def test_a_step_list_cut_in_the_text_is_whole_in_json(tmp_path: Path, run_cli: R
     p.write_text('format = "aer1-policy-v1"\n[[rule]]\nname = "no payments"\nform = "at_most"\n'
                  'kind = "tool_call"\ntool = "pay"\ncount = 0\n')
     code, out, _ = run_cli(receipt, "--policy", p, "--json")
+    assert code == 1
     (violation,) = [f for f in json.loads(out)["failures"] if f["check"] == "policy"]
     assert violation["seqs"] == list(range(1, _PAYMENTS + 1))
     assert f"(and {_PAYMENTS - 20} more: --json lists every step)" in violation["message"]
