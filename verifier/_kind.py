@@ -36,7 +36,11 @@ _SHOWN = 60
 def _json_kind(doc: Any) -> str:
     if isinstance(doc, bool) or doc is None:
         return "a JSON literal"
-    return {dict: "a JSON object", list: "a JSON array", str: "a JSON string"}.get(type(doc), "a JSON number")
+    if isinstance(doc, dict):
+        return "a JSON object"
+    if isinstance(doc, list):
+        return "a JSON array"
+    return "a JSON string" if isinstance(doc, str) else "a JSON number"
 
 
 def own_file(doc: Any) -> str | None:
