@@ -50,6 +50,21 @@ def _members_fail(receipt: dict[str, Any]) -> bool:
     return verify_receipt(receipt).check("members").status == FAIL
 
 
+def _with_optional_formats() -> dict[str, Any]:
+    """The good receipt plus the optional format members check 2 reads: an agent's config_digest,
+    a key_proof's key_id and a link step's target (check 2 passes it; later checks need not)."""
+    r = copy.deepcopy(_RECEIPT)
+    r["agents"][0]["config_digest"] = "ab" * 32
+    r["key_proof"] = {"key_id": "cd" * 32, "value": "AAAA"}
+    r["steps"][1]["kind"], r["steps"][1]["target"] = "link", "0f0e0d0c-0b0a-4908-8706-050403020100"
+    return r
+
+
+_OPTIONAL = _with_optional_formats()
+#: Where each optional format member is, from the receipt down.
+_OPTIONAL_PATHS = (("agents", 0, "config_digest"), ("key_proof", "key_id"), ("steps", 1, "target"))
+
+
 @settings(max_examples=150)
 @given(member=st.sampled_from([("workflow", m) for m in _WORKFLOW_MEMBERS]
                               + [("step", m) for m in _STEP_MEMBERS]),
@@ -62,6 +77,33 @@ def test_any_non_ascii_digit_or_letter_in_a_format_member_fails_check_2(
     target = receipt if where == "workflow" else receipt["steps"][step]
     target[name] = _swap(target[name], index, char)
     assert _members_fail(receipt), f"{where} {name} = {target[name]!r} passed check 2"
+
+
+def test_the_optional_format_members_pass_check_2_as_written() -> None:
+    assert verify_receipt(_OPTIONAL).check("members").status == "PASS"
+
+
+@settings(max_examples=60)
+@given(where=st.sampled_from(_OPTIONAL_PATHS), index=st.integers(min_value=0, max_value=100),
+       char=st.one_of(st.sampled_from(_KNOWN), _NON_ASCII_ALNUM))
+def test_any_non_ascii_character_in_an_optional_format_member_fails_check_2(
+        where: tuple[Any, ...], index: int, char: str) -> None:
+    receipt = copy.deepcopy(_OPTIONAL)
+    node: Any = receipt
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = _swap(node[where[-1]], index, char)
+    assert _members_fail(receipt), f"{where} = {node[where[-1]]!r} passed check 2"
+
+
+@settings(max_examples=40)
+@given(member=st.sampled_from(["key_id", "public_key", "value"]), index=st.integers(min_value=0, max_value=100),
+       char=st.one_of(st.sampled_from(_KNOWN), _NON_ASCII_ALNUM))
+def test_any_non_ascii_character_in_the_signature_never_verifies(member: str, index: int, char: str) -> None:
+    """The signature member is check 6's format: a changed character is never a valid signature."""
+    receipt = copy.deepcopy(_RECEIPT)
+    receipt["signature"][member] = _swap(receipt["signature"][member], index, char)
+    assert verify_receipt(receipt).check("signature").status == FAIL
 
 
 @pytest.mark.parametrize("char", _KNOWN)

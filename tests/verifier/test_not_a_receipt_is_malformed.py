@@ -127,3 +127,22 @@ def test_a_bundle_of_no_receipt_is_refused(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "a.json").write_text("{}")
     code, out = _cli("--bundle", tmp_path, capsys=capsys)
     assert code == 2, out
+
+
+def test_a_cut_file_that_is_not_a_receipt_is_malformed(tmp_path: Path) -> None:
+    """The cut path (a saved receipt of 1 MiB or more, jobs > 1) holds the rule too."""
+    from aer1 import Collector
+
+    c = Collector(goal="large")
+    for i in range(3000):
+        c.record("tool", {"padding": "y" * 300, "i": i}, agent="a")
+    path = tmp_path / "r.json"
+    c.save(path)
+    data = path.read_bytes()
+    assert len(data) >= 1024 * 1024 and verify_receipt(str(path), jobs=2).verdict == "VALID"
+    header = b'  "type": "verifiable-workflow-receipt",\n'
+    for edited in (data.replace(header, b'  "type": "aer1-keyring",\n', 1), data.replace(header, b"", 1)):
+        assert edited != data
+        path.write_bytes(edited)
+        report = verify_receipt(str(path), jobs=2)
+        assert report.verdict == "MALFORMED" and "not a receipt" in report.checks[0].detail
