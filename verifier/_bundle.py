@@ -119,6 +119,8 @@ class BundleReport:
     links: list[LinkResult] = field(default_factory=list)
     #: Files of the folder that are not receipts (or cannot be read): the bundle is then MALFORMED.
     unreadable: int = 0
+    #: aer1's own files in the folder that are not receipts (a keyring, a summary): "PATH: what", not verified.
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -179,6 +181,8 @@ class BundleReport:
             node_line(self.root, 1)
         for failure in self.failures:
             lines.append(f"  failure: {failure}")
+        for skipped in self.skipped:
+            lines.append(f"  not a receipt, skipped: {skipped}")
         if self.valid:
             lines.append(f"verdict: VALID ({self.basis_text()})")
         else:
@@ -202,6 +206,7 @@ class BundleReport:
                       "not_followed_links": [{"parent": link.parent, "seq": link.seq, "target": link.target}
                                              for link in self.links if link.result == NOT_FOLLOWED]},
             "failures": list(self.failures),
+            "skipped": list(self.skipped),
             "receipts": [n.report.to_dict() for n in self.nodes],
             "basis": self.basis_text() if self.valid else None,
         }
@@ -398,8 +403,10 @@ def verify_bundle(
     elif receipt is not None:
         raise BundleError("--receipt pins the root of a link proof: the bundle holds no *.proof.json")
     examined = _examine_all(files, jobs)
+    own = [(node, node.report.checks[0].facts.get("own_file")) for node, _ in examined]
+    examined = [e for e, (_, what) in zip(examined, own, strict=True) if what is None]
     nodes = [node for node, _ in examined]
-    bundle = BundleReport(source, nodes)
+    bundle = BundleReport(source, nodes, skipped=[f"{node.source}: {what}" for node, what in own if what])
     by_id: dict[str, Node] = {}
     for node, why in examined:
         if node.report.malformed:

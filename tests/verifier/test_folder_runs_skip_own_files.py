@@ -113,3 +113,16 @@ def test_a_folder_of_nothing_but_aer1_files_verifies_nothing(tmp_path: Path,
 def test_a_file_named_alone_is_verified_not_skipped(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _cli(capsys, folder / "ops.keyring.json")
     assert code == 2 and "MALFORMED" in out and "not a receipt: an aer1 keyring" in out, out
+
+
+def test_transparency_log_files_beside_receipts_do_not_fail_the_run(folder: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Inclusion proofs (NAME.tlog-proof, text) and a log folder (checkpoint, tile/, log.vkey) are not receipts."""
+    (folder / "a.tlog-proof").write_text("aer1 tlog proof\nindex 0\n")
+    log = folder / "log"
+    (log / "tile" / "0").mkdir(parents=True)
+    (log / "checkpoint").write_text("example.com/log\n1\nAAAA\n")
+    (log / "log.vkey").write_text("example.com/log+abcd+AAAA\n")
+    (log / "tile" / "0" / "000").write_bytes(b"\x00" * 32)
+    code, out = _cli(capsys, folder)
+    assert code == 0 and "tlog-proof" not in out and "checkpoint" not in out, out

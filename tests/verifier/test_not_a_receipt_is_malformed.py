@@ -146,3 +146,20 @@ def test_a_cut_file_that_is_not_a_receipt_is_malformed(tmp_path: Path) -> None:
         path.write_bytes(edited)
         report = verify_receipt(str(path), jobs=2)
         assert report.verdict == "MALFORMED" and "not a receipt" in report.checks[0].detail
+
+
+def test_a_bundle_skips_aer1_files_and_refuses_unknown_ones(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Like a folder run: a keyring beside the bundle's receipts is skipped; an unknown document is MALFORMED."""
+    from aer1._cli import main as aer1_main
+
+    (tmp_path / "receipt.json").write_bytes(_GOOD.read_bytes())
+    (tmp_path / "receipt.evidence.jsonl").write_bytes(_GOOD.with_name("receipt_good.evidence.jsonl").read_bytes())
+    assert _cli("--bundle", tmp_path, capsys=capsys)[0] == 0
+    assert aer1_main(["keygen", "-o", str(tmp_path / "ops")]) == 0
+    capsys.readouterr()
+    code, out = _cli("--bundle", tmp_path, capsys=capsys)
+    assert code == 0 and "not a receipt, skipped:" in out and "ops.keyring.json" in out, out
+    (tmp_path / "other.json").write_text('{"name": "x"}')
+    code, out = _cli("--bundle", tmp_path, "--json", capsys=capsys)
+    assert code == 2 and json.loads(out)["verdict"] == "MALFORMED", out
