@@ -209,6 +209,10 @@ def check_summary(path: str, trusted: set[str] | None) -> tuple[list[CheckResult
             changed += 1
             c_files.fail(one_line(f"{entry['path']}: {problem}"), seq=i + 1)
     inputs = _inputs(doc["options"])
+    # What the verdicts rest on, so that verifying the receipts again can use the same inputs.
+    facts["inputs"] = [{"option": option, "path": name} for option, name, _ in inputs] + [
+        {"option": "--evidence", "path": e["evidence"], "receipt": e["path"]}
+        for e in doc["receipts"] if e.get("evidence") is not None]
     for option, name, want in inputs:
         problem = _changed(f"the {option} input", name, want)
         if problem is not None:

@@ -205,6 +205,14 @@ def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> in
         print(one_line(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}"))
         for line in failure_lines(c, see="--json lists every one"):
             print(one_line(line))
+    inputs = facts.get("inputs", [])
+    named = [f"{i['option']} {i['path']}" for i in inputs if i["option"] != "--evidence"]
+    evidence = sum(i["option"] == "--evidence" for i in inputs)
+    if evidence:
+        named.append(f"{evidence} evidence file" + ("s" if evidence > 1 else ""))
+    if named:
+        print(one_line(f"  inputs: {', '.join(named)} (named in the summary; give the same to verify the receipts "
+                       "again)"))
     if verdict == "VALID":
         signer = "trusted key" if facts.get("trusted") else "an untrusted key"
         print(one_line(f"verdict: VALID (summary of {facts.get('receipts')} receipts, signed by {signer} "

@@ -87,7 +87,10 @@ def test_every_input_file_is_named_and_rehashed(receipt_elsewhere: tuple[Path, P
     options = json.loads(summary.read_text())["options"]
     assert options["policy_file"]["path"] == str(policy)
     assert {"keyring", "tsa_roots", "receipt", "tsa_policy", "trusted_key_ids"} <= set(options)
-    assert _cli(capsys, "--summary", summary)[0] == 0
+    code, out = _cli(capsys, "--summary", summary)
+    assert code == 0 and f"inputs: --policy {policy}, 1 evidence file (" in out, out
+    facts = json.loads(_cli(capsys, "--summary", summary, "--json")[1])["summarized"]
+    assert {"option": "--evidence", "path": str(evidence), "receipt": str(receipt)} in facts["inputs"]
     policy.write_text(policy.read_text() + "# edited\n")
     code, out = _cli(capsys, "--summary", summary, "--json")
     doc = json.loads(out)
