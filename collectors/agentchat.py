@@ -176,8 +176,7 @@ def model_facts(agent: Any) -> tuple[str, str | None] | None:
     if client is None:
         return None
     identity = _model_identity(client)
-    cls = identity["client"]
-    return _PROVIDERS.get(cls, cls), identity["model"]
+    return _PROVIDERS.get(type(client).__name__, identity["client"]), identity["model"]
 
 
 def model_of(message: Any, facts: tuple[str, str | None] | None) -> dict[str, Any] | None:
