@@ -367,7 +367,9 @@ class AER1AgentFrameworkCollector(Collector):
     def _record_approval_request(self, name: str, request: Content) -> None:
         call = _call_of(request)
         if request.type != "function_approval_request" or call is None:
-            self.safe_record("user_input_request", {"request": _content(request)}, agent=name, kind="human_input")
+            content = vocab.human_input("agent_framework", prompt=_content(request), input=None,
+                                        request_id=getattr(request, "id", None))
+            self.safe_record("user_input_request", content, agent=name, kind="human_input")
             return
         content = vocab.approval("agent_framework", decision="requested", name=call.name, call_id=call.call_id or None,
                                  arguments=_plain(call.arguments), extras={"request_id": request.id})
@@ -556,8 +558,9 @@ class AER1AgentFrameworkCollector(Collector):
                 if call_id is not None:  # the agent run that receives it records the decision and this responder
                     self._approvers[call_id] = responder
                 continue
-            self.safe_record("request_info_response", {"request_id": str(request_id), "response": _plain(response)},
-                             agent=responder, kind="human_input", call_id=call_id)
+            content = vocab.human_input("agent_framework", prompt=None, input=_plain(response),
+                                        request_id=str(request_id))
+            self.safe_record("request_info_response", content, agent=responder, kind="human_input", call_id=call_id)
 
     def _record_end(self, run: _Run) -> None:
         """The ``termination`` step: what is known of the end (the framework gives no stop reason)."""
@@ -647,8 +650,9 @@ class AER1AgentFrameworkCollector(Collector):
             self._pending[request_id] = ("approval", call.call_id if call is not None else None)
             return  # the agent run that asked records the request (with the call id)
         self._pending[request_id] = ("human_input", None)
-        self.safe_record("request_info", {"request_id": request_id, "request": _plain(_data_of(data))},
-                         agent=str(event.source_executor_id or actor), kind="human_input")
+        content = vocab.human_input("agent_framework", prompt=_plain(_data_of(data)), input=None,
+                                    request_id=request_id)
+        self.safe_record("request_info", content, agent=str(event.source_executor_id or actor), kind="human_input")
 
 
 class _Run:
