@@ -490,10 +490,10 @@ def message_content(message: Any, **extras: Any) -> dict[str, Any]:
     """A sent message in the vocabulary: its text and role, the whole message (as sent) under ``legacy``."""
     text: Any = message
     role: Any = None
-    if isinstance(message, Mapping):
+    if isinstance(message, Mapping):  # the whole message, as sent, under legacy
         text, role = message.get("content"), message.get("role")
-    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None,
-                         extras={"message": message, **extras})
+        extras = {"message": message, **extras}
+    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None, extras=extras)
 
 
 @dataclass
