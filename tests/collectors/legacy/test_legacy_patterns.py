@@ -107,7 +107,7 @@ def test_round_robin_pattern(how: str, collector: AER1AutoGenCollector, finish: 
     assert rows(receipt) == [*expected, ("termination", MANAGER, None), CLOSE]
     assert [m["content"] for m in of_kind(receipt, contents, "message")][1:] == [c for _, c in history[1:]]
     selections = of_kind(receipt, contents, "speaker_selection")
-    assert [s["selected"] for s in selections] == speakers
+    assert [s["selected"][0] for s in selections] == speakers
     assert [s["legacy"]["last_speaker"] for s in selections] == [TEMP_USER, *speakers[:-1]]
     assert {s["legacy"]["method"] for s in selections} == {"callable"}
     (termination,) = of_kind(receipt, contents, "termination")
@@ -159,8 +159,8 @@ def test_auto_pattern_selects_with_the_model(collector: AER1AutoGenCollector, fi
         CLOSE,
     ]
     first, second = of_kind(receipt, contents, "speaker_selection")
-    assert (first["selected"], first["legacy"]["callable_returned"]) == ("analyst", "agent")  # the initial agent
-    assert (second["selected"], second["delegated_to"]) == ("writer", "auto")  # the manager's model chose
+    assert (first["selected"][0], first["legacy"]["callable_returned"]) == ("analyst", "agent")  # the initial agent
+    assert (second["selected"][0], second["legacy"]["delegated_to"]) == ("writer", "auto")  # the manager's model chose
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "is_termination_msg"
     assert termination["legacy"]["autogen_reason"] == f"Termination message condition on the GroupChatManager '{MANAGER}' met"
@@ -207,7 +207,7 @@ def test_tool_handoff_and_after_work_termination(how: str, collector: AER1AutoGe
     assert call["result"]["target"] == "billing"  # the handoff the tool asked for
     tool_step = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
     assert tool_step["call_id"] == "call_7"
-    assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == [
+    assert [s["selected"][0] for s in of_kind(receipt, contents, "speaker_selection")] == [
         "triage",
         TOOL_EXECUTOR,
         "billing",
@@ -240,7 +240,7 @@ def test_context_condition_handoff(collector: AER1AutoGenCollector, finish: Fini
     assert history == _observed(_context_handoff, None, "initiate", 10)
     sent = [(s["agent"], contents[s["seq"]]["legacy"]["message"]) for s in receipt["steps"] if s["kind"] == "message"]
     assert sent[1:] == [(name, text) for name, text in history[1:]]
-    assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
+    assert [s["selected"][0] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
     (termination,) = of_kind(receipt, contents, "termination")
     assert (termination["reason"], termination["legacy"]["autogen_reason"]) == ("no_eligible_speaker", "No next speaker selected")
 
