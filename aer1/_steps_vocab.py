@@ -21,8 +21,8 @@ from ._canonical import CanonicalizationError, exact_bytes
 from ._vocabulary import FRAMEWORK_MEMBERS, VOCABULARY, VOCABULARY_MEMBER
 
 __all__ = [
-    "CANCELLED",
     "CANCELLATIONS",
+    "CANCELLED",
     "EXIT_CODE",
     "MAX_ERROR_MESSAGE_CHARS",
     "OUTCOMES",

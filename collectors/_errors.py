@@ -39,4 +39,6 @@ def count_failure(collector: Collector, what: str, exc: BaseException) -> None:
     try:
         collector.count_recording_failure(what, exc)
     except Exception as e:  # not a Collector: nothing to count into
-        log.warning("aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _bounded_text(exc), e)
+        log.warning(
+            "aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _bounded_text(exc), e
+        )

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import logging
 import threading
 import time

@@ -888,7 +888,13 @@ def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> d
 
 
 #: GroupChat's ``speaker_selection_method`` names under the vocabulary's (spec/steps.md); a callable is ``function``.
-_MECHANISMS = {"auto": "model", "callable": "function", "round_robin": "round_robin", "random": "random", "manual": "manual"}
+_MECHANISMS = {
+    "auto": "model",
+    "callable": "function",
+    "round_robin": "round_robin",
+    "random": "random",
+    "manual": "manual",
+}
 
 
 def _end_selection(

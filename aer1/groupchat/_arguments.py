@@ -15,11 +15,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aer1._steps_vocab import SHOWN_CHARS, UnfitArguments, exact_json
+from aer1._steps_vocab import UnfitArguments, exact_json
 from aer1.errors import MalformedInputError
 
 from ._approval import arguments_digest
 from ._schema import json_type_name
+
 
 class ArgumentsError(MalformedInputError):
     """The arguments text cannot be turned into exact JSON values; the message says why."""
@@ -39,7 +40,7 @@ class ExactArguments:
 
 
 def parse_arguments(text: str) -> ExactArguments:
-    """Parse a tool call's ``function.arguments`` (the vocabulary's one rule); raise :class:`ArgumentsError` if unfit."""
+    """Parse a tool call's ``function.arguments`` (the vocabulary's one rule); :class:`ArgumentsError` if unfit."""
     try:
         exact, canonical = exact_json(text)
     except UnfitArguments as e:

@@ -110,7 +110,11 @@ async def test_group_chat_end_says_max_rounds(collector: AER1AgentFrameworkColle
     await events_of("group_chat", collector)
     receipt, contents = check(collector)
     end = contents[len(receipt["steps"]) - 1]
-    assert (end["agent_framework"]["rounds"], end["agent_framework"]["max_rounds"], end["agent_framework"]["max_rounds_reached"]) == (3, 3, True)
+    assert (
+        end["agent_framework"]["rounds"],
+        end["agent_framework"]["max_rounds"],
+        end["agent_framework"]["max_rounds_reached"],
+    ) == (3, 3, True)
     assert end["agent_framework"]["closing_output_from"] == "group_chat_orchestrator"
     assert end["reason"] is None and "no structured stop reason" in end["agent_framework"]["note"]
     selections = [contents[s["seq"]] for s in receipt["steps"] if s["kind"] == "speaker_selection"]
@@ -201,11 +205,15 @@ async def test_group_chat_orchestrator_agent_decisions_recorded(collector: AER1A
     assert_same_steps(got, [TASK, boss_turn, *selection("alice")[:2], boss_turn, selection("alice")[2],
                             *selection("bob")[:2], boss_turn, selection("bob")[2],
                             ("message", "workflow_output", "boss", None), END, CLOSE])
-    reasons = [contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
-               for s in receipt["steps"] if s["agent"] == "boss" and s["tool"] == "agent_run"]
+    reasons = [
+        contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
+        for s in receipt["steps"]
+        if s["agent"] == "boss" and s["tool"] == "agent_run"
+    ]
     assert [json.loads(r)["reason"] for r in reasons] == ["alice first", "bob next", "both spoke"]
     end = contents[len(got) - 1]
-    assert (end["agent_framework"]["final_state"], end["agent_framework"]["rounds"], end["agent_framework"]["closing_output_from"]) == ("IDLE", 2, "boss")
+    af = end["agent_framework"]
+    assert (af["final_state"], af["rounds"], af["closing_output_from"]) == ("IDLE", 2, "boss")
 
 
 async def test_caller_who_stops_reading_gets_a_cancelled_end(collector: AER1AgentFrameworkCollector,

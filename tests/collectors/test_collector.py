@@ -14,8 +14,8 @@ import pytest
 
 from aer1 import Collector, CollectorClosedError, verify_receipt
 from aer1._receipt import DEFAULT_VERIFY_URL
-from aer1._vocabulary import status_counts
 from aer1._redact import REDACTED, credential_redactor, is_secret_key
+from aer1._vocabulary import status_counts
 
 from ..helpers import KEYS, make_collector
 

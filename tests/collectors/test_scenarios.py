@@ -18,19 +18,19 @@ import pytest
 
 pytest.importorskip("autogen_agentchat")
 
-from autogen_agentchat.agents import AssistantAgent  # noqa: E402
-from autogen_agentchat.messages import TextMessage  # noqa: E402
-from autogen_core import CancellationToken, FunctionCall  # noqa: E402
-from autogen_core.tools import FunctionTool  # noqa: E402
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.messages import TextMessage
+from autogen_core import CancellationToken, FunctionCall
+from autogen_core.tools import FunctionTool
 
-from aer1 import Collector, verify_receipt  # noqa: E402
-from aer1 import _steps_vocab as vocab  # noqa: E402
-from aer1._vocabulary import VOCABULARY, status_counts  # noqa: E402
-from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector  # noqa: E402
-from aer1.collectors.autogen_core import observe_tools  # noqa: E402
-from aer1.groupchat import GroupChat, ScriptedAgent, ToolExecutor  # noqa: E402
+from aer1 import Collector, verify_receipt
+from aer1 import _steps_vocab as vocab
+from aer1._vocabulary import VOCABULARY, status_counts
+from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
+from aer1.collectors.autogen_core import observe_tools
+from aer1.groupchat import GroupChat, ScriptedAgent, ToolExecutor
 
-from ..scripted_models import function_calls, scripted_client  # noqa: E402
+from ..scripted_models import function_calls, scripted_client
 
 #: (call id, arguments text) of the three calls every collector runs.
 SHAPE = [("c1", "add", '{"a": 2, "b": 3}'), ("c2", "explode", '{"reason": "boom"}'), ("c3", "add", '{"a": 1, ')]

@@ -194,7 +194,11 @@ def test_an_edit_in_the_decision_that_cannot_be_digested_is_a_recorded_denial(
         result = run('{"to": "alice"}', reviewer, ledger)
         assert ledger.received == [] and result.stop_reason == "is_termination_msg"
         [approval] = of_kind(result, tmp_path, "approval")
-        assert (approval["decision"], approval["groupchat"]["edited"], approval["arguments"]) == ("denied", True, {"to": "alice"})
+        assert (approval["decision"], approval["groupchat"]["edited"], approval["arguments"]) == (
+            "denied",
+            True,
+            {"to": "alice"},
+        )
     check_receipt(result)
 
 

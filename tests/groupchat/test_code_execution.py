@@ -138,7 +138,11 @@ def test_the_opt_out_runs_unsandboxed_and_says_so_in_the_receipt(
     result = run_code(runner, f"{FENCE}python\nprint(6 * 7)\n{FENCE}")
     assert step_pairs(result) == expected_pairs(1)
     [only] = executions(result, tmp_path)
-    assert (only["groupchat"]["sandbox"], only["groupchat"]["unsandboxed_opt_in"], only["output"]) == ("none", True, "42\n")
+    assert (only["groupchat"]["sandbox"], only["groupchat"]["unsandboxed_opt_in"], only["output"]) == (
+        "none",
+        True,
+        "42\n",
+    )
     [listed] = [a for a in result.receipt["agents"] if a["name"] == "runner"]
     assert listed["type"] == "CodeRunnerAgent"
     check_receipt(result)

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from aer1 import _steps_vocab as vocab
-
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1._signing import generate_key_pair, key_id, load_public_key
 from aer1.verifier._cli import main as verify_main
 

@@ -89,7 +89,8 @@ async def test_calls_without_telling_ids_are_paired_by_position(
     else:
         assert all("call_id" not in s for s, _ in calls)  # an empty id is no id: the member is left out
     if not observed:
-        assert [(c["agentchat"]["call_index"], c["agentchat"]["paired_by"]) for _, c in calls] == [(0, "position"), (1, "position"),
+        assert [(c["agentchat"]["call_index"], c["agentchat"]["paired_by"]) for _, c in calls] == [
+            (0, "position"), (1, "position"),
                                                                          (2, "position")]  # fmt: skip
     assert pairs(receipt)[-3:-2] == [("message", "alice")]
 

@@ -49,7 +49,9 @@ async def test_turn_order_when_the_manager_is_unreachable(
     result = await collector.run(RoundRobinGroupChat(members, max_turns=2), task="go")
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK, SEL, ("message", "a"), SEL, ("message", "b"), TERM, CLOSE]
-    assert [(contents[i]["selected"], contents[i]["agentchat"]["observed_by"], contents[i]["mechanism"]) for i in (1, 3)] == [
+    assert [
+        (contents[i]["selected"], contents[i]["agentchat"]["observed_by"], contents[i]["mechanism"]) for i in (1, 3)
+    ] == [
         (["a"], "turn_order", None),
         (["b"], "turn_order", None),
     ]

@@ -185,7 +185,10 @@ async def test_swarm_handoff_recorded_once(collector: AER1AutoGenCollector, scri
     ]  # fmt: skip
     assert contents[3]["agentchat"]["selected_call_id"] == "h1"
     # The handoff context carries the tool call made before handing off.
-    assert [m["type"] for m in contents[3]["agentchat"]["context"]] == ["AssistantMessage", "FunctionExecutionResultMessage"]
+    assert [m["type"] for m in contents[3]["agentchat"]["context"]] == [
+        "AssistantMessage",
+        "FunctionExecutionResultMessage",
+    ]
     assert contents[2]["result"] == "Oslo: sunny"
     assert (contents[1]["mechanism"], contents[1]["agentchat"]["current_speaker"]) == ("current_speaker", "alice")
     assert contents[4]["mechanism"] == "handoff"
@@ -208,7 +211,8 @@ async def test_graph_flow_fan_out_and_join(collector: AER1AutoGenCollector, scri
         TERM, CLOSE,
     ]  # fmt: skip
     selections = [c for c in contents if "selected" in c]
-    assert [(s["selected"], s["mechanism"], s["agentchat"]["after"], s["agentchat"]["parallel"]) for s in selections] == [
+    assert [(s["selected"], s["mechanism"], s["agentchat"]["after"], s["agentchat"]["parallel"])
+            for s in selections] == [
         (["a"], "graph", "user", False), (["b", "c"], "graph", "a", True), (["d"], "graph", "c", False),
     ]  # fmt: skip
     # A parallel selection names no single target.
@@ -249,10 +253,15 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
         TERM, CLOSE,
     ]  # fmt: skip
     first, second = [c for c in contents if "selected" in c]
-    assert (first["selected"], first["mechanism"], first["agentchat"]["observed_by"]) == (["bob"], "orchestrator_ledger", "request")
+    assert (first["selected"], first["mechanism"], first["agentchat"]["observed_by"]) == (
+        ["bob"],
+        "orchestrator_ledger",
+        "request",
+    )
     assert first["agentchat"]["next_speaker"] == {"reason": "because bob", "answer": "bob"}
     assert first["agentchat"]["instruction_message_id"] == result.messages[2].id
-    assert contents[2]["content"] == "bob, summarise" and contents[2]["agentchat"]["manager"] == "MagenticOneOrchestrator"
+    assert contents[2]["content"] == "bob, summarise"
+    assert contents[2]["agentchat"]["manager"] == "MagenticOneOrchestrator"
     assert second["selected"] == ["alice"]
     assert contents[8]["content"] == "the final answer"
     assert contents[-2]["reason"] == "because True"
@@ -278,7 +287,8 @@ async def test_user_proxy_human_input(collector: AER1AutoGenCollector, scripted:
         ("speaker_selection", "team"), ("human_input", "human"), ("message", "human"), TERM, CLOSE,
     ]  # fmt: skip
     request_id = next(m.request_id for m in result.messages if type(m).__name__ == "UserInputRequestedEvent")
-    assert contents[4] == {"vocabulary": "aer1-steps/1", "prompt": "Enter your response: ", "input": "ship it TERMINATE",
+    assert contents[4] == {"vocabulary": "aer1-steps/1", "prompt": "Enter your response: ",
+                           "input": "ship it TERMINATE",
                            "request_id": request_id}
     assert receipt["steps"][5]["reply_to"] == "alice"
     assert prompts == ["Enter your response: "]
@@ -359,7 +369,8 @@ async def test_two_teams_share_a_collector(collector: AER1AutoGenCollector, scri
             if pair[1] in (first, second) or step["agent"] == actors[name]
         ]  # fmt: skip
         assert mine == expected(first, second)
-        assert all(c["agentchat"]["team_id"] == teams[name]._team_id for c, st in zip(contents, receipt["steps"], strict=False)
+        assert all(c["agentchat"]["team_id"] == teams[name]._team_id
+                   for c, st in zip(contents, receipt["steps"], strict=False)
                    if st["agent"] == actors[name])  # fmt: skip
     assert len(steps) == 12 + 12 + 1
     listed = {a["name"]: a["type"] for a in receipt["agents"]}

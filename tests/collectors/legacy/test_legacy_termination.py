@@ -54,7 +54,9 @@ def _termination(receipt: dict[str, Any], contents: dict[int, Any]) -> tuple[dic
     if PYAUTOGEN_02 or words is None or steps[0]["status"] != "ok":
         assert "autogen_reason" not in content
     else:
-        assert content["legacy"]["autogen_reason"].startswith(words), f"got {content['autogen_reason']!r}, want {words!r}"
+        assert content["legacy"]["autogen_reason"].startswith(words), (
+            f"got {content['autogen_reason']!r}, want {words!r}"
+        )
     return steps[0], content
 
 

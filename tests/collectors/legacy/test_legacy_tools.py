@@ -8,9 +8,8 @@ from typing import Any
 import autogen
 import pytest
 
-from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
-
 from aer1 import _steps_vocab as vocab
+from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
 from .support import (
     CLOSE,

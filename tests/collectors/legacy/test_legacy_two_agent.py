@@ -10,7 +10,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, PYAUTOGEN_02, Finish, of_kind, rows, says_terminate, said, scripted_agent, scripted_input
+from .support import CLOSE, PYAUTOGEN_02, Finish, of_kind, rows, said, says_terminate, scripted_agent, scripted_input
 
 
 def test_documented_usage_records_every_turn(finish: Finish) -> None:
