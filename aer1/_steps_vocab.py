@@ -19,6 +19,7 @@ from typing import Any
 
 from ._canonical import CanonicalizationError, exact_bytes
 from ._vocabulary import FRAMEWORK_MEMBERS, VOCABULARY, VOCABULARY_MEMBER
+from .errors import MalformedInputError
 
 __all__ = [
     "CANCELLATIONS",
@@ -129,7 +130,7 @@ def _content(framework: str, extras: Mapping[str, Any] | None, members: dict[str
     return content
 
 
-class UnfitArguments(ValueError):
+class UnfitArguments(MalformedInputError):
     """Tool-call arguments text with no exact JSON form; the message says why."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from aer1._canonical import exact_bytes
+from aer1._steps_vocab import SHOWN_CHARS
 from aer1.groupchat import (
     ApprovalDecision,
     CallbackApproval,
@@ -23,7 +24,7 @@ from aer1.groupchat import (
     ToolApprovalRequest,
     ToolExecutor,
 )
-from aer1.groupchat._arguments import SHOWN_CHARS, parse_arguments
+from aer1.groupchat._arguments import parse_arguments
 
 from .helpers import step_contents
 
