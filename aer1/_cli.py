@@ -259,6 +259,12 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.set_defaults(func=_report)
 
 
+def _erase_arguments(er: argparse.ArgumentParser) -> None:
+    from ._erase import add_erase_arguments
+
+    add_erase_arguments(er)
+
+
 def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     from ._recover import add_recover_arguments
 
@@ -276,6 +282,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+    "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
 }
 
 

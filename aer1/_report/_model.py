@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from .._canonical import restore
 from .._limits import MAX_INPUT_BYTES
 from .._redact import REDACTED
-from .._timeline import StepRow, evidence_contents, parse_time, step_rows
+from .._timeline import StepRow, evidence_contents, parse_time, preview, step_rows
 from ..verifier._archive import Outcome
+from ..verifier._disclosures import Unrevealed, revealed
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
 from ..verifier._report import FAIL, PASS, Report
@@ -66,6 +68,17 @@ def _content_text(content: Any) -> tuple[str, bool]:
     if len(text) <= MAX_CONTENT_CHARS:
         return text, False
     return text[:MAX_CONTENT_CHARS], True
+
+
+def _as_shown(value: Any) -> Any:
+    """A revealed content for display: each erased or withheld field as a bracketed sentence saying so."""
+    if isinstance(value, Unrevealed):
+        return f"[{value.describe()}]"
+    if type(value) is dict:
+        return {k: _as_shown(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_shown(v) for v in value]
+    return value
 
 
 def _marker(row: StepRow, content: Any) -> str:
@@ -219,8 +232,12 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
             violated.setdefault(seq, []).append(v["rule"])
     markers: dict[int, str] = {}
     shown = []
+    fields = report.committed_fields()
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
+        if fields is not None and r.seq is not None and content is not None:  # committed fields, never their digests
+            content = _as_shown(revealed(content, r.seq, fields))
+            r = replace(r, preview=preview(content))
         if r.seq is not None:
             markers[r.seq] = _marker(r, content)
         text, cut = _content_text(content) if r.seq in contents else ("", False)
