@@ -31,12 +31,15 @@ __all__ = ["add_erase_arguments", "erase_receipt", "holds_value", "receipts_in"]
 Selector = Callable[[int, str, Any], bool]
 
 
-def holds_value(value: Any, text: str) -> bool:
-    """True when a disclosed ``value`` is ``text`` or holds it as a string anywhere inside (a committed object)."""
+def holds_value(value: Any, text: str, contains: bool = False) -> bool:
+    """True when a disclosed ``value`` is ``text`` or holds it as a string anywhere inside (a committed object).
+
+    ``contains``: a string holding ``text`` anywhere counts too ("customer <alice@example.com>").
+    """
     stack = [value]
     while stack:
         v = stack.pop()
-        if v == text and type(v) is str:
+        if type(v) is str and (v == text or contains and text in v):
             return True
         if type(v) is dict:
             stack.extend(v.values())
@@ -114,8 +117,10 @@ def receipts_in(folder: str) -> Iterator[str]:
 
 def _selector(args: argparse.Namespace) -> Selector:
     if args.value is not None:
-        text = args.value
-        return lambda seq, where, value: holds_value(value, text)
+        text, contains = args.value, args.contains
+        if not text:
+            raise ErasureError("--value must not be empty")
+        return lambda seq, where, value: holds_value(value, text, contains)
     if args.step is None or args.path is None:
         raise ErasureError("give --step N and --path P, or --value TEXT")
     try:
@@ -171,6 +176,8 @@ def add_erase_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--step", type=int, help="the step's seq (1-based)")
     e.add_argument("--path", help="the field: a JSON Pointer (/arguments/email) or dotted (arguments.email)")
     e.add_argument("--value", help="erase every disclosure of this value (a string), in one receipt or a folder")
+    e.add_argument("--contains", action="store_true",
+                   help="with --value: also erase disclosed strings that contain the value")
     e.add_argument("--reason", required=True, help="why (the request this erasure answers); in the signed record")
     e.add_argument("--key", required=True, help="the Ed25519 private key that signs the erasure records")
     e.add_argument("--json", action="store_true", help="one JSON object: the fields erased")
