@@ -143,7 +143,7 @@ def _prove(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     """The verdict on the first line, then one row per step (``--json``: the same as one object)."""
-    from ._report._model import verdict_line
+    from ._report._model import shown_content, verdict_line
     from ._report._verify import verify_for_view, view_options
     from ._timeline import evidence_contents, format_timeline, step_rows
     from .verifier._evidence import evidence_for
@@ -163,10 +163,11 @@ def _show(args: argparse.Namespace) -> int:
             "source": args.receipt, "verdict": report.verdict, "exit_code": report.exit_code,
             "basis": report.basis(), "reason": verdict_line(report), "goal": receipt.get("goal"),
             "status": receipt.get("status"), "evidence": unread or "read",
-            "steps": [r.to_dict() for r in step_rows(receipt, contents)],
+            "steps": [r.to_dict() for r in step_rows(receipt, contents, shown_content(report))],
         }))
     else:
-        print(format_timeline(receipt, max_rows=args.rows, contents=contents, verdict=one_line(verdict)))
+        print(format_timeline(receipt, max_rows=args.rows, contents=contents, verdict=one_line(verdict),
+                              display=shown_content(report)))
     return 0
 
 

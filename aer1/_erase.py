@@ -39,7 +39,7 @@ def holds_value(value: Any, text: str, contains: bool = False) -> bool:
     stack = [value]
     while stack:
         v = stack.pop()
-        if type(v) is str and (v == text or contains and text in v):
+        if type(v) is str and (v == text or (contains and text in v)):
             return True
         if type(v) is dict:
             stack.extend(v.values())

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._canonical import restore
 from .._limits import MAX_INPUT_BYTES
 from .._redact import REDACTED
-from .._timeline import StepRow, evidence_contents, parse_time, preview, step_rows
+from .._timeline import StepRow, evidence_contents, parse_time, step_rows
 from ..verifier._archive import Outcome
 from ..verifier._disclosures import Unrevealed, revealed
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
@@ -68,6 +67,15 @@ def _content_text(content: Any) -> tuple[str, bool]:
     if len(text) <= MAX_CONTENT_CHARS:
         return text, False
     return text[:MAX_CONTENT_CHARS], True
+
+
+def shown_content(report: Report) -> Callable[[int, Any], Any] | None:
+    """What a page or timeline shows of step ``seq``'s content: committed fields as disclosed, or saying they
+    were erased or withheld (never the commitment); None when the receipt commits no field."""
+    fields = report.committed_fields()
+    if fields is None:
+        return None
+    return lambda seq, content: _as_shown(revealed(content, seq, fields))
 
 
 def _as_shown(value: Any) -> Any:
@@ -223,7 +231,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     contents, unread = evidence_contents(evidence_file, MAX_STEPS_SHOWN)
     if unread and evidence_file is not None:
         notes.append(clip(unread))
-    rows = step_rows({"steps": steps[:MAX_STEPS_SHOWN]}, contents)
+    rows = step_rows({"steps": steps[:MAX_STEPS_SHOWN]}, contents, shown_content(report))
     if len(steps) > MAX_STEPS_SHOWN:
         notes.append(f"the first {MAX_STEPS_SHOWN} of {len(steps)} steps are shown")
     violated: dict[int, list[str]] = {}
@@ -232,12 +240,11 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
             violated.setdefault(seq, []).append(v["rule"])
     markers: dict[int, str] = {}
     shown = []
-    fields = report.committed_fields()
+    shown_as = shown_content(report)
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
-        if fields is not None and r.seq is not None and content is not None:  # committed fields, never their digests
-            content = _as_shown(revealed(content, r.seq, fields))
-            r = replace(r, preview=preview(content))
+        if shown_as is not None and r.seq is not None and content is not None:  # never a commitment's digest
+            content = shown_as(r.seq, content)
         if r.seq is not None:
             markers[r.seq] = _marker(r, content)
         text, cut = _content_text(content) if r.seq in contents else ("", False)

@@ -35,6 +35,11 @@ def _write_lines(path: Path, docs: list[dict[str, Any]]) -> None:
     path.write_bytes(b"".join(exact_bytes(d) + b"\n" for d in docs))
 
 
+def _without(disclosures: Path, path: str) -> None:
+    """Drop the disclosure of ``path`` (as a withholding party would)."""
+    _write_lines(disclosures, [d for d in _lines(disclosures) if d.get("disclosure", ["", ""])[1] != path])
+
+
 def _beside(receipt: Path, what: str) -> Path:
     return receipt.with_name(f"{receipt.stem}.{what}.jsonl")
 
@@ -69,8 +74,7 @@ def test_cross_receipt_record_replayed(tmp_path: Path, key: Key) -> None:
     """A valid record of receipt A, copied beside receipt B (same key), counts for nothing there."""
     a, b = _receipt(tmp_path, key, "a"), _receipt(tmp_path, key, "b")
     erase(a, key, "--step", "1", "--path", "arguments.email")
-    disclosures = _beside(b, "disclosures")
-    _write_lines(disclosures, [d for d in _lines(disclosures) if d.get("disclosure", ["", ""])[1] != "/arguments/email"])
+    _without(_beside(b, "disclosures"), "/arguments/email")
     _beside(b, "erasures").write_bytes(_beside(a, "erasures").read_bytes())
     assert _withheld(b, key) == [(1, "/arguments/email")]
     assert "another receipt" in " ".join(verify(b, key).notes)
@@ -81,8 +85,7 @@ def test_record_replayed_onto_another_field(tmp_path: Path, key: Key) -> None:
     path = _receipt(tmp_path, key)
     erase(path, key, "--step", "2", "--path", "/customer/name")
     doc = _lines(_beside(path, "erasures"))[0]
-    disclosures = _beside(path, "disclosures")
-    _write_lines(disclosures, [d for d in _lines(disclosures) if d.get("disclosure", ["", ""])[1] != "/customer/iban"])
+    _without(_beside(path, "disclosures"), "/customer/iban")
     receipt = json.loads(path.read_bytes())
     forged = erasure_record(receipt, 2, "/customer/iban", doc["commitment"], "moved", load_private_key(key.private),
                             doc["erased_at"])
