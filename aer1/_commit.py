@@ -13,12 +13,10 @@ commitment, the disclosures file's lines) for producers and the verifier alike.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -131,6 +129,9 @@ def salt_ok(salt: Any) -> bool:
 
 def new_salt() -> str:
     """A fresh random salt: SALT_BYTES from the OS's CSPRNG, base64url without padding."""
+    import base64  # producers only: a verifier never makes a salt
+    import secrets
+
     return base64.urlsafe_b64encode(secrets.token_bytes(SALT_BYTES)).rstrip(b"=").decode("ascii")
 
 

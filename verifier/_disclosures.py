@@ -33,7 +33,6 @@ from .._commit import (
     reveal,
     salt_ok,
 )
-from .._erasure import record_problem
 from ._evidence import evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, open_regular
 from ._report import FAIL, CheckResult, Report
@@ -232,6 +231,8 @@ def check_commitments(view: Mapping[str, Any], evidence: str, result: CheckResul
     missing = {k: v for k, v in committed.items() if k not in fields.disclosed}
     records_file = erasures_path_for(evidence)
     if missing and os.path.lexists(records_file):
+        from .._erasure import record_problem  # only for a receipt with erased fields
+
         trusted = None if trusted_key_ids is None else frozenset(trusted_key_ids)
         try:
             records = _records(records_file)
