@@ -161,7 +161,15 @@ def commit_content(cbytes: bytes, marked: Marker) -> tuple[bytes, list[list[Any]
     The outermost marked value is committed whole (a marked value below it is part of it).
     When nothing is marked the bytes are returned as they are, and no disclosure.
     """
+    import orjson  # producers only
+
     content = _loads(cbytes)
+    # When orjson writes these very bytes, it writes the committed content exactly too (what is left of the
+    # content is a part of it, and a commitment is one ASCII member holding hex): no pure-Python encoding.
+    try:
+        orjson_exact = orjson.dumps(content, option=orjson.OPT_SORT_KEYS) == cbytes
+    except (orjson.JSONEncodeError, TypeError):
+        orjson_exact = False
     disclosures: list[list[Any]] = []
     stack = [((), content)]
     while stack:
@@ -177,12 +185,17 @@ def commit_content(cbytes: bytes, marked: Marker) -> tuple[bytes, list[list[Any]
     if not disclosures:
         return cbytes, disclosures
     disclosures.sort(key=lambda d: d[1])
-    return exact_bytes(content), disclosures
+    return (orjson.dumps(content, option=orjson.OPT_SORT_KEYS) if orjson_exact else exact_bytes(content)), disclosures
 
 
 def _loads(data: bytes) -> Any:
-    """Canonical bytes read back as exact JSON data (the standard parser takes any integer length)."""
-    return json.loads(data)
+    """Canonical bytes read back as exact JSON data (the standard parser when orjson refuses a long integer)."""
+    import orjson
+
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def commitments_in(content: Any) -> dict[str, str]:
