@@ -36,9 +36,13 @@ __all__ = [
     "disclosures_header",
     "disclosures_path_for",
     "erasures_path_for",
+    "has_commitment",
+    "leaves",
     "marker_for",
+    "new_salt",
     "parse_path",
     "pointer",
+    "reveal",
     "salt_ok",
 ]
 
@@ -213,6 +217,19 @@ def commitments_in(content: Any) -> dict[str, str]:
             continue
         stack.extend((p, v) for p, v, _, _ in _walk(node, path))
     return found
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Every value inside ``value`` that is not an object or an array (object members by value)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+        else:
+            yield v
 
 
 def has_commitment(line: bytes) -> bool:

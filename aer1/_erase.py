@@ -18,7 +18,7 @@ from time import time_ns
 from typing import Any
 
 from ._canonical import exact_bytes
-from ._commit import commitment, disclosures_path_for, erasures_path_for, parse_path, pointer
+from ._commit import commitment, disclosures_path_for, erasures_path_for, leaves, parse_path, pointer
 from ._erasure import erasure_record
 from ._outfile import replace_file
 from ._receipt import evidence_path_for
@@ -36,16 +36,7 @@ def holds_value(value: Any, text: str, contains: bool = False) -> bool:
 
     ``contains``: a string holding ``text`` anywhere counts too ("customer <alice@example.com>").
     """
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is str and (v == text or (contains and text in v)):
-            return True
-        if type(v) is dict:
-            stack.extend(v.values())
-        elif type(v) is list:
-            stack.extend(v)
-    return False
+    return any(type(v) is str and (v == text or (contains and text in v)) for v in leaves(value))
 
 
 def _read_all(path: str) -> bytes:

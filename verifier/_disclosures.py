@@ -31,6 +31,7 @@ from .._commit import (
     disclosures_path_for,
     erasures_path_for,
     has_commitment,
+    leaves,
     reveal,
     salt_ok,
 )
@@ -107,16 +108,7 @@ class Unrevealed:
 
 def find_unrevealed(value: Any) -> Unrevealed | None:
     """The first committed field read without its value inside ``value``, or None."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Unrevealed):
-            return v
-        if type(v) is dict:
-            stack.extend(v.values())
-        elif type(v) is list:
-            stack.extend(v)
-    return None
+    return next((v for v in leaves(value) if isinstance(v, Unrevealed)), None)
 
 
 def _may_commit(path: str) -> bool:
