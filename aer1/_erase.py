@@ -90,8 +90,8 @@ def erase_receipt(receipt: dict[str, Any], receipt_path: str, select: Selector, 
     new = old + b"".join(exact_bytes(r) + b"\n" for r in records)
     replace_file(records_file, lambda f: f.write(new), durable=True)
     gone = {n for n, _ in picked}
-    kept = _read_all(disclosures_file).splitlines(keepends=True)
-    remaining = b"".join(line for i, line in enumerate(kept, 1) if i not in gone)
+    kept = _read_all(disclosures_file).split(b"\n")[:-1]  # lines end in a newline: the last piece is empty
+    remaining = b"".join(line + b"\n" for i, line in enumerate(kept, 1) if i not in gone)
     replace_file(disclosures_file, lambda f: f.write(remaining), durable=True)
     return records
 

@@ -28,7 +28,7 @@ def _receipt(folder: Path, key: Key, name: str = "r") -> Path:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 
 def _write_lines(path: Path, docs: list[dict[str, Any]]) -> None:

@@ -87,7 +87,7 @@ def test_no_erasure_records_make_an_edited_value_valid(value: Any, edited: Any, 
     with tempfile.TemporaryDirectory() as d:
         path = _receipt(Path(d), value)
         receipt = json.loads(path.read_bytes())
-        evidence = [json.loads(x) for x in path.with_name("r.evidence.jsonl").read_text().splitlines()]
+        evidence = [json.loads(x) for x in path.with_name("r.evidence.jsonl").read_bytes().splitlines()]
         found = commitments_in(evidence[1]["content"])
         key = load_private_key(_key().private)
         records = [erasure_record(receipt, 1, p, found[p], "request", key, "2026-01-01T00:00:00.000000Z")
@@ -97,7 +97,7 @@ def test_no_erasure_records_make_an_edited_value_valid(value: Any, edited: Any, 
                                           "2026-01-02T00:00:00.000000Z"))
         path.with_name("r.erasures.jsonl").write_bytes(b"".join(exact_bytes(r) + b"\n" for r in records))
         disclosures = path.with_name("r.disclosures.jsonl")
-        lines = [json.loads(x) for x in disclosures.read_text().splitlines()]
+        lines = [json.loads(x) for x in disclosures.read_bytes().splitlines()]
         for line in lines[1:]:
             if line["disclosure"][1] == "/arguments/email":
                 line["disclosure"][2] = edited
