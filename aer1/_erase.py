@@ -18,7 +18,7 @@ from time import time_ns
 from typing import Any
 
 from ._canonical import exact_bytes
-from ._commit import commitment, disclosures_path_for, erasures_path_for, leaves, parse_path, pointer
+from ._commit import commitment, disclosures_header, disclosures_path_for, erasures_path_for, leaves, parse_path, pointer
 from ._erasure import erasure_record
 from ._outfile import replace_file
 from ._receipt import evidence_path_for
@@ -90,8 +90,8 @@ def erase_receipt(receipt: dict[str, Any], receipt_path: str, select: Selector, 
     new = old + b"".join(exact_bytes(r) + b"\n" for r in records)
     replace_file(records_file, lambda f: f.write(new), durable=True)
     gone = {n for n, _ in picked}
-    kept = _read_all(disclosures_file).split(b"\n")[:-1]  # lines end in a newline: the last piece is empty
-    remaining = b"".join(line + b"\n" for i, line in enumerate(kept, 1) if i not in gone)
+    # The lines read and checked above, less the erased ones: never a second reading of the file.
+    remaining = disclosures_header(receipt["workflow_id"]) + b"".join(line for n, line, _ in lines if n not in gone)
     replace_file(disclosures_file, lambda f: f.write(remaining), durable=True)
     return records
 
