@@ -18,7 +18,15 @@ from time import time_ns
 from typing import Any
 
 from ._canonical import exact_bytes
-from ._commit import commitment, disclosures_header, disclosures_path_for, erasures_path_for, leaves, parse_path, pointer
+from ._commit import (
+    commitment,
+    disclosures_header,
+    disclosures_path_for,
+    erasures_path_for,
+    leaves,
+    parse_path,
+    pointer,
+)
 from ._erasure import erasure_record
 from ._outfile import replace_file
 from ._receipt import evidence_path_for
