@@ -67,7 +67,8 @@ class Fields:
 
     def summary(self) -> str:
         """One phrase: how many fields are committed, disclosed, erased (by whom, when, why), withheld."""
-        parts = [f"{len(self.committed)} fields committed: {len(self.disclosed)} disclosed and checked"]
+        n = len(self.committed)
+        parts = [f"{n} field{'' if n == 1 else 's'} committed: {len(self.disclosed)} disclosed and checked"]
         if self.erased:
             groups: dict[tuple[str, str, str], int] = {}
             for r in self.erased.values():
