@@ -52,7 +52,7 @@ demo: $(STAMP)
 test: lint test-main test-ag2 test-autogen
 
 test-main: $(STAMP) $(PEER_STAMP) $(PEER_SDIST)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-ag2: $(AG2_STAMP) $(PEER_STAMP)
 	$(AG2_VENV)/bin/python -m pytest -q tests/collectors/legacy

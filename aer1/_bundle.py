@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._layout import receipt_json
 from ._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_status
-from ._receipt import evidence_path_for
+from ._receipt import UUID_PATTERN, evidence_path_for
 
 if TYPE_CHECKING:
     from ._collector import Collector
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "evidence_bytes", "link_child", "save_bundle"]
 
 _LINKING = threading.Lock()
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID = re.compile(UUID_PATTERN, re.ASCII)
 
 
 @dataclass

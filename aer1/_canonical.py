@@ -491,7 +491,7 @@ def normalize(value: Any) -> Any:
 
 
 _RESTORE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_INT_TAG = re.compile(r"-?[1-9][0-9]*")
+_INT_TAG = re.compile(r"-?[1-9][0-9]*", re.ASCII)
 #: Longest digit string :func:`restore` turns back into an int (the interpreter's own default limit).
 _MAX_TAG_DIGITS = 4300
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ._receipt import HEX64_PATTERN
 from ._signing import key_id
 from .errors import MalformedInputError
 
@@ -42,8 +43,8 @@ MAX_KEYRING_KEYS = 10_000
 #: Longest revocation reason.
 MAX_REASON_CHARS = 512
 _RAW_KEY_LEN = 32
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z", re.ASCII)
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _REQUIRED = frozenset(("key_id", "alg", "public_key", "valid_from"))
 _OPTIONAL = frozenset(("valid_until", "revoked_at", "revocation_reason"))
 

@@ -34,6 +34,7 @@ __all__ = [
     "PROOF_MEMBERS",
     "PROOF_TYPE",
     "PROOF_VERSION",
+    "RFC3339_PATTERN",
     "STEP_OPTIONAL_MEMBERS",
     "STEP_REQUIRED_MEMBERS",
     "STEP_STATUSES",
@@ -110,7 +111,12 @@ DERIVED_ID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0
 #: A SHA-256 digest: 64 lowercase hex characters.
 HEX64_PATTERN = r"[0-9a-f]{64}"
 #: Our step times: UTC with microseconds; group 1 is the calendar date (checked separately).
-TIMESTAMP_PATTERN = r"(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z"
+#: Every format pattern here spells its digits ``[0-9]``: ``\d`` would match any Unicode
+#: digit (an Arabic-Indic zero passed as a time), and each is compiled with ``re.ASCII`` too.
+TIMESTAMP_PATTERN = r"([0-9]{4}-[0-9]{2}-[0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+#: Any RFC 3339 date-time (a receipt of another producer): groups 1 to 3 are year, month, day.
+RFC3339_PATTERN = (r"([0-9]{4})-([0-9]{2})-([0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+                   r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
 
 #: Workflow members bound by the close step's content, in this order.
 CLOSE_BOUND_MEMBERS = (

@@ -165,7 +165,7 @@ def format_timeline(receipt: Mapping[str, Any], max_rows: int = _MAX_ROWS, *,
     shown: list[StepRow | None] = list(rows) if len(rows) <= max_rows else [*rows[: max_rows - 5], None, *rows[-4:]]
     for r in shown:
         if r is None:
-            lines.append(f"  ... {len(rows) - max_rows + 1} more steps ...")
+            lines.append(f"  ... {len(rows) - max_rows + 1} more steps (--rows shows more, --json every one) ...")
             continue
         who = f"{r.agent} -> {r.to}" if r.to else r.agent
         label = "" if r.tool == r.kind else f" [{r.tool}]"

@@ -29,6 +29,7 @@ from aer1.verifier._tsa_verify import _Untrusted, _verify_one
 from ._compat_verify import VERDICT_FAIL, VERDICT_PASS, VERDICT_UNAVAILABLE
 
 __all__ = [
+    "NO_TSA_TRUST",
     "PROOF_FORMAT",
     "AnchorError",
     "NostrBackend",
@@ -123,14 +124,23 @@ def _resolve(backends: Any, backend_kwargs: Mapping[str, Mapping[str, Any]]) -> 
     return resolved
 
 
-def _checked_root(workflow: Any) -> str:
-    """The receipt's merkle_root once our verifier recomputed it from the steps; else AnchorError."""
+def _checked_root(workflow: Any, doing: str = "refusing to anchor") -> str:
+    """The receipt's merkle_root once our verifier passed the whole receipt; else AnchorError.
+
+    The whole receipt, not its root alone: the root binds only the step ids, so a step edited
+    after anchoring keeps it; the chain (check 5) binds every member of every step, and the
+    tokens cover ``chain_head``. A receipt without the chain binds nothing an anchor could hold.
+    """
     if not isinstance(workflow, Mapping):
         raise AnchorError("workflow is not a JSON object")
     report = verify_receipt(workflow)
-    if report.check("merkle_root").status != PASS:
-        reasons = "; ".join(f.reason for f in report.failures[:3]) or "not checked"
-        raise AnchorError(f"refusing to anchor a receipt whose merkle_root does not verify: {reasons}")
+    if not report.valid:
+        shown = [f.reason for f in report.failures[:3]]
+        more = f"; and {len(report.failures) - 3} more" if len(report.failures) > 3 else ""
+        raise AnchorError(f"{doing} a receipt that does not verify: {'; '.join(shown)}{more}")
+    if report.check("chain").status != PASS:
+        raise AnchorError(f"{doing} a receipt without a checked hash chain: its steps' contents are not bound "
+                          f"({report.check('chain').detail})")
     return str(workflow["merkle_root"])
 
 
@@ -200,8 +210,10 @@ def _verify(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> _Outcome:
         failures.append(f"unknown anchor proof format {proof.get('format')!r}, want {PROOF_FORMAT!r}")
     if proof.get("receipt_id") != workflow.get("receipt_id"):
         failures.append("anchor proof receipt_id does not match the receipt")
+    if "anchor_proof" in workflow:  # the peer's embedded form: the receipt anchored is the one without it
+        workflow = {k: v for k, v in workflow.items() if k != "anchor_proof"}
     try:
-        root = _checked_root(workflow)
+        root = _checked_root(workflow, "the anchor does not hold for")
     except AnchorError as e:
         return _Outcome([*failures, str(e)])
     if proof.get("merkle_root") != root:
@@ -226,14 +238,20 @@ def _verify(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> _Outcome:
     return outcome
 
 
-def verify_anchor(proof: Any, workflow: Any, tsa_trust: TsaTrust | None = None) -> list[str]:
-    """Failure reasons of an anchor proof against a receipt, [] when it holds.
+#: The reason ``verify_anchor`` gives without ``tsa_trust``: the anchor is not shown to hold.
+NO_TSA_TRUST = ("not checked: who issued the tokens (any TSA can sign a token over this receipt): "
+                "give tsa_trust, the TSA roots you trust")
 
-    Offline: the root is recomputed from the receipt's steps, every token must be granted,
-    carry its nonce and be over this receipt's imprint. Whether a token's TSA is one the
-    auditor trusts is checked only with ``tsa_trust`` (and then at least one must be). A
-    proof resting only on backends no one can check offline (the peer's Nostr and
-    OpenTimestamps entries) is not valid: each is a reason.
+
+def verify_anchor(proof: Any, workflow: Any, tsa_trust: TsaTrust | None = None) -> list[str]:
+    """Reasons the anchor proof does not hold for the receipt, [] only when it holds.
+
+    It holds when the receipt verifies (every check our verifier runs on it, the hash chain
+    included, not only its Merkle root), every token is granted, carries its nonce and is
+    over this receipt's imprint, and at least one chains to a TSA root in ``tsa_trust``.
+    Without ``tsa_trust`` it never holds: the list then says what was not checked
+    (:data:`NO_TSA_TRUST`). A proof resting only on backends no one can check offline (the
+    peer's Nostr and OpenTimestamps entries) does not hold either: each is a reason.
     """
     return _failures(_verify(proof, workflow, tsa_trust), tsa_trust)
 
@@ -242,7 +260,9 @@ def _failures(outcome: _Outcome, tsa_trust: TsaTrust | None) -> list[str]:
     failures = list(outcome.failures)
     if not failures and not outcome.rfc3161:
         failures += outcome.unchecked
-    if not failures and tsa_trust is not None and not outcome.trusted:
+    if not failures and tsa_trust is None:
+        failures.append(NO_TSA_TRUST)
+    if not failures and not outcome.trusted:
         failures.append("no token chains to a trusted TSA root")
     return failures
 
@@ -254,7 +274,8 @@ def anchor_verdict(proof: Any, workflow: Any, tsa_trust: TsaTrust | None) -> dic
     roots given, or only backends that cannot be checked offline.
     """
     outcome = _verify(proof, workflow, tsa_trust)
-    failures = _failures(outcome, tsa_trust) if outcome.rfc3161 or outcome.failures else []
+    failures = [f for f in _failures(outcome, tsa_trust) if f != NO_TSA_TRUST] \
+        if outcome.rfc3161 or outcome.failures else []  # fmt: skip
     if failures:
         return {"verdict": VERDICT_FAIL, "detail": "; ".join(failures[:3]), "failures": failures}
     unchecked = ("; not checked: " + "; ".join(outcome.unchecked)) if outcome.unchecked else ""

@@ -98,7 +98,8 @@ def _dimension(report: Report, names: Sequence[str]) -> dict[str, Any]:
     failed = [c for c in checks if c.status == FAIL]
     if failed:
         reasons = [f.reason for c in failed for f in c.failures]
-        return {"verdict": VERDICT_FAIL, "detail": "; ".join(reasons[:5]) + (" ..." if len(reasons) > 5 else ""),
+        more = f"; and {len(reasons) - 5} more (every one in failures)" if len(reasons) > 5 else ""
+        return {"verdict": VERDICT_FAIL, "detail": "; ".join(reasons[:5]) + more,
                 "failures": reasons, "checks": [c.name for c in checks]}  # fmt: skip
     ran = [c for c in checks if c.status == PASS]
     detail = "; ".join(f"{c.name}: {c.detail}" for c in checks if c.detail)

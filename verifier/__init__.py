@@ -129,6 +129,10 @@ def verify_receipt(
         return report
     c_parse.passed("given as parsed JSON data within limits" if given_parsed
                    else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
+    from ._kind import refuse_unless_receipt
+
+    if refuse_unless_receipt(report, wf):  # not a receipt: MALFORMED (exit 2), never a receipt that fails
+        return report
 
     if not quick_done:
         passed = quick_steps(wf, jobs)

@@ -72,6 +72,16 @@ class Outcome:
     rules: list[str] = field(default_factory=list)
     sha256: str | None = None
     evidence_sha256: str | None = None
+    #: What the file is when it is one of aer1's own files other than a receipt (a keyring, a
+    #: summary...): a run of many files lists it as skipped and counts it apart, never as a verdict.
+    skipped: str | None = None
+    #: The evidence file used (None: none), so a signed summary names it and its re-check reads it.
+    evidence: str | None = None
+
+
+def skipped_line(o: Outcome) -> str:
+    """The line a run of many files prints for a file it skipped: what it is."""
+    return one_line(f"{o.report.source}: not a receipt, skipped: {o.skipped}")
 
 
 def file_sha256(path: str) -> str:
@@ -109,6 +119,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     if is_proof or opts.proof:
         proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
                                      trusted_key_ids=opts.trusted))
+        proof.skipped = proof.report.checks[0].facts.get("own_file")
         if opts.policy is not None:  # a proof has no chain, evidence or steps: what needs them fails
             from ._policy import apply_policy
 
@@ -118,8 +129,9 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
                             expected_root=opts.expected_root, expected_head=opts.expected_head, jobs=opts.steps_jobs,
                             **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy, opts.keyring))
-    outcome = Outcome(report)
+    outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"))
     evidence = evidence_for(path, opts.evidence)
+    outcome.evidence = None if evidence is None else os.fspath(evidence)
     wf = None
     chain = report.check("chain")
     if not report.malformed and chain.status == PASS and (
@@ -195,9 +207,16 @@ class Tally:
         self.rules: Counter[str] = Counter()
         self.unreadable: list[str] = []
         self.unreadable_count = 0
+        self.skipped: list[str] = []
+        self.skipped_count = 0
 
     def add(self, o: Outcome) -> None:
         r = o.report
+        if o.skipped is not None:  # one of aer1's own files: counted apart, no verdict
+            self.skipped_count += 1
+            if len(self.skipped) < MAX_UNREADABLE_LISTED:
+                self.skipped.append(one_line(f"{r.source}: {o.skipped}"))
+            return
         self.verdicts[r.verdict] += 1
         if r.malformed:
             self.unreadable_count += 1
@@ -216,7 +235,10 @@ class Tally:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.verdicts["MALFORMED"] else 1 if self.verdicts["INVALID"] else 0
+        """2 for a file that could not be verified, or when nothing was (every file skipped); 1 invalid; 0."""
+        if self.verdicts["MALFORMED"] or not self.total:
+            return 2
+        return 1 if self.verdicts["INVALID"] else 0
 
     @property
     def verdict(self) -> str:
@@ -230,6 +252,7 @@ class Tally:
             "by_status": dict(sorted(self.statuses.items())),
             "by_rule": dict(sorted(self.rules.items())),
             "unreadable": {"count": self.unreadable_count, "files": list(self.unreadable)},
+            "skipped": {"count": self.skipped_count, "files": list(self.skipped)},
         }
 
     def text(self) -> list[str]:
@@ -244,9 +267,18 @@ class Tally:
             lines.append(f"unreadable: {self.unreadable_count}")
             lines.extend(f"  {u}" for u in self.unreadable)
             if self.unreadable_count > len(self.unreadable):
-                lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more")
+                lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more, each on its line above")
+        if self.skipped_count:
+            lines.append(f"skipped, not receipts (aer1's own files): {self.skipped_count}")
+            lines.extend(f"  {u}" for u in self.skipped)
+            if self.skipped_count > len(self.skipped):
+                lines.append(f"  ... and {self.skipped_count - len(self.skipped)} more, each on its line above")
+        if not self.total:
+            lines.append("no receipt was verified: every file was skipped")
         # the counts last: a script reading the last line gets them
-        lines.append(f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})")
+        skipped = f"; {self.skipped_count} skipped (not receipts)" if self.skipped_count else ""
+        lines.append(f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})"
+                     + skipped)
         return lines
 
 
@@ -297,6 +329,10 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
             if bar is not None:
                 bar.update(1)
             r = o.report
+            if o.skipped is not None:  # listed in every form but JSON's results (its breakdown names it)
+                if not as_json:
+                    out.write(skipped_line(o) + "\n")
+                continue
             if only_failures and r.verdict == "VALID":
                 continue
             if as_json:
@@ -304,7 +340,7 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
                 out.write(("\n    " if first else ",\n    ") + body)
                 first = False
             elif verbose:
-                out.write((r.to_text() if not r.malformed else short_line(r)) + "\n")
+                out.write((r.to_text(every=True) if not r.malformed else short_line(r)) + "\n")
             else:
                 out.write(short_line(r) + "\n")
     finally:

@@ -7,14 +7,14 @@ in another: ``add_auditor_options`` adds the options, ``auditor_run`` runs files
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._archive import ArchiveOptions, Tally, run_archive, short_line, verify_file
+from ._archive import ArchiveOptions, Tally, file_sha256, run_archive, short_line, verify_file
 from ._output import CliError, dump_json, one_line
-from ._parse import MalformedInput, open_regular
+from ._parse import MalformedInput
+from ._report import failure_lines
 
 if TYPE_CHECKING:  # the policy, JUnit and summary modules load only when their options are given
     from ._policy import Policy
@@ -30,7 +30,8 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
                    help="worker processes for many receipts, or for the steps of one receipt file of 1 MiB or "
                         "more (default: the number of cores)")
-    p.add_argument("--verbose", "-v", action="store_true", help="full report for every receipt of a folder")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="full reports, every failure listed (also for one receipt)")
     p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
     p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML file, a test case per receipt")
     p.add_argument("--attest", metavar="KEY", help="sign a verification summary with this private key (with -o)")
@@ -98,24 +99,28 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _trust_files(args: argparse.Namespace) -> dict[str, Any]:
-    """What checks 9 and 10 trusted, for a signed summary: each file by name and SHA-256."""
+    """Every input file the verdicts rest on, for a signed summary, each by name and SHA-256.
+
+    Checks 9 and 10 trusted the keyring and the TSA roots, the policy file set the rules and
+    ``--receipt`` pinned a proof's root: ``--summary`` re-hashes each (spec/verifier.md).
+    """
     def digest(path: str) -> str:
-        h = hashlib.sha256()
         try:
-            with open_regular(path) as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
+            return file_sha256(path)
         except (OSError, MalformedInput) as e:
             raise CliError(f"cannot read {path} to record it in the summary: {e}") from e
-        return h.hexdigest()
+
+    def named(path: str | None) -> dict[str, str] | None:
+        return None if path is None else {"path": path, "sha256": digest(path)}
 
     out: dict[str, Any] = {"tsa_policy": args.tsa_policy}
-    out["keyring"] = None if args.keyring is None else {"path": args.keyring, "sha256": digest(args.keyring)}
+    out["keyring"] = named(args.keyring)
+    out["policy_file"] = named(args.policy)
+    out["receipt"] = named(args.receipt)
     roots = None
     if args.tsa_roots is not None:
         names = sorted(n for n in os.listdir(args.tsa_roots) if os.path.isfile(os.path.join(args.tsa_roots, n)))
-        roots = [{"path": os.path.join(args.tsa_roots, n), "sha256": digest(os.path.join(args.tsa_roots, n))}
-                 for n in names]
+        roots = [named(os.path.join(args.tsa_roots, n)) for n in names]
     out["tsa_roots"] = roots
     return out
 
@@ -152,6 +157,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
     if single:
         tally = Tally()
         outcome = verify_file(files[0], opts)
+        outcome.skipped = None  # a file named alone is verified, not skipped: not a receipt is MALFORMED
         tally.add(outcome)
         for s in sinks:
             s.add(outcome)
@@ -164,7 +170,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
             print(short_line(r))
             print(one_line(f"aer1-verify: {r.checks[0].detail}"), file=sys.stderr)
         elif not (args.only_failures and r.valid):
-            print(r.to_text())
+            print(r.to_text(every=args.verbose))
     else:
         tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
                             only_failures=args.only_failures, out=sys.stdout, sinks=sinks)
@@ -197,13 +203,22 @@ def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> in
     print(one_line(f"{args.summary}: {verdict}"))
     for c in checks:
         print(one_line(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}"))
-        for f in c.failures[1:5]:
-            print(one_line(f"  {'':<14} {'':<11} {f.reason}"))
+        for line in failure_lines(c, see="--json lists every one"):
+            print(one_line(line))
+    inputs = facts.get("inputs", [])
+    named = [f"{i['option']} {i['path']}" for i in inputs if i["option"] != "--evidence"]
+    evidence = sum(i["option"] == "--evidence" for i in inputs)
+    if evidence:
+        named.append(f"{evidence} evidence file" + ("s" if evidence > 1 else ""))
+    if named:
+        print(one_line(f"  inputs: {', '.join(named)} (named in the summary; give the same to verify the receipts "
+                       "again)"))
     if verdict == "VALID":
         signer = "trusted key" if facts.get("trusted") else "an untrusted key"
         print(one_line(f"verdict: VALID (summary of {facts.get('receipts')} receipts, signed by {signer} "
                        f"{facts.get('key_id')}, made {facts.get('verified_at')}; it said {facts.get('verdict')})"))
     else:
         bad = next((c for c in checks if c.status != "PASS"), checks[-1])
-        print(one_line(f"verdict: {verdict}: {bad.name}: {bad.detail}"))
+        first = bad.failures[0].reason if bad.failures else f"{bad.name}: {bad.detail}"
+        print(one_line(f"verdict: {verdict}: {first}"))
     return code

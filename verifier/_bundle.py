@@ -117,6 +117,10 @@ class BundleReport:
     root: Node | None = None
     failures: list[str] = field(default_factory=list)
     links: list[LinkResult] = field(default_factory=list)
+    #: Files of the folder that are not receipts (or cannot be read): the bundle is then MALFORMED.
+    unreadable: int = 0
+    #: aer1's own files in the folder that are not receipts (a keyring, a summary): "PATH: what", not verified.
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -125,13 +129,15 @@ class BundleReport:
 
     @property
     def verdict(self) -> str:
-        """VALID or INVALID."""
+        """VALID, INVALID, or MALFORMED when a file of the folder is not a receipt (or no receipt is there)."""
+        if self.unreadable or not self.nodes:
+            return "MALFORMED"
         return "VALID" if self.valid else "INVALID"
 
     @property
     def exit_code(self) -> int:
-        """0 valid, 1 invalid."""
-        return 0 if self.valid else 1
+        """0 valid, 1 invalid, 2 malformed."""
+        return {"VALID": 0, "INVALID": 1}.get(self.verdict, 2)
 
     def count(self, result: str) -> int:
         """How many links ended with ``result``."""
@@ -160,6 +166,9 @@ class BundleReport:
             state = node.report.verdict
             if node.report.failures:
                 state += f": {node.report.failures[0].reason}"
+                left = len(node.report.failures) - 1
+                if left:
+                    state += f" (and {left} more failure{'s' if left > 1 else ''}: --json lists every one)"
             extra = f", status {node.status}" if node.status else ""
             extra += f", closed by {node.closed_by}" if node.closed_by else ""
             lines.append(f"{pad}{os.path.basename(node.source)} (workflow {node.workflow_id}{extra}): {state}")
@@ -172,10 +181,12 @@ class BundleReport:
             node_line(self.root, 1)
         for failure in self.failures:
             lines.append(f"  failure: {failure}")
+        for skipped in self.skipped:
+            lines.append(f"  not a receipt, skipped: {skipped}")
         if self.valid:
             lines.append(f"verdict: VALID ({self.basis_text()})")
         else:
-            lines.append(f"verdict: INVALID: {self.failures[0] if self.failures else 'no root receipt'}")
+            lines.append(f"verdict: {self.verdict}: {self.failures[0] if self.failures else 'no root receipt'}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +206,7 @@ class BundleReport:
                       "not_followed_links": [{"parent": link.parent, "seq": link.seq, "target": link.target}
                                              for link in self.links if link.result == NOT_FOLLOWED]},
             "failures": list(self.failures),
+            "skipped": list(self.skipped),
             "receipts": [n.report.to_dict() for n in self.nodes],
             "basis": self.basis_text() if self.valid else None,
         }
@@ -391,11 +403,14 @@ def verify_bundle(
     elif receipt is not None:
         raise BundleError("--receipt pins the root of a link proof: the bundle holds no *.proof.json")
     examined = _examine_all(files, jobs)
+    own = [(node, node.report.checks[0].facts.get("own_file")) for node, _ in examined]
+    examined = [e for e, (_, what) in zip(examined, own, strict=True) if what is None]
     nodes = [node for node, _ in examined]
-    bundle = BundleReport(source, nodes)
+    bundle = BundleReport(source, nodes, skipped=[f"{node.source}: {what}" for node, what in own if what])
     by_id: dict[str, Node] = {}
     for node, why in examined:
         if node.report.malformed:
+            bundle.unreadable += 1  # input that is not a receipt: MALFORMED, never a receipt that failed
             bundle.failures.append(f"{node.source}: unreadable: {node.report.checks[0].detail}")
             continue
         if why is not None:

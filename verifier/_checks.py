@@ -22,6 +22,7 @@ from .._receipt import (
     KINDS,
     MERKLE_VERSION,
     MERKLE_VERSIONS,
+    RFC3339_PATTERN,
     STEP_OPTIONAL_MEMBERS,
     STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
@@ -33,6 +34,7 @@ from .._receipt import (
     close_content,
 )
 from .._signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
+from .._timefmt import is_calendar_date, parse_step_time
 from ._report import CheckResult
 
 __all__ = [
@@ -44,15 +46,16 @@ __all__ = [
     "is_derived_id",
 ]
 
-_UUID = re.compile(UUID_PATTERN)
-_DERIVED_ID = re.compile(DERIVED_ID_PATTERN)
+_UUID = re.compile(UUID_PATTERN, re.ASCII)
+_DERIVED_ID = re.compile(DERIVED_ID_PATTERN, re.ASCII)
 #: Why a step with a derived id but no profile members fails (receipts and proofs).
 PROFILE_STRIPPED = (
     "profile stripped: receipt_id has the layout of an aer1-chain-v1 derived id (UUIDv8), "
     "but the profile members (profile, chain_head, prev_digest) are missing"
 )
-_HEX64 = re.compile(HEX64_PATTERN)
-_OUR_TS = re.compile(TIMESTAMP_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
+_OUR_TS = re.compile(TIMESTAMP_PATTERN, re.ASCII)
+_ANY_TS = re.compile(RFC3339_PATTERN, re.ASCII)
 _KIND_SET = frozenset(KINDS)
 _STEP_STATUS_SET = frozenset(STEP_STATUSES)
 _PROFILE_STEP_MEMBERS = frozenset((*STEP_REQUIRED_MEMBERS, *STEP_OPTIONAL_MEMBERS))
@@ -85,47 +88,24 @@ def _is_label(v: Any) -> bool:
     return type(v) is str and v != ""
 
 
-#: Days in each month of a common year.
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def _calendar_date(day: str) -> bool:
-    """``datetime.date.fromisoformat(day)`` succeeds: computed for the ``YYYY-MM-DD`` of ASCII digits every caller
-    gives (so no run loads datetime for it), asked of datetime for any other text."""
-    if len(day) == 10 and day[4] == day[7] == "-" and (day[:4] + day[5:7] + day[8:]).isdigit() and day.isascii():
-        year, month, d = int(day[:4]), int(day[5:7]), int(day[8:])
-        if year < 1 or not 1 <= month <= 12:
-            return False
-        leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-        return 1 <= d <= _MONTH_DAYS[month - 1] + leap
-    import datetime as _dt  # only for a text of another shape
-
-    try:
-        _dt.date.fromisoformat(day)
-    except ValueError:
-        return False
-    return True
-
-
 def _date_ok(day: str) -> bool:
     ok = _valid_dates.get(day)
     if ok is None:
-        ok = _calendar_date(day)
+        ok = is_calendar_date(day)
         if len(_valid_dates) < _DATE_LIMIT:
             _valid_dates[day] = ok
     return ok
 
 
 def is_rfc3339(v: Any) -> bool:
-    """RFC 3339 date-time with a real calendar date (fast path for the UTC microsecond form)."""
+    """RFC 3339 date-time of ASCII digits with a real calendar date (fast path for the UTC microsecond form)."""
     if type(v) is not str:
         return False
     m = _OUR_TS.fullmatch(v)
     if m is not None:
         return _date_ok(m.group(1))
-    from rfc3339_validator import validate_rfc3339  # other forms only: our own timestamps never load it
-
-    return bool(validate_rfc3339(v))
+    m = _ANY_TS.fullmatch(v)
+    return m is not None and _date_ok(f"{m.group(1)}-{m.group(2)}-{m.group(3)}")
 
 
 def is_derived_id(v: Any) -> bool:
@@ -221,10 +201,8 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
 
 _PROFILE_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
 _TS_LEN = len("2026-01-01T00:00:00.000000Z")
-# started_at and ended_at, concatenated; ASCII digits only (stricter than the detailed check,
-# so a value it refuses only sends the step to the detailed checks)
-_ASCII_TS = r"([0-9]{4}-[0-9]{2}-[0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
-_STEP_TIMES = re.compile(_ASCII_TS + _ASCII_TS)
+# started_at and ended_at, concatenated (a value it refuses only sends the step to the detailed checks)
+_STEP_TIMES = re.compile(TIMESTAMP_PATTERN + TIMESTAMP_PATTERN, re.ASCII)
 _HEX_CHARS = 64 + 64 + 32  # two digests and a UUID without its dashes
 
 
@@ -254,6 +232,8 @@ def _profile_step_ok(step: Any) -> bool:
                                      step["prev_digest"], step["receipt_id"])
     if type(started) is not str or type(ended) is not str or type(rh) is not str or type(prev) is not str:
         return False
+    # Text order is time order only for two texts of the one fixed-width ASCII form, which
+    # _STEP_TIMES requires below: a pair that fails either goes to the detailed checks.
     if type(rid) is not str or ended < started:
         return False
     # the lengths fix where each value starts, so no value can borrow from its neighbour
@@ -353,11 +333,17 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     if extra:
         result.fail(f"members outside the profile: {', '.join(sorted(extra))}", seq=seq)
         ok = False
-    if ok and step["ended_at"] < step["started_at"]:
+    if ok and _ended_before_started(step):
         result.fail("ended_at is before started_at", seq=seq, expected=f">= {step['started_at']}",
                     actual=step["ended_at"])
         ok = False
     return ok
+
+
+def _ended_before_started(step: Mapping[str, Any]) -> bool:
+    """Compared as times (both already match the UTC microsecond form), never as text."""
+    started, ended = parse_step_time(step["started_at"]), parse_step_time(step["ended_at"])
+    return started is None or ended is None or ended < started
 
 
 def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult) -> None:

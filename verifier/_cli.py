@@ -325,7 +325,7 @@ def _run(argv: Sequence[str] | None) -> int:
             if r.malformed:
                 print(one_line(f"{r.source}: MALFORMED: {r.checks[0].detail}"))
             else:
-                print(r.to_text())
+                print(r.to_text(every=args.verbose))
         if not single:
             print(f"{counts['VALID']} valid, {counts['INVALID']} invalid, {counts['MALFORMED']} unreadable "
                   f"(of {len(reports)})")

@@ -33,22 +33,26 @@ class JUnitWriter:
     def __init__(self, path: str) -> None:
         self.path = path
         self._cases = tempfile.TemporaryFile("w+", encoding="utf-8")
-        self.tests = self.failures = self.errors = 0
+        self.tests = self.failures = self.errors = self.skipped = 0
 
     def add(self, outcome: Any) -> None:
-        """Add one receipt's outcome: INVALID is a failure, MALFORMED an error."""
+        """Add one file's outcome: INVALID is a failure, MALFORMED an error, a skipped file (not a receipt) skipped."""
         r: Report = outcome.report
         self.tests += 1
         name = quoteattr(_xml_text(r.source or "(receipt)"))
         head = f'  <testcase classname="{_SUITE}" name={name}'
-        if r.malformed:
+        if outcome.skipped is not None:  # one of aer1's own files, not a receipt
+            self.skipped += 1
+            why = quoteattr(_xml_text(f"not a receipt, skipped: {outcome.skipped}"))
+            self._cases.write(f"{head}>\n    <skipped message={why}/>\n  </testcase>\n")
+        elif r.malformed:
             self.errors += 1
             body = _xml_text(r.checks[0].detail)
             self._cases.write(f"{head}>\n    <error message={quoteattr(body)} type=\"MALFORMED\"/>\n  </testcase>\n")
         elif not r.valid:
             self.failures += 1
             first = r.failures[0]
-            text = escape(_xml_text(r.to_text()))
+            text = escape(_xml_text(r.to_text(every=True)))
             self._cases.write(f"{head}>\n    <failure message={quoteattr(_xml_text(first.reason))} "
                               f"type={quoteattr(first.check)}>{text}</failure>\n  </testcase>\n")
         else:
@@ -61,7 +65,7 @@ class JUnitWriter:
         def write(f: IO[bytes]) -> None:
             f.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
             f.write(f'<testsuite name="{_SUITE}" tests="{self.tests}" failures="{self.failures}" '
-                    f'errors="{self.errors}" skipped="0">\n'.encode())
+                    f'errors="{self.errors}" skipped="{self.skipped}">\n'.encode())
             self._cases.seek(0)
             while chunk := self._cases.read(_COPY_CHARS):
                 f.write(chunk.encode("utf-8"))

@@ -22,7 +22,8 @@ from .._canonical import CanonicalizationError, exact_bytes
 from .._chain import PROFILE
 from .._limits import MAX_PARSE_COST_BYTES, STREAM_MIN_BYTES, parse_cost
 from .._link import LINK_KIND
-from .._receipt import CLOSE_KIND, KINDS
+from .._receipt import CLOSE_KIND, HEX64_PATTERN, KINDS
+from .._timefmt import parse_step_time
 from ..errors import MalformedInputError
 from ._disclosures import Fields, Unrevealed, find_unrevealed, revealed
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
@@ -57,7 +58,7 @@ EVIDENCE_LEVELS = (EVIDENCE_COMPLETE, ERASED_ALLOWED)
 MAX_POLICY_BYTES = 1024 * 1024
 #: Trace rules and allow-list patterns per policy.
 MAX_RULES = 1000
-#: Violations listed per rule (the count beyond is stated).
+#: Step seqs a violation's text names (the count beyond is stated; its JSON ``seqs`` has every one).
 MAX_SEQS_LISTED = 20
 #: A tool call's ``arguments`` JSON string is parsed under this size (larger: the rule fails).
 MAX_ARGUMENTS_BYTES = 1024 * 1024
@@ -75,7 +76,7 @@ _ALLOW_KEYS = frozenset({"agents", "tools"})
 _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule", "trust"})
 #: ``[trust]``: the files checks 9 and 10 trust, named by the policy (paths relative to it).
 _TRUST_KEYS = frozenset({"keyring", "tsa_roots", "tsa_policy"})
-_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _APPROVAL = "approval"
 _TIMESTAMP = "timestamp"
 #: The status collectors give a call that an approval denied or left pending, so it did not run.
@@ -234,8 +235,8 @@ def _rule(table: Any, index: int) -> Rule:
         if "pattern" in table:
             pattern = _typed(table["pattern"], str, f"{where}: pattern", "a regular expression")
             try:
-                re.compile(pattern)
-            except re.error as e:
+                re.compile(pattern, re.ASCII)  # \d, \w and [a-z] mean ASCII only, as every format checked
+            except (re.error, ValueError, OverflowError, RecursionError) as e:  # (?u) with ASCII: ValueError
                 raise PolicyError(f"{where}: pattern {pattern!r} is not a regular expression: {e}") from e
             args["pattern"] = pattern
         if not {"max", "min", "pattern"} & set(table):
@@ -359,12 +360,12 @@ class _Check:
     def violate(self, rule: str, message: str, seqs: Sequence[int] = (), *, expected: Any = None,
                 actual: Any = None) -> None:
         listed = tuple(seqs[:MAX_SEQS_LISTED])
-        more = f" (and {len(seqs) - len(listed)} more)" if len(seqs) > len(listed) else ""
+        more = f" (and {len(seqs) - len(listed)} more: --json lists every step)" if len(seqs) > len(listed) else ""
         where = f"steps {', '.join(map(str, listed))}{more}: " if len(seqs) > 1 else ""
         self.result.failures.append(RuleViolation(
             POLICY_CHECK, f"rule {rule}: {where}{message}", listed[0] if len(listed) == 1 else None,
             None if expected is None else str(expected), None if actual is None else str(actual),
-            rule=rule, seqs=listed))
+            rule=rule, seqs=tuple(seqs)))
         self.result.status = FAIL
         if not self.result.detail:
             self.result.detail = self.result.failures[0].reason
@@ -587,10 +588,10 @@ def _decided_before(approval: Mapping[str, Any], step: Mapping[str, Any]) -> boo
 
     Steps are recorded when they end, so seq order alone lets a call that started first
     and an approval given while it ran pass as "approved before". The chain binds both
-    times, which have one fixed RFC 3339 form, so they compare as text.
+    times; they are compared as parsed times, and a text that is not one approves nothing.
     """
-    ended, started = approval.get("ended_at"), step.get("started_at")
-    return isinstance(ended, str) and isinstance(started, str) and ended <= started
+    ended, started = parse_step_time(approval.get("ended_at")), parse_step_time(step.get("started_at"))
+    return ended is not None and started is not None and ended <= started
 
 
 def _arguments_key(content: Any, member: str) -> str | None:
@@ -660,7 +661,7 @@ def _argument_rule(rule: Rule, steps: list[Any], contents: dict[int, Any], out: 
             if rule.min is not None and value < rule.min:
                 out.violate(rule.name, f"tool {s['tool']!r}: argument {name} is too small", [s["seq"]],
                             expected=f"at least {rule.min:g}", actual=value)
-        if rule.pattern is not None and not (isinstance(value, str) and re.fullmatch(rule.pattern, value)):
+        if rule.pattern is not None and not (isinstance(value, str) and re.fullmatch(rule.pattern, value, re.ASCII)):
             out.violate(rule.name, f"tool {s['tool']!r}: argument {name} does not match", [s["seq"]],
                         expected=f"/{rule.pattern}/", actual=repr(value)[:80])
 

@@ -45,8 +45,8 @@ PROOF_CHECKS = (
     (6, "content"),
     (7, "root_pinned"),
 )
-_HEX64 = re.compile(HEX64_PATTERN)
-_UUID = re.compile(UUID_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
+_UUID = re.compile(UUID_PATTERN, re.ASCII)
 #: Most hashes an audit path may hold (a tree of 2**64 leaves needs 64).
 MAX_PATH_LEN = 64
 
@@ -243,6 +243,15 @@ def verify_proof(
                 c.skip("the input is not JSON data")
             return report
     c_parse.passed("strict JSON")
+    if not isinstance(doc, dict) or doc.get("type") != PROOF_TYPE:  # another document: MALFORMED, exit 2
+        from ._kind import not_a_receipt, own_file
+
+        what = own_file(doc) or (not_a_receipt(doc) or "a receipt").removeprefix("not a receipt: ").split(";")[0]
+        c_parse.detail = ""
+        c_parse.fail(f"not an inclusion proof: {what}; a proof is a JSON object of type {PROOF_TYPE!r}")
+        for c in checks[1:]:
+            c.skip("not an inclusion proof")
+        return report
     if not _members(doc, c_members):
         for c in checks[2:]:
             c.skip("members check failed")

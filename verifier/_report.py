@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHECKS", "FAIL", "NOT_CHECKED", "NO_KEYRING", "NO_TOKEN", "PASS", "CheckResult", "Failure", "Report",
-           "one_line", "same_bytes"]
+__all__ = ["CHECKS", "FAIL", "MAX_FAILURES_SHOWN", "NOT_CHECKED", "NO_KEYRING", "NO_TOKEN", "PASS", "SEE_ALL",
+           "CheckResult", "Failure", "Report", "failure_lines", "one_line", "same_bytes"]
 
 #: A check's status: it ran and held.
 PASS = "PASS"
@@ -29,6 +29,27 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+#: Failures a text report prints per check unless asked for all (``-v``); the count of the rest is always said.
+MAX_FAILURES_SHOWN = 20
+#: How a text report says where the failures it did not print are.
+SEE_ALL = "-v or --json lists every one"
+
+
+def failure_lines(c: CheckResult, every: bool = False, see: str = SEE_ALL) -> list[str]:
+    """The lines under a check's own line: its failures after the first, and how many were left out.
+
+    A text report never hides a failure: it prints it, or says exactly how many more there
+    are and how to see them.
+    """
+    indent = f"  {'':<14} {'':<11} "
+    rest = c.failures[1:] if every else c.failures[1:MAX_FAILURES_SHOWN]
+    lines = [indent + f.reason for f in rest]
+    left = len(c.failures) - 1 - len(rest)
+    if left > 0:
+        lines.append(f"{indent}... and {left} more {c.name} failure{'s' if left > 1 else ''} ({see})")
+    return lines
 
 
 #: The numbered checks, in order; each name is the reason reported when it fails.
@@ -272,13 +293,16 @@ class Report:
         parts.append(f"{self.steps if self.steps is not None else '-'} steps")
         return "; ".join(parts)
 
-    def to_text(self) -> str:
-        """The human report: a line per check (PASS, FAIL, NOT CHECKED and why), notes, the verdict."""
+    def to_text(self, every: bool = False) -> str:
+        """The human report: a line per check (PASS, FAIL, NOT CHECKED and why), notes, the verdict.
+
+        ``every``: print every failure (``-v``); otherwise the first :data:`MAX_FAILURES_SHOWN`
+        of each check and the exact count of the rest.
+        """
         lines = [f"{self.source or '(receipt)'}: {self.verdict}"]
         for c in self.checks:
             lines.append(f"  {c.number} {c.name:<12} {c.status:<11} {c.detail}")
-            for f in c.failures[1:5]:
-                lines.append(f"  {'':<14} {'':<11} {f.reason}")
+            lines.extend(failure_lines(c, every))
         for note in self.notes:
             lines.append(f"  note: {note}")
         if self.verdict == "VALID":

@@ -38,6 +38,7 @@ from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
+from ._kind import refuse_unless_receipt
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
@@ -476,6 +477,8 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     beside = evidence_path_for(source)
     if evidence is None and os.path.lexists(beside):
         evidence = beside
+    if refuse_unless_receipt(report, rest):
+        return report
     _check_workflow_members(rest, True, c_members)
     if not checker.members_result(c_members):
         skip_rest(checks[2:], "members check failed")

@@ -36,6 +36,7 @@ from .._receipt import MERKLE_VERSION, evidence_path_for
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._fast import Run, check_block, combine
+from ._kind import refuse_unless_receipt
 from ._output import unreadable_report
 from ._parallel import LEVELS
 from ._parse import (
@@ -422,6 +423,9 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
                             "were not checked")
     else:
         c_parse.passed("strict UTF-8 JSON; no duplicate keys; size and depth within limits")
+    # A read stopped early before the type member settles nothing more: it stays INVALID.
+    if ("type" in walker.rest or not walker.stopped) and refuse_unless_receipt(report, walker.rest):
+        return report
     beside = evidence_path_for(source)
     if evidence is None and os.path.lexists(beside):
         evidence = beside

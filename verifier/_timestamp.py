@@ -31,7 +31,7 @@ from ._report import NO_TOKEN, CheckResult
 if TYPE_CHECKING:  # X.509 and the RFC 3161 client load only when TSA roots are given (._tsa_verify)
     from cryptography import x509
 
-__all__ = ["CERT_SUFFIXES", "MAX_TRUST_CERTS", "TsaTrust", "check_timestamp", "load_tsa_trust"]
+__all__ = ["CERT_SUFFIXES", "MAX_TRUST_CERTS", "TsaTrust", "check_timestamp", "load_tsa_trust", "nonce_ok"]
 
 #: Files of a ``--tsa-roots`` folder that are read (PEM certificates).
 CERT_SUFFIXES = (".pem", ".crt")
@@ -40,6 +40,11 @@ MAX_TRUST_CERTS = 256
 _MAX_CERT_FILE_BYTES = 256 * 1024
 #: Longest nonce recorded (decimal digits of an unsigned 64-bit value, with room).
 _MAX_NONCE_DIGITS = 40
+
+
+def nonce_ok(text: Any) -> bool:
+    """A recorded nonce: 1 to 40 ASCII decimal digits (``int()`` would also take other scripts' digits)."""
+    return type(text) is str and 0 < len(text) <= _MAX_NONCE_DIGITS and text.isascii() and text.isdigit()
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ def _entries(member: Any, result: CheckResult) -> list[dict[str, str]] | None:
         if ok and "error" in e:
             ok = len(e["error"]) <= MAX_TSA_ERROR_CHARS
         elif ok:
-            ok = e["nonce"].isascii() and e["nonce"].isdigit() and len(e["nonce"]) <= _MAX_NONCE_DIGITS
+            ok = nonce_ok(e["nonce"])
             ok = ok and len(e["token"]) <= (MAX_TOKEN_BYTES + 2) // 3 * 4
         if not ok:
             result.fail(f"{TIMESTAMPS_MEMBER}[{i}] is malformed: want {{tsa, nonce, token}} or {{tsa, error}} "

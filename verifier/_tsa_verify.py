@@ -24,6 +24,7 @@ from rfc3161_client import (
 )
 
 from .._keyring import format_time
+from ._timestamp import nonce_ok
 
 if TYPE_CHECKING:
     from ._timestamp import TsaTrust
@@ -65,6 +66,8 @@ def _check_content(response: TimeStampResponse, entry: Mapping[str, str], messag
     if response.status != PKIStatus.GRANTED:
         raise VerificationError("not granted")
     info = response.tst_info
+    if not nonce_ok(entry["nonce"]):
+        raise VerificationError("nonce is not 1 to 40 ASCII decimal digits")
     if info.nonce != int(entry["nonce"]):
         raise VerificationError("nonce differs from the one the receipt recorded")
     if trust.policy is not None and info.policy.dotted_string != trust.policy:

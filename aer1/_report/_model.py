@@ -19,7 +19,7 @@ from ..verifier._archive import Outcome
 from ..verifier._disclosures import Unrevealed, revealed
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
-from ..verifier._report import FAIL, PASS, Report
+from ..verifier._report import FAIL, MAX_FAILURES_SHOWN, PASS, Report
 
 __all__ = ["MAX_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS", "archive_row", "load_receipt", "receipt_view"]
 
@@ -29,8 +29,6 @@ MAX_STEPS_SHOWN = 2000
 MAX_CONTENT_CHARS = 16_000
 #: Characters of any other single value shown (a goal, a check's detail, an expected or actual value).
 MAX_TEXT_CHARS = 1_000
-#: Failures listed per check.
-MAX_FAILURES_SHOWN = 20
 
 #: The timeline's drawing: width, the agents' label column, one lane's height.
 SVG_WIDTH, SVG_LABEL, SVG_LANE = 1100, 170, 34

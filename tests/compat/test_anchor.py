@@ -22,6 +22,7 @@ from aer1.collectors import (
     verify_anchor,
     verify_receipt_verdicts,
 )
+from aer1.collectors._compat_anchor import NO_TSA_TRUST
 from aer1.verifier import TsaTrust
 
 from ..timestamp.tsa import LocalTSA
@@ -55,8 +56,8 @@ def test_anchor_verifies_against_the_trusted_tsa(receipt: dict[str, Any], proof:
 
 
 def test_without_trust_the_anchor_is_unavailable_never_pass(receipt: dict[str, Any], proof: dict[str, Any]) -> None:
-    """Offline checks pass, but who issued the tokens is unchecked: the verdict does not claim it."""
-    assert verify_anchor(proof, receipt) == []
+    """Offline checks pass, but who issued the tokens is unchecked: neither the verdict nor the list claims it."""
+    assert verify_anchor(proof, receipt) == [NO_TSA_TRUST]
     result = verify_receipt_verdicts(receipt, anchor_proof=proof)
     assert result["anchor_verification"]["verdict"] == VERDICT_UNAVAILABLE
     assert "tsa_trust" in result["anchor_verification"]["detail"]
@@ -73,7 +74,7 @@ def test_a_truncated_run_fails_the_anchor(receipt: dict[str, Any], proof: dict[s
         step["seq"] = i
     cut["merkle_root"] = merkle_root_hex([s["receipt_id"] for s in cut["steps"]])
     failures = verify_anchor(proof, cut, tsa_trust=trust)
-    assert any("anchored merkle_root is not the receipt's" in f for f in failures), failures
+    assert any("does not verify: chain" in f for f in failures), failures  # the whole receipt is verified first
     result = verify_receipt_verdicts(cut, anchor_proof=proof, tsa_trust=trust)
     assert result["anchor_verification"]["verdict"] == VERDICT_FAIL
 
@@ -153,7 +154,7 @@ def test_every_backend_failing_raises_listing_each(receipt: dict[str, Any]) -> N
 
 @pytest.mark.unverified_receipts
 def test_a_receipt_whose_root_does_not_verify_is_not_anchored(receipt: dict[str, Any], tsa: LocalTSA) -> None:
-    with pytest.raises(AnchorError, match="refusing to anchor a receipt whose merkle_root does not verify"):
+    with pytest.raises(AnchorError, match="refusing to anchor a receipt that does not verify: merkle_root"):
         anchor_chain_head({**receipt, "merkle_root": "0" * 64}, backend_kwargs=_tsa_kwargs(tsa))
     with pytest.raises(AnchorError, match="not a JSON object"):
         anchor_chain_head([], backend_kwargs=_tsa_kwargs(tsa))  # type: ignore[arg-type]

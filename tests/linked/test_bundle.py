@@ -197,7 +197,7 @@ def test_unreadable_receipt_in_the_bundle(bundle: tuple[Path, list[str], dict[st
     folder, _, _ = bundle
     (folder / "junk.json").write_bytes(b"{\xff")
     code, doc = verify_bundle_cli(str(folder))
-    assert code == 1
+    assert code == 2 and doc["verdict"] == "MALFORMED"  # an unreadable file: exit 2, as for any other path
     assert any("junk.json: unreadable" in f for f in doc["failures"]), doc["failures"]
 
 

@@ -182,12 +182,16 @@ def test_a_changed_text_decides_alike(what: str, change: Callable[[bytes], bytes
 
 
 def test_the_calendar_check_decides_as_datetime() -> None:
-    """Dates are checked without loading datetime; every answer is ``date.fromisoformat``'s."""
+    """Dates are checked without loading datetime: ``YYYY-MM-DD`` of ASCII digits as ``date.fromisoformat``
+    decides it; every other text (the basic and week forms datetime also reads, other scripts' digits) is no date."""
     import datetime
+    import re
 
-    from aer1.verifier._checks import _calendar_date
+    from aer1._timefmt import is_calendar_date
 
     def iso_ok(text: str) -> bool:
+        if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text, re.ASCII) is None:
+            return False
         try:
             datetime.date.fromisoformat(text)
         except ValueError:
@@ -197,6 +201,6 @@ def test_the_calendar_check_decides_as_datetime() -> None:
     texts = [f"{y:04d}-{m:02d}-{d:02d}" for y in (0, 1, 4, 100, 200, 400, 1900, 1999, 2000, 2023, 2024, 2100, 2400,
                                                  9999) for m in range(14) for d in range(33)]
     texts += ["2026-1-01", "\uff12\uff10\uff12\uff16-01-01", "2026-\u0661\u0662-01", "20260101", "2026-01-01T",
-              "", "2026-W01-1", "2026-01-0a", "+026-01-01", "2026/01/01", " 026-01-01"]
-    wrong = [t for t in texts if _calendar_date(t) != iso_ok(t)]
+              "", "2026-W01-1", "2026-01-0a", "+026-01-01", "2026/01/01", " 026-01-01", "2026-01-0\u0661"]
+    wrong = [t for t in texts if is_calendar_date(t) != iso_ok(t)]
     assert wrong == [], f"got {wrong} decided unlike datetime, want none"

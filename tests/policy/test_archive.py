@@ -135,7 +135,9 @@ def test_signed_summary_rechecks_and_names_changed_receipts(archive: Path, run_c
     pub = tmp_path / "auditor.pub"
     pub.write_bytes(public)
     code, out, _ = run_cli("--summary", summary, "--key", pub)
-    assert code == 0 and "signed by trusted key" in out, out
+    # the summary holds, but it records a MALFORMED archive: a gate on the exit code must not pass it
+    assert code == 1 and "valid signature by trusted key" in out, out
+    assert "the run it summarizes was MALFORMED" in out.splitlines()[-1], out
     edited = archive / "2026" / "11" / "ok1.json"
     edited.write_text(edited.read_text() + " ")
     code, out, _ = run_cli("--summary", summary, "--json")
@@ -164,7 +166,8 @@ def test_summary_edits_and_receipt_signatures_do_not_pass(tmp_path: Path, run_cl
     doc["signature"]["value"] = base64.b64encode(
         load_private_key(private).sign(pae(SUMMARY_PAYLOAD_TYPE, exact_bytes(body)))).decode()
     summary.write_text(json.dumps(doc))
-    assert run_cli("--summary", summary)[0] == 0
+    # a valid signature: exit 0 only when the verdict it records is VALID too
+    assert run_cli("--summary", summary)[0] == (0 if doc["verdict"] == "VALID" else 1)
     other = tmp_path / "other.pub"
     other.write_bytes(generate_key_pair()[1])
     assert run_cli("--summary", summary, "--key", other)[0] == 1
