@@ -143,7 +143,7 @@ def _prove(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     """The verdict on the first line, then one row per step (``--json``: the same as one object)."""
-    from ._report._model import verdict_line
+    from ._report._model import shown_content, verdict_line
     from ._report._verify import verify_for_view, view_options
     from ._timeline import evidence_contents, format_timeline, step_rows
     from .verifier._evidence import evidence_for
@@ -163,10 +163,11 @@ def _show(args: argparse.Namespace) -> int:
             "source": args.receipt, "verdict": report.verdict, "exit_code": report.exit_code,
             "basis": report.basis(), "reason": verdict_line(report), "goal": receipt.get("goal"),
             "status": receipt.get("status"), "evidence": unread or "read",
-            "steps": [r.to_dict() for r in step_rows(receipt, contents)],
+            "steps": [r.to_dict() for r in step_rows(receipt, contents, shown_content(report))],
         }))
     else:
-        print(format_timeline(receipt, max_rows=args.rows, contents=contents, verdict=one_line(verdict)))
+        print(format_timeline(receipt, max_rows=args.rows, contents=contents, verdict=one_line(verdict),
+                              display=shown_content(report)))
     return 0
 
 
@@ -259,6 +260,12 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.set_defaults(func=_report)
 
 
+def _erase_arguments(er: argparse.ArgumentParser) -> None:
+    from ._erase import add_erase_arguments
+
+    add_erase_arguments(er)
+
+
 def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     from ._recover import add_recover_arguments
 
@@ -276,6 +283,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+    "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
 }
 
 

@@ -20,6 +20,7 @@ import orjson
 from . import _timefmt as timefmt
 from ._canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
 from ._chain import _VARIANT, STEP_TAG, genesis_digest, uuid8_from_hex
+from ._commit import Personal, commit_content, marker_for
 from ._evidence import EvidenceSink
 from ._imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from ._journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -115,6 +116,9 @@ class Collector:
     signing key is given or ``$AER1_SIGNING_KEY`` is set). With ``timestamp`` (a TSA URL,
     a callable from DER request to DER response, or a list of them) it first asks for
     RFC 3161 tokens, waiting at most ``timestamp_timeout`` seconds (spec/timestamp.md).
+    ``personal`` (content paths such as ``arguments.email`` or ``*.email``, or a predicate
+    over (path, value)) marks fields that are committed with a salt and disclosed beside
+    the evidence, so they can be erased later (spec/erasure.md).
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class Collector:
         fsync_interval_ms: int = DEFAULT_FSYNC_INTERVAL_MS,
         timestamp: TSA | Sequence[TSA] | None = None,
         timestamp_timeout: float = DEFAULT_TSA_TIMEOUT_S,
+        personal: Personal | None = None,
         _ids: tuple[str, str] | None = None,
     ) -> None:
         self.goal = _check_label("goal", goal)
@@ -174,7 +179,11 @@ class Collector:
         self._open_actions: dict[Any, Callable[[], None]] = {}
         self._agents: dict[str, dict[str, Any]] = {}
         self._agents_bytes = 0
-        self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
+        # Personal fields (paths or a predicate) are committed, not hashed as they are (spec/erasure.md).
+        self._personal_option = personal
+        self._personal = marker_for(personal)
+        self._sink: EvidenceSink | None = (EvidenceSink(self.workflow_id, disclosures=self._personal is not None)
+                                           if evidence else None)
         # After finalize(): the receipt's members other than steps, as JSON (head, tail).
         self._closed_parts: tuple[bytes, bytes] | None = None
         self._closing = False  # set by finalize(): only the close step may follow
@@ -325,7 +334,11 @@ class Collector:
             # the verifier would refuse to parse its evidence line
             raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
                              f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
-        step = self._append(tool, tool_json, kind, agent, agent_json, known_status, start_ns, end_ns, cbytes, extras)
+        disclosures = None
+        if self._personal is not None:  # personal fields out of what is hashed, disclosed on the evidence side
+            cbytes, disclosures = commit_content(cbytes, self._personal)
+        step = self._append(tool, tool_json, kind, agent, agent_json, known_status, start_ns, end_ns, cbytes, extras,
+                            disclosures)
         return step.copy()
 
     def _append(
@@ -340,6 +353,7 @@ class Collector:
         end_ns: int,
         cbytes: bytes,
         extras: dict[str, str] | None = None,
+        disclosures: list[list[Any]] | None = None,
     ) -> dict[str, Any]:
         """Chain one step and keep it (the hot path of every record: keep it flat); returns the kept step."""
         rhash = sha256(cbytes).hexdigest()
@@ -381,6 +395,8 @@ class Collector:
                 self.journal.write_step(rid, hbytes, cbytes if keep else None)
             if self._sink is not None:
                 self._sink.write(seq, rhash, cbytes)
+                if disclosures:
+                    self._sink.disclose(seq, disclosures)
             # one dict display in reading order: this dict is the receipt's step
             step = {"seq": seq, "receipt_id": rid, "tool": tool, "kind": kind, "agent": agent, "receipt_hash": rhash,
                     "started_at": started, "ended_at": ended, "status": status, "prev_digest": prev}
@@ -467,7 +483,8 @@ class Collector:
         """A collector for a nested run, to be linked into this one: same key, redaction, evidence, session."""
         settings: dict[str, Any] = {"session_id": self.session_id, "signing_key": self._signing_key,
                                     "verify_url": self.verify_url, "evidence": self._sink is not None,
-                                    "redact": self._redact if self._redact is not None else False}
+                                    "redact": self._redact if self._redact is not None else False,
+                                    "personal": self._personal_option}
         settings.update(options)
         return type(self)(goal, **settings)  # a framework collector's child records as it does
 

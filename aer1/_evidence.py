@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
+from ._commit import disclosure_line, disclosures_header, disclosures_path_for
 from ._outfile import replace_file
 from ._receipt import EVIDENCE_TYPE, EVIDENCE_VERSION
 
@@ -39,9 +40,14 @@ def evidence_line(seq: int, receipt_hash: str, content: bytes) -> bytes:
 class EvidenceSink:
     """Appends evidence lines to an anonymous temporary file until they are saved."""
 
-    def __init__(self, workflow_id: str) -> None:
+    def __init__(self, workflow_id: str, disclosures: bool = False) -> None:
         self._file: IO[bytes] = tempfile.TemporaryFile(prefix="aer1-evidence-")
         self._file.write(evidence_header(workflow_id))
+        # Disclosures of committed fields (spec/erasure.md): only for a collector that marks fields.
+        self._disclosures: IO[bytes] | None = None
+        if disclosures:
+            self._disclosures = tempfile.TemporaryFile(prefix="aer1-disclosures-")
+            self._disclosures.write(disclosures_header(workflow_id))
         # Lines wait here and go to the file in batches: one write call per step costs more
         # than the line itself. At most BATCH_LINES lines are ever held.
         self._pending: list[bytes] = []
@@ -53,21 +59,36 @@ class EvidenceSink:
         if len(pending) >= BATCH_LINES:
             self._drain()
 
+    def disclose(self, seq: int, disclosures: list[list[Any]]) -> None:
+        """Keep step ``seq``'s disclosures (salt, path, value) for the disclosures file, never the evidence."""
+        if self._disclosures is None:
+            raise ValueError("this evidence sink keeps no disclosures")
+        self._disclosures.writelines(disclosure_line(seq, d) for d in disclosures)
+
     def _drain(self) -> None:
         self._file.writelines(self._pending)
         self._pending.clear()
 
     def save_to(self, path: str | os.PathLike[str]) -> None:
-        """Copy everything written so far to ``path`` (atomically replaced)."""
+        """Copy everything written so far to ``path`` (atomically replaced), and the disclosures beside it."""
         self._drain()
-        self._file.flush()
-        end = self._file.tell()
-        try:
-            self._file.seek(0)
-            replace_file(path, lambda out: shutil.copyfileobj(self._file, out))
-        finally:
-            self._file.seek(end)
+        copy_file(self._file, path)
+        if self._disclosures is not None:
+            copy_file(self._disclosures, disclosures_path_for(path))
 
     def close(self) -> None:
-        """Discard the temporary file."""
+        """Discard the temporary files."""
         self._file.close()
+        if self._disclosures is not None:
+            self._disclosures.close()
+
+
+def copy_file(source: IO[bytes], path: str | os.PathLike[str]) -> None:
+    """Copy everything written to ``source`` so far to ``path`` (atomically replaced); ``source`` keeps its place."""
+    source.flush()
+    end = source.tell()
+    try:
+        source.seek(0)
+        replace_file(path, lambda out: shutil.copyfileobj(source, out))
+    finally:
+        source.seek(end)

@@ -121,3 +121,8 @@ def parse_cost(text: bytes | str) -> int:
 
 #: Most files verified from folders in one run.
 MAX_FILES = 100_000
+
+# ------------------------------------------------------------------ erasure (spec/erasure.md)
+
+#: Longest ``reason`` of an erasure record, in characters.
+MAX_ERASURE_REASON_CHARS = 1024

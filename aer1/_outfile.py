@@ -49,8 +49,12 @@ def temp_path(target: str) -> str:
     return f"{target}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def replace_file(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
-    """Write ``path`` whole through ``write(file)`` into a temporary file, then rename it over ``path``."""
+def replace_file(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], *, durable: bool = False) -> None:
+    """Write ``path`` whole through ``write(file)`` into a temporary file, then rename it over ``path``.
+
+    ``durable``: the file's bytes are synced before the rename and its folder after, so a
+    crash or power loss leaves the old file or the new one, never a torn or empty one.
+    """
     target = os.fspath(path)
     check_output(target)
     tmp = temp_path(target)
@@ -58,7 +62,16 @@ def replace_file(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obje
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
+    if durable:
+        folder = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)

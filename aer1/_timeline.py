@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -115,8 +115,12 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def step_rows(receipt: Mapping[str, Any], contents: Mapping[int, Any] | None = None) -> list[StepRow]:
-    """One row per step, in seq order, timed from the earliest start among the steps."""
+def step_rows(receipt: Mapping[str, Any], contents: Mapping[int, Any] | None = None,
+              display: Callable[[int, Any], Any] | None = None) -> list[StepRow]:
+    """One row per step, in seq order, timed from the earliest start among the steps.
+
+    ``display(seq, content)``: what a preview shows of a content (committed fields as disclosed or erased).
+    """
     steps = [s for s in receipt.get("steps") or [] if isinstance(s, Mapping)]
     starts = [t for t in (parse_time(s.get("started_at")) for s in steps) if t is not None]
     origin = min(starts) if starts else None
@@ -137,7 +141,8 @@ def step_rows(receipt: Mapping[str, Any], contents: Mapping[int, Any] | None = N
             status=_text(s.get("status")),
             start=None if begun is None or origin is None else round(begun - origin, 6),
             duration=None if begun is None or ended is None else round(max(ended - begun, 0.0), 6),
-            preview=preview(content) if has else "",
+            preview=("" if not has else preview(content) if display is None or number is None
+                     else preview(display(number, content))),
             content_matches=content_matches(s, content) if has else None,
         ))
     return rows
@@ -150,10 +155,11 @@ def _seconds(value: float | None) -> str:
 
 
 def format_timeline(receipt: Mapping[str, Any], max_rows: int = _MAX_ROWS, *,
-                    contents: Mapping[int, Any] | None = None, verdict: str | None = None) -> str:
+                    contents: Mapping[int, Any] | None = None, verdict: str | None = None,
+                    display: Callable[[int, Any], Any] | None = None) -> str:
     """A verdict line (when given), a summary line, then one line per step:
     seq, start from the run's start, duration, kind, agent (-> recipient/target), tool, status, preview."""
-    rows = step_rows(receipt, contents)
+    rows = step_rows(receipt, contents, display)
     lines = [verdict] if verdict else []
     lines.append(f"goal: {receipt.get('goal')}  status: {receipt.get('status')}  steps: {len(rows)}")
     shown: list[StepRow | None] = list(rows) if len(rows) <= max_rows else [*rows[: max_rows - 5], None, *rows[-4:]]

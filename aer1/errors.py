@@ -19,6 +19,7 @@ from __future__ import annotations
 __all__ = [
     "Aer1Error",
     "CouldNotVerifyError",
+    "ErasureError",
     "MalformedInputError",
     "UsageError",
     "VerificationError",
@@ -43,3 +44,7 @@ class CouldNotVerifyError(Aer1Error, ValueError):
 
 class UsageError(Aer1Error):
     """The API or a command was used in a way it does not allow."""
+
+
+class ErasureError(UsageError):
+    """An erasure that cannot be made: no such disclosure, or evidence that does not match (spec/erasure.md)."""

@@ -10,7 +10,7 @@ from .._chain import PROFILE
 from .._imprint import TIMESTAMPS_MEMBER
 from ._checks import check_expected, check_signature
 from ._evidence import check_evidence
-from ._report import CHECKS, FAIL, NO_KEYRING, NO_TOKEN, CheckResult, Report
+from ._report import CHECKS, FAIL, NO_KEYRING, NO_TOKEN, PASS, CheckResult, Report
 from ._steps import NOT_PROFILE_NOTE, StepChecker
 
 if TYPE_CHECKING:  # checks 9 and 10 load their modules only for a token or a keyring
@@ -77,6 +77,10 @@ def steps_checked(
             c_evidence.skip("chain check failed")
         else:
             evidence_check(evidence_view, os.fspath(evidence), c_evidence)
+            if c_evidence.status == PASS:  # committed fields: disclosed, erased or withheld (spec/erasure.md)
+                from ._disclosures import check_commitments
+
+                check_commitments(evidence_view, os.fspath(evidence), c_evidence, trusted_key_ids, report)
     else:
         c_evidence.skip("no evidence file" + (f" beside the receipt ({beside})" if beside else ""))
     check_expected(wf, expected_root, expected_head, c_expected)

@@ -26,6 +26,7 @@ from .._receipt import CLOSE_KIND, HEX64_PATTERN, KINDS
 from .._timefmt import parse_step_time
 from .._vocabulary import VOCABULARY, follows_vocabulary
 from ..errors import MalformedInputError
+from ._disclosures import Fields, Unrevealed, find_unrevealed, revealed
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Failure, Report, same_bytes
@@ -51,6 +52,9 @@ POLICY_CHECK = "policy"
 FORMAT = "aer1-policy-v1"
 #: ``--require`` shorthands: each demands the check of that name with status PASS.
 REQUIREMENTS = ("chain", "signature", "evidence", "timestamp")
+#: ``require.evidence`` levels for committed fields (spec/erasure.md); ``true`` is ERASED_ALLOWED.
+EVIDENCE_COMPLETE, ERASED_ALLOWED = "complete", "allow-erased"
+EVIDENCE_LEVELS = (EVIDENCE_COMPLETE, ERASED_ALLOWED)
 #: A policy file is read whole: it is a short, human-written file.
 MAX_POLICY_BYTES = 1024 * 1024
 #: Trace rules and allow-list patterns per policy.
@@ -133,6 +137,9 @@ class Policy:
     statuses: frozenset[str] | None = None
     max_steps: int | None = None
     tsa_signers: int | None = None
+    #: What ``require.evidence`` takes of committed fields: "allow-erased" (erased by a trusted
+    #: record, none withheld) or "complete" (every one disclosed and checked); spec/erasure.md.
+    evidence_fields: str = "allow-erased"
     #: ``[trust]``: a keyring file, a folder of TSA certificates and a TSA policy OID.
     keyring: str | None = None
     tsa_roots: str | None = None
@@ -280,6 +287,13 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
     req = _typed(doc.get("require", {}), dict, "[require]", "a table")
     _only(req, _REQUIRE_KEYS, "[require]")
     require = set()
+    evidence_fields = ERASED_ALLOWED
+    if isinstance(req.get("evidence"), str):  # "complete" or "allow-erased": evidence, and what of committed fields
+        evidence_fields = req["evidence"]
+        if evidence_fields not in EVIDENCE_LEVELS:
+            raise PolicyError(f"[require] evidence: got {evidence_fields!r}, want true, false or one of "
+                              f"{', '.join(repr(x) for x in EVIDENCE_LEVELS)}")
+        req = {**req, "evidence": True}
     for key in (*REQUIREMENTS, "root_pinned", "head_pinned"):
         if _typed(req.get(key, False), bool, f"[require] {key}", "true or false") and key in REQUIREMENTS:
             require.add(key)
@@ -324,6 +338,7 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
         statuses=statuses,
         max_steps=max_steps,
         tsa_signers=tsa_signers,
+        evidence_fields=evidence_fields,
         keyring=named.get("keyring"),
         tsa_roots=named.get("tsa_roots"),
         tsa_policy=named.get("tsa_policy"),
@@ -371,6 +386,8 @@ def _requirements(policy: Policy, report: Report, out: _Check) -> None:
         elif status != PASS:
             detail = report.check(name).detail
             out.violate(f"require.{name}", f"the {name} check did not pass: {detail}", expected=PASS, actual=status)
+        elif name == "evidence":
+            _committed_fields(policy, report, out)
     basis = report.basis()
     if policy.signers is not None and basis.get("key_id") not in policy.signers:
         out.violate("require.signers", "not signed by a key the policy names",
@@ -393,6 +410,22 @@ def _requirements(policy: Policy, report: Report, out: _Check) -> None:
     if policy.max_steps is not None and (report.steps is None or report.steps > policy.max_steps):
         out.violate("require.max_steps", "too many steps", expected=f"at most {policy.max_steps}",
                     actual=report.steps)
+
+
+def _committed_fields(policy: Policy, report: Report, out: _Check) -> None:
+    """``require.evidence`` of committed fields: none withheld; with "complete", none erased either."""
+    fields = report.committed_fields()
+    if fields is None:
+        return
+    if fields.withheld:
+        out.violate("require.evidence", f"{len(fields.withheld)} committed field(s) withheld (no disclosure and no "
+                    "erasure record by a trusted key): the evidence is not fully checked",
+                    sorted({seq for seq, _ in fields.withheld}), expected="every committed field checked or erased",
+                    actual=", ".join(f"step {s} {p}" for s, p in fields.withheld[:5]))
+    if policy.evidence_fields == EVIDENCE_COMPLETE and fields.erased:
+        out.violate("require.evidence", f"{len(fields.erased)} committed field(s) erased, and the policy requires "
+                    "complete evidence", sorted({seq for seq, _ in fields.erased}), expected="complete",
+                    actual="erased")
 
 
 def load_workflow(path: str, report: Report | None = None) -> tuple[dict[str, Any] | None, str]:
@@ -451,13 +484,18 @@ def _argument(content: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
         return False, "its arguments are malformed text (arguments_malformed), not a JSON object"
     value: Any = content.get("arguments")
     for part in path:
+        if isinstance(value, Unrevealed):
+            break
         if not isinstance(value, dict) or part not in value:
             return False, f"no argument {'.'.join(path)}"
         value = value[part]
+    hidden = find_unrevealed(value)
+    if hidden is not None:  # said, never passed or failed as if it were a value
+        return False, f"argument {'.'.join(path)} was {hidden.describe()}: the rule cannot be evaluated over it"
     return True, value
 
 
-def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int]) -> dict[int, Any]:
+def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int], fields: Fields | None = None) -> dict[int, Any]:
     """The evidence content of each step in ``seqs``, each re-hashed against its step's receipt_hash.
 
     Called only after the evidence check passed, so line N + 1 holds step N; re-hashing
@@ -479,7 +517,7 @@ def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int]) -> dict[int,
                 raise MalformedInput(f"evidence line {number}: {e}") from e
             if not isinstance(record, dict) or record.get("seq") != seq or digest != steps[seq - 1]["receipt_hash"]:
                 raise MalformedInput(f"evidence line {number} no longer matches step {seq}")
-            out[seq] = content
+            out[seq] = revealed(content, seq, fields)  # committed fields as disclosed, or Unrevealed
         if seq >= last:
             break
     return out
@@ -533,7 +571,13 @@ def _approved_before(rule: Rule, steps: list[Any], contents: dict[int, Any], out
         if denied is not None and s.get("status") == _STOPPED:
             continue  # the gate worked: its approval said no and the call did not run
         which = f"call id {call_id}" if call_id is not None else "no call id"
-        if other_arguments is not None:
+        hidden = None if other_arguments is None else next(
+            (h for c in (contents.get(other_arguments["seq"]), contents.get(s["seq"])) if isinstance(c, dict)
+             for h in [find_unrevealed([c.get(m) for m in _ARGUMENT_FORMS])] if h is not None), None)
+        if hidden is not None:
+            why = (f"; the arguments at step {hidden.seq} ({hidden.path}) were {hidden.describe()}, so the approval "
+                   f"at step {other_arguments['seq']} cannot be bound to them")  # type: ignore[index]
+        elif other_arguments is not None:
             why = f"; the approval at step {other_arguments['seq']} approved other arguments"
         elif late is not None:
             why = f"; the approval at step {late['seq']} was decided after the step started"
@@ -677,7 +721,7 @@ def _steps_rules(policy: Policy, report: Report, wf: dict[str, Any], evidence: s
             missing = "it needs the step contents, and the evidence check did not pass"
         else:
             try:
-                contents = _contents(wf, evidence, needed)
+                contents = _contents(wf, evidence, needed, report.committed_fields())
             except (MalformedInput, OSError) as e:
                 missing = f"it needs the step contents, and the evidence cannot be read again: {e}"
     for rule in policy.rules:

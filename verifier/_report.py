@@ -220,17 +220,31 @@ class Report:
             key = sig.facts.get("key_id")
             signature = "trusted key" if sig.facts.get("trusted") else "unknown key"
         facts = expected.facts if expected else {}
+        fields = self.committed_fields()
         return {
             "level": "aer1-chain-v1" if chain else "AER-1 base checks only",
             "chain": "checked" if chain else "not checked",
             "signature": signature,
             "key_id": key,
-            "evidence": "checked" if self._passed("evidence") else "not checked",
+            "evidence": self._evidence_basis(),
+            **({"fields": fields.summary()} if fields is not None else {}),
             "root": "pinned" if facts.get("root") else "not pinned",
             "head": "pinned" if facts.get("head") else "not pinned",
             "closed_by": chain.facts.get("closed_by") if chain else None,
             **self._time_basis(),
         }
+
+    def committed_fields(self) -> Any:
+        """What check 7 established of committed fields (``verifier._disclosures.Fields``), or None when none."""
+        evidence = self._passed("evidence")
+        return evidence.facts.get("fields") if evidence is not None else None
+
+    def _evidence_basis(self) -> str:
+        """Evidence "checked", "partly checked" (committed fields withheld: not checked), or "not checked"."""
+        if self._passed("evidence") is None:
+            return "not checked"
+        fields = self.committed_fields()
+        return "partly checked" if fields is not None and fields.withheld else "checked"
 
     def _time_basis(self) -> dict[str, Any]:
         """Independent time (check 9) and the key's validity at it (check 10), as established."""
@@ -268,7 +282,7 @@ class Report:
             parts.append(f"signed by an unknown key {b['key_id']} (not trusted)")
         else:
             parts.append(b["signature"])
-        parts.append(f"evidence {b['evidence']}")
+        parts.append(f"evidence {b['evidence']}" + (f" ({b['fields']})" if "fields" in b else ""))
         parts.append(f"root {b['root']}" + ("; head pinned" if b["head"] == "pinned" else ""))
         if b["tsa_time"]:
             parts.append(f"timestamped by a trusted TSA at {b['tsa_time']}")
@@ -313,6 +327,7 @@ class Report:
             "failures": [f.to_dict() for f in self.failures],
             "notes": list(self.notes),
             "basis": None if self.malformed else self.basis(),
+            **({"fields": fields.to_dict()} if (fields := self.committed_fields()) is not None else {}),
         }
 
 

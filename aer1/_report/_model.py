@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._canonical import restore
@@ -16,6 +16,7 @@ from .._limits import MAX_INPUT_BYTES
 from .._redact import REDACTED
 from .._timeline import StepRow, evidence_contents, parse_time, step_rows
 from ..verifier._archive import Outcome
+from ..verifier._disclosures import Unrevealed, revealed
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
 from ..verifier._report import FAIL, MAX_FAILURES_SHOWN, PASS, Report
@@ -64,6 +65,26 @@ def _content_text(content: Any) -> tuple[str, bool]:
     if len(text) <= MAX_CONTENT_CHARS:
         return text, False
     return text[:MAX_CONTENT_CHARS], True
+
+
+def shown_content(report: Report) -> Callable[[int, Any], Any] | None:
+    """What a page or timeline shows of step ``seq``'s content: committed fields as disclosed, or saying they
+    were erased or withheld (never the commitment); None when the receipt commits no field."""
+    fields = report.committed_fields()
+    if fields is None:
+        return None
+    return lambda seq, content: _as_shown(revealed(content, seq, fields))
+
+
+def _as_shown(value: Any) -> Any:
+    """A revealed content for display: each erased or withheld field as a bracketed sentence saying so."""
+    if isinstance(value, Unrevealed):
+        return f"[{value.describe()}]"
+    if type(value) is dict:
+        return {k: _as_shown(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_as_shown(v) for v in value]
+    return value
 
 
 def _marker(row: StepRow, content: Any) -> str:
@@ -208,7 +229,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     contents, unread = evidence_contents(evidence_file, MAX_STEPS_SHOWN)
     if unread and evidence_file is not None:
         notes.append(clip(unread))
-    rows = step_rows({"steps": steps[:MAX_STEPS_SHOWN]}, contents)
+    rows = step_rows({"steps": steps[:MAX_STEPS_SHOWN]}, contents, shown_content(report))
     if len(steps) > MAX_STEPS_SHOWN:
         notes.append(f"the first {MAX_STEPS_SHOWN} of {len(steps)} steps are shown")
     violated: dict[int, list[str]] = {}
@@ -217,8 +238,11 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
             violated.setdefault(seq, []).append(v["rule"])
     markers: dict[int, str] = {}
     shown = []
+    shown_as = shown_content(report)
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
+        if shown_as is not None and r.seq is not None and content is not None:  # never a commitment's digest
+            content = shown_as(r.seq, content)
         if r.seq is not None:
             markers[r.seq] = _marker(r, content)
         text, cut = _content_text(content) if r.seq in contents else ("", False)

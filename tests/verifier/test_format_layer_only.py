@@ -26,6 +26,8 @@ FORMAT_LAYER = {
     "aer1._lazy",
     "aer1._canonical",
     "aer1._chain",
+    "aer1._commit",
+    "aer1._erasure",
     "aer1.errors",
     "aer1._imprint",
     "aer1._infile",
