@@ -20,6 +20,7 @@ __all__ = [
     "Aer1Error",
     "CouldNotVerifyError",
     "MalformedInputError",
+    "ToolCallRefused",
     "UsageError",
     "VerificationError",
 ]
@@ -43,3 +44,10 @@ class CouldNotVerifyError(Aer1Error, ValueError):
 
 class UsageError(Aer1Error):
     """The API or a command was used in a way it does not allow."""
+
+
+class ToolCallRefused(Aer1Error):
+    """An approval gate did not let a tool call run (denied, pending, or arguments it cannot bind).
+
+    The model is shown the refusal as the call's error; the message says why.
+    """
