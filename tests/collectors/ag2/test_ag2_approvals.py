@@ -272,4 +272,4 @@ async def test_ag2_approval_without_any_hook(collector: AER1AG2Collector, check:
     receipt, contents = check(collector)
     assert of_kind(receipt, contents, "approval") == []  # nobody was asked: AG2 has no one to ask
     [(call_step, failed)] = of_kind(receipt, contents, "tool_call")
-    assert failed["error"]["type"] == "HumanInputNotProvidedError"
+    assert call_step["status"] == "error" and failed["error"]["type"] == "HumanInputNotProvidedError"
