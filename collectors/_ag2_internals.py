@@ -82,7 +82,10 @@ NAMES: tuple[Name, ...] = (
     Name("ag2.network.hub.listener:BaseHubListener", "on_turn_failed", "turn failures"),
     Name("ag2.network.hub.listener:BaseHubListener", "on_envelope_rejected", "rejected envelopes"),
     Name("ag2.network:Hub", "register_listener", "observe_hub()"),
-    Name("ag2.network:Hub", "adapter_state", "the next speaker the graph picked"),
+    Name("ag2.network:Hub", "adapter_state", "the next speaker the graph picked (read at once, not awaited)"),
+    Name("ag2.network:Hub", "name_for", "participant names for agent ids"),
+    Name("ag2.network.adapters.workflow:WorkflowState", "expected_next_speaker", "the next speaker"),
+    Name("ag2.network.adapters.workflow:WorkflowState", "turn_count", "one next speaker per turn"),
 )
 
 

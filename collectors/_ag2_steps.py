@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._errors import error_info
@@ -294,36 +294,53 @@ def turn_end_content(*, run_id: str, turn: int, response: Any, error: BaseExcept
 # ------------------------------------------------------------------------------ networks
 
 
-def channel_content(channel_id: str, kind: str, payload: Any) -> dict[str, Any]:
-    """A channel lifecycle event the hub reported (opened, closed with its reason, ...)."""
-    return {"channel_id": channel_id, "event": kind, "payload": plain(payload)}
-
-
-def routing_content(channel_id: str, envelope: Any, routing: Mapping[str, Any], sender: str | None) -> dict[str, Any]:
-    """A routing decision a tool returned (``Handoff`` or ``Finish``), as the hub posted it."""
-    content: dict[str, Any] = {"channel_id": channel_id, "envelope_id": plain(getattr(envelope, "envelope_id", None)),
-                               "from": sender, "routing": plain(dict(routing))}
-    for key in ("kind", "target", "reason", "summary", "tool"):
-        content[key] = plain(routing.get(key))
+def channel_content(channel_id: str, kind: str, payload: Any, name: Callable[[Any], str | None]) -> dict[str, Any]:
+    """A channel lifecycle event the hub reported: created (type, creator, participants, graph), opened,
+    closed or expired (with the close reason)."""
+    content: dict[str, Any] = {"channel_id": channel_id, "event": kind}
+    body = payload if isinstance(payload, Mapping) else {}
+    metadata = body.get("metadata")
+    if metadata is not None:
+        manifest = getattr(metadata, "manifest", None)
+        content["type"] = plain(getattr(manifest, "type", None))
+        content["creator"] = name(getattr(metadata, "creator_id", None))
+        content["participants"] = [name(getattr(p, "agent_id", None)) for p in
+                                   list(getattr(metadata, "participants", None) or [])[:MAX_ITEMS]]
+        content["state"] = plain(getattr(getattr(metadata, "state", None), "value", None))
+        content["close_reason"] = plain(getattr(metadata, "close_reason", None)) or None
+        knobs = getattr(metadata, "knobs", None)
+        if isinstance(knobs, Mapping) and "graph" in knobs:
+            content["graph"] = plain(knobs["graph"])
+    if "reason" in body:
+        content["reason"] = plain(body["reason"])
     return content
 
 
-def speaker_content(channel_id: str, next_speaker: str | None, turn: Any, after: Any) -> dict[str, Any]:
-    """The next speaker the channel's adapter (its transition graph) expects."""
-    return {"channel_id": channel_id, "next_speaker": next_speaker, "turn": plain(turn),
-            "after_envelope": plain(after)}
+def routing_content(channel_id: str, envelope: Any, routing: Mapping[str, Any], sender: str | None,
+                    target: str | None) -> dict[str, Any]:
+    """A routing decision a tool returned (``Handoff`` or ``Finish``), as the hub posted it."""
+    return {"channel_id": channel_id, "envelope_id": plain(getattr(envelope, "envelope_id", None)),
+            "from": sender, "kind": plain(routing.get("kind")), "tool": plain(routing.get("tool")),
+            "target": target, "reason": plain(routing.get("reason")), "summary": plain(routing.get("summary")),
+            "body": plain((getattr(envelope, "event_data", None) or {}).get("body"))}
 
 
-def turn_failed_content(channel_id: str, agent_id: str, envelope_id: Any, exc: Any) -> dict[str, Any]:
+def speaker_content(channel_id: str, next_speaker: str | None, turn: int, after: Any,
+                    close_reason: Any) -> dict[str, Any]:
+    """The speaker the channel's adapter (its transition graph) expects after a turn; None: it ends."""
+    return {"channel_id": channel_id, "next_speaker": next_speaker, "after_turn": turn,
+            "after_envelope": plain(after), "ends": next_speaker is None,
+            "close_reason": plain(close_reason) or None}
+
+
+def turn_failed_content(channel_id: str, agent: str | None, envelope_id: Any, exc: Any) -> dict[str, Any]:
     """A network turn that failed (the hub's report)."""
     error = error_info(exc) if isinstance(exc, BaseException) else {"message": text(exc)}
-    return {"channel_id": channel_id, "agent_id": agent_id, "envelope_id": plain(envelope_id), "error": error}
+    return {"channel_id": channel_id, "agent": agent, "envelope_id": plain(envelope_id), "error": error}
 
 
-def rejected_content(envelope: Any, reason: Any) -> dict[str, Any]:
+def rejected_content(envelope: Any, reason: Any, sender: str | None) -> dict[str, Any]:
     """An envelope the hub refused, and why."""
     return {"channel_id": plain(getattr(envelope, "channel_id", None)),
-            "envelope_id": plain(getattr(envelope, "envelope_id", None)),
-            "sender": plain(getattr(envelope, "sender_id", None)), "event_type": plain(getattr(envelope, "event_type",
-                                                                                                None)),
-            "reason": plain(reason)}
+            "envelope_id": plain(getattr(envelope, "envelope_id", None)) or None, "sender": sender,
+            "event_type": plain(getattr(envelope, "event_type", None)), "reason": plain(reason)}

@@ -483,13 +483,13 @@ class _HubListener(BaseHubListener):
 
     async def on_channel_event(self, channel_id: Any, kind: Any, payload: Any) -> None:
         try:
-            self._collector._channel_event(str(channel_id), str(kind), payload)
+            self._collector._channel_event(self._hub, str(channel_id), str(kind), payload)
         except Exception as e:
             count_failure(self._collector, f"channel event {kind!r}", e)
 
     async def on_envelope_posted(self, envelope: Any, metadata: Any) -> None:
         try:
-            await self._collector._envelope_posted(self._hub, envelope, metadata)
+            self._collector._envelope_posted(self._hub, envelope)
         except Exception as e:
             count_failure(self._collector, "a posted envelope", e)
 
@@ -501,7 +501,7 @@ class _HubListener(BaseHubListener):
 
     async def on_envelope_rejected(self, envelope: Any, reason: Any) -> None:
         try:
-            self._collector._envelope_rejected(envelope, reason)
+            self._collector._envelope_rejected(self._hub, envelope, reason)
         except Exception as e:
             count_failure(self._collector, "a rejected envelope", e)
 
@@ -518,7 +518,7 @@ class AER1AG2Collector(Collector):
         self._turns: dict[str, int] = {}  # run id -> turns started on it
         self._observed: set[str] = set()
         self._hubs: list[Any] = []
-        self._routed: set[str] = set()  # envelope ids whose routing was recorded
+        self._speakers: dict[str, int] = {}  # channel id -> the turn whose next speaker was recorded
 
     # -------------------------------------------------------------- public API
 
@@ -676,21 +676,20 @@ class AER1AG2Collector(Collector):
 
     # -------------------------------------------------------------- networks
 
-    def _channel_actor(self, channel_id: str, kind: str | None = None) -> str:
+    def _channel_actor(self, channel_id: str) -> str:
         actor = channel_actor(channel_id)
-        try:
-            self.register_agent(actor, type="ag2.network.Channel", description=kind)
-        except Exception:  # already listed
-            pass
+        with contextlib.suppress(Exception):  # listed once: a second time is a no-op
+            self.register_agent(actor, type="ag2.network.Channel")
         return actor
 
-    def _channel_event(self, channel_id: str, kind: str, payload: Any) -> None:
+    def _channel_event(self, hub: Any, channel_id: str, kind: str, payload: Any) -> None:
         actor = self._channel_actor(channel_id)
-        closing = "close" in kind or "expire" in kind
-        self.safe_record(f"channel_{kind}", steps.channel_content(channel_id, kind, payload), agent=actor,
-                         kind="termination" if closing else "task")
+        content = steps.channel_content(channel_id, kind, payload, lambda agent_id: _name(hub, agent_id))
+        ending = kind in ("closed", "expired")
+        self.safe_record(f"channel_{kind}", content, agent=actor, kind="termination" if ending else
+                         "task" if kind == "created" else "message")
 
-    async def _envelope_posted(self, hub: Any, envelope: Any, metadata: Any) -> None:
+    def _envelope_posted(self, hub: Any, envelope: Any) -> None:
         channel_id = str(getattr(envelope, "channel_id", "") or "")
         if not channel_id:
             return
@@ -698,40 +697,44 @@ class AER1AG2Collector(Collector):
         routing = _routing_of(envelope)
         sender = _name(hub, getattr(envelope, "sender_id", None))
         if routing is not None:
-            kind = routing.get("kind")
             target = routing.get("target")
-            target_name = _name(hub, target) if isinstance(target, str) else None
-            content = steps.routing_content(channel_id, envelope, routing, sender)
-            content["target_name"] = target_name
+            target_name = _name(hub, target)
+            content = steps.routing_content(channel_id, envelope, routing, sender, target_name)
+            kind = routing.get("kind")
             if kind == "handoff":
-                self.safe_record("handoff", content, agent=sender or actor, kind="handoff",
-                                 target=target_name or (target if isinstance(target, str) and target else None))
+                self.safe_record("handoff", content, agent=sender or actor, kind="handoff", target=target_name)
             elif kind == "finish":
                 self.safe_record("finish", content, agent=sender or actor, kind="termination")
             else:
                 self.safe_record("routing", content, agent=sender or actor, kind="message")
-        try:
-            state = await hub.adapter_state(channel_id)
-        except Exception:
-            return
+        self._next_speaker(hub, channel_id, actor, envelope)
+
+    def _next_speaker(self, hub: Any, channel_id: str, actor: str, envelope: Any) -> None:
+        """The speaker the channel's adapter expects next, once per turn it counts."""
+        state = hub.adapter_state(channel_id)
+        turns = getattr(state, "turn_count", None)
         expected = getattr(state, "expected_next_speaker", None)
-        if expected is not None:
-            name = _name(hub, expected)
-            self.safe_record("speaker_selection", steps.speaker_content(channel_id, name, getattr(state, "turn_count",
-                                                                                                   None),
-                                                                        getattr(envelope, "envelope_id", None)),
-                             agent=actor, kind="speaker_selection", target=name or None)
+        if not isinstance(turns, int) or turns < 1:
+            return  # no turn taken yet (invites, opening): the graph's first speaker comes with the first turn
+        with self._ag2_lock:
+            if self._speakers.get(channel_id) == turns:
+                return
+            self._speakers[channel_id] = turns
+        name = _name(hub, expected)
+        content = steps.speaker_content(channel_id, name, turns, getattr(envelope, "envelope_id", None),
+                                        getattr(state, "pending_close_reason", None))
+        self.safe_record("speaker_selection", content, agent=actor, kind="speaker_selection", target=name)
 
     def _turn_failed(self, hub: Any, channel_id: str, agent_id: str, envelope_id: Any, exc: Any) -> None:
         actor = self._channel_actor(channel_id)
-        content = steps.turn_failed_content(channel_id, agent_id, envelope_id, exc)
-        content["agent"] = _name(hub, agent_id)
+        content = steps.turn_failed_content(channel_id, _name(hub, agent_id), envelope_id, exc)
         self.safe_record("turn_failed", content, agent=actor, kind="error", status="error")
 
-    def _envelope_rejected(self, envelope: Any, reason: Any) -> None:
+    def _envelope_rejected(self, hub: Any, envelope: Any, reason: Any) -> None:
         channel_id = str(getattr(envelope, "channel_id", "") or "unknown")
-        self.safe_record("envelope_rejected", steps.rejected_content(envelope, reason),
-                         agent=self._channel_actor(channel_id), kind="error", status="error")
+        content = steps.rejected_content(envelope, reason, _name(hub, getattr(envelope, "sender_id", None)))
+        self.safe_record("envelope_rejected", content, agent=self._channel_actor(channel_id), kind="error",
+                         status="error")
 
 
 def _routing_of(envelope: Any) -> dict[str, Any] | None:
