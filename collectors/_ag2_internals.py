@@ -51,12 +51,15 @@ class Name:
     owner: str
     attr: str
     why: str
+    instance: bool = False  # set in __init__: checked on a fresh instance (``owner("aer1_canary")``), not the class
 
 
 NAMES: tuple[Name, ...] = (
     Name("ag2:Agent", "insert_middleware", "observe(): the recorder goes in outermost"),
     Name("ag2:Agent", "middleware", "identity: agent middleware descriptions; finding the recorder"),
-    Name("ag2:Agent", "tools", "identity: tool schemas and sources"),
+    Name("ag2:Agent", "tools", "identity: tool schemas and sources", instance=True),
+    Name("ag2:Agent", "config", "identity: the model config's type, provider and model", instance=True),
+    Name("ag2:Agent", "name", "the actor of an agent's steps", instance=True),
     Name("ag2:Agent", "system_prompt", "identity: the system prompt"),
     Name("ag2:Agent", "observers", "identity: observer names"),
     Name("ag2:Agent", "response_schema", "identity: the response schema"),
@@ -111,7 +114,10 @@ def missing() -> list[str]:
     gone: list[str] = []
     for name in NAMES:
         try:
-            getattr(_resolve(name.owner), name.attr)
+            owner = _resolve(name.owner)
+            if name.instance:
+                owner = owner("aer1_canary")
+            getattr(owner, name.attr)
         except Exception:
             gone.append(f"{name.owner}.{name.attr}")
     return gone
