@@ -12,10 +12,11 @@ Importing this module imports no AG2.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.metadata
 from dataclasses import dataclass
 from typing import Any
+
+from ._legacy_internals import _resolve
 
 __all__ = [
     "ALWAYS_GRANTS_KEY",
@@ -99,14 +100,6 @@ def installed() -> str | None:
         major = version.split(".", 1)[0]
         return version if major.isdigit() and int(major) >= 1 else None
     return None
-
-
-def _resolve(owner: str) -> Any:
-    module_name, _, path = owner.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in filter(None, path.split(".")):
-        obj = getattr(obj, part)
-    return obj
 
 
 def missing() -> list[str]:

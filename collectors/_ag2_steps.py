@@ -16,11 +16,11 @@ Imports no agent framework: values are read by their members.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._bounded import MAX_DEPTH, MAX_ITEMS, MAX_TEXT_CHARS, NOT_SPECIAL, OMITTED_KEY, bounded, bounded_text
 from ._errors import error_info
 
 __all__ = [
@@ -46,56 +46,13 @@ __all__ = [
     "turn_failed_content",
 ]
 
-#: Longest text kept per value (messages and results are untrusted and unbounded).
-MAX_TEXT_CHARS = 16_000
-#: Most items kept per list or mapping of untrusted data.
-MAX_ITEMS = 256
-#: Deepest nesting kept of untrusted data; deeper values are kept as bounded text.
-MAX_DEPTH = 12
-#: Key that counts the entries of a mapping left out past :data:`MAX_ITEMS`.
-OMITTED_KEY = "(omitted entries)"
+text = bounded_text
 
 
-def text(value: Any) -> str:
-    """``value`` as text (its ``repr`` unless a string), cut to :data:`MAX_TEXT_CHARS` (the cut is said)."""
-    if isinstance(value, str):
-        out = value
-    else:
-        try:
-            out = repr(value)
-        except Exception as e:  # an object whose repr raises: say so instead
-            out = f"<{type(value).__name__}: repr failed with {type(e).__name__}>"
-    if len(out) > MAX_TEXT_CHARS:
-        return f"{out[:MAX_TEXT_CHARS]}... [{len(out) - MAX_TEXT_CHARS} more characters]"
-    return out
-
-
-def plain(value: Any, depth: int = 0) -> Any:
-    """JSON-ready ``value``, bounded: :data:`MAX_ITEMS` items per container, :data:`MAX_DEPTH` levels.
-
-    Mappings and sequences are kept (what is left out is counted); AG2 inputs by their
-    members (``TextInput`` by its text, ``DataInput`` by its data); dataclasses and
-    pydantic models by their fields; an exception by :func:`~._errors.error_info`;
-    anything else as bounded text. Never evaluates anything.
-    """
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return text(value)
-    if depth >= MAX_DEPTH:
-        return text(value)
+def _ag2_types(value: Any, depth: int) -> Any:
+    """AG2 inputs by their members, exceptions by :func:`~._errors.error_info`, dataclasses by their fields."""
     if isinstance(value, BaseException):
         return error_info(value)
-    if isinstance(value, Mapping):
-        out = {str(k): plain(v, depth + 1) for k, v in itertools.islice(value.items(), MAX_ITEMS)}
-        if len(value) > MAX_ITEMS:
-            out[OMITTED_KEY] = len(value) - MAX_ITEMS
-        return out
-    if isinstance(value, (list, tuple)):
-        items = [plain(v, depth + 1) for v in value[:MAX_ITEMS]]
-        if len(value) > MAX_ITEMS:
-            items.append(f"... [{len(value) - MAX_ITEMS} more items]")
-        return items
     kind = type(value).__name__
     if kind == "TextInput" and isinstance(getattr(value, "content", None), str):
         return {"type": "text", "text": text(value.content)}
@@ -104,13 +61,14 @@ def plain(value: Any, depth: int = 0) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
         return {"type": kind, **plain(fields, depth + 1)}
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return plain(dump(mode="json"), depth + 1)
-        except Exception:  # a model that cannot dump itself: its text instead
-            return text(value)
-    return text(value)
+    return NOT_SPECIAL
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """JSON-ready ``value``, bounded (:func:`~._bounded.bounded`); AG2 inputs (``TextInput`` by its text,
+    ``DataInput`` by its data), dataclasses (``Handoff``, ``Finish``, usage) by their fields, an
+    exception by its type, module and message."""
+    return bounded(value, depth, _ag2_types)
 
 
 def arguments_of(raw: Any) -> tuple[Any, bool]:

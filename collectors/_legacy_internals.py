@@ -129,6 +129,7 @@ def installed() -> tuple[str, str] | None:
 
 
 def _resolve(owner: str) -> Any:
+    """The object named ``module:Qualified.Path`` (``module`` alone: the module), imported now."""
     module_name, _, path = owner.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in filter(None, path.split(".")):
