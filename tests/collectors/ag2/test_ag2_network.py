@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from ag2 import Agent
 from ag2.knowledge import MemoryKnowledgeStore
 from ag2.network import Finish, Handoff, Hub, HubClient, LocalLink
@@ -161,3 +162,23 @@ async def test_the_same_network_unobserved_ends_the_same(collector: AER1AG2Colle
     assert [e.event_type for e in await plain.hub.read_wal(plain.channel_id)] == [
         e.event_type for e in await observed.hub.read_wal(observed.channel_id)]
     check(collector)
+
+
+async def test_an_envelope_sent_out_of_turn_is_rejected(collector: AER1AG2Collector, check: Check) -> None:
+    hub = collector.observe_hub(await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0,
+                                               ttl_sweep_interval=0))
+    client = HubClient(LocalLink(hub), hub=hub)
+    members = {}
+    for agent in (Agent("desk", config=TestConfig("unused")), Agent("triage", config=TestConfig("unused"))):
+        members[agent.name] = await client.register(collector.observe(agent))
+    graph = TransitionGraph(initial_speaker=members["desk"].agent_id, default_target=TerminateTarget())
+    channel = await members["triage"].open(type="workflow", target=["desk"], knobs={"graph": graph.to_dict()})
+    try:
+        with pytest.raises(Exception, match="expects"):  # the graph wants desk first
+            await channel.send("me first")
+    finally:
+        await client.close()
+    receipt, contents = check(collector)
+    [(step, rejected)] = of_kind(receipt, contents, "error")
+    assert step["tool"] == "envelope_rejected" and step["agent"] == channel_actor(channel.channel_id)
+    assert rejected["sender"] == "triage" and "expects" in str(rejected["reason"])
