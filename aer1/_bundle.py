@@ -65,7 +65,7 @@ def _parse_child(child: Any) -> tuple[dict[str, Any], bytes | None, list[LinkedC
     from ._collector import Collector
 
     if isinstance(child, Collector):
-        receipt = child.finalize()
+        receipt = child.receipt()
         return receipt, evidence_bytes(child, receipt), list(child.linked_children.values())
     if isinstance(child, (bytes, bytearray, memoryview)):
         from .verifier._parse import MalformedInput, parse_strict

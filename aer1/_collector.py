@@ -80,6 +80,8 @@ LABEL_CACHE_SIZE = 1024
 _CLOSE_JSON = orjson.dumps(CLOSE_KIND).decode()
 _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
+#: Kinds whose status says how the run ended (spec/steps.md, *The workflow's status*).
+_RUN_END_KINDS = frozenset({"termination", "error"})
 _STEP_HASH = sha256(STEP_TAG)
 
 
@@ -164,7 +166,12 @@ class Collector:
         self._step_list: list[dict[str, Any]] = []
         self._labels: dict[str, tuple[str, str]] = {}  # see LABEL_CACHE_SIZE
         self._receipt_bytes = self._evidence_bytes = 0  # what the saved files will take, steps so far
-        self._any_error = False
+        # The workflow status rule (spec/steps.md): steps by status, and whether a termination or
+        # error step said the run raised (error) or was cut short (cancelled).
+        self._status_counts = dict.fromkeys(STEP_STATUSES, 0)
+        self._run_error = self._cut_short = False
+        # Actions under way (a turn, a tool call) that finalize() must record as cut off: key -> closer.
+        self._open_actions: dict[Any, Callable[[], None]] = {}
         self._agents: dict[str, dict[str, Any]] = {}
         self._agents_bytes = 0
         self._sink: EvidenceSink | None = EvidenceSink(self.workflow_id) if evidence else None
@@ -382,8 +389,13 @@ class Collector:
             self._step_list.append(step)
             self._head = h
             self._seq = seq
-            if status == "error":
-                self._any_error = True
+            if kind != CLOSE_KIND:
+                self._status_counts[status] += 1
+                if kind in _RUN_END_KINDS and status != "ok":
+                    if status == "error":
+                        self._run_error = True
+                    else:
+                        self._cut_short = True
         if self.journal is not None:
             self.journal.sync_step()
         return step
@@ -419,6 +431,37 @@ class Collector:
         with self._lock:
             self.recording_failures += 1
         log.warning("aer1: could not observe %s: %s: %s", what, type(exc).__name__, exc)
+
+    def status_counts(self) -> dict[str, int]:
+        """Steps recorded so far by status (``ok``, ``error``, ``cancelled``), the close step left out."""
+        with self._lock:
+            return dict(self._status_counts)
+
+    def open_action(self, key: Any, closer: Callable[[], None]) -> None:
+        """Note an action under way; if ``finalize()`` comes first, it calls ``closer`` to record it cut off.
+
+        ``closer`` records (with :meth:`safe_record`) what was requested and not finished, as
+        ``cancelled``; :meth:`close_action` forgets the action once it is recorded normally.
+        """
+        with self._lock:
+            self._open_actions[key] = closer
+
+    def close_action(self, key: Any) -> bool:
+        """Forget an action noted with :meth:`open_action`; False when finalize() already recorded it."""
+        with self._lock:
+            return self._open_actions.pop(key, None) is not None
+
+    def _close_open_actions(self) -> None:
+        """Record every action still under way as cut off (finalize() does this before the close step)."""
+        while True:
+            with self._lock:
+                if not self._open_actions or self._closing or self._closed_parts is not None:
+                    return
+                _, closer = self._open_actions.popitem()
+            try:
+                closer()
+            except Exception as e:  # never silent: the receipt says incomplete
+                self.count_recording_failure("an action still under way at finalize()", e)
 
     def child(self, goal: str, **options: Any) -> Collector:
         """A collector for a nested run, to be linked into this one: same key, redaction, evidence, session."""
@@ -498,6 +541,7 @@ class Collector:
         checking them against the chain: a change is logged as a warning naming the step.
         """
         args = (final_answer if isinstance(final_answer, (str, type(None))) else canonical_bytes(final_answer), status)
+        self._close_open_actions()
         with self._lock:
             if self._closed_parts is not None:
                 if args != self._final_args:
@@ -509,9 +553,10 @@ class Collector:
                 raise CollectorClosedError("collector is being finalized by another caller")
             # From here on record() refuses new steps, so the close step is the last one.
             self._closing = True
-            failures, any_error, step_count = self.recording_failures, self._any_error, self._seq + 1
-        if status is None:
-            status = "incomplete" if failures else ("error" if any_error else "ok")
+            failures, step_count = self.recording_failures, self._seq + 1
+            cut_short, run_error = self._cut_short, self._run_error
+        if status is None:  # the one workflow status rule (spec/steps.md)
+            status = "incomplete" if failures or cut_short else ("error" if run_error else "ok")
         workflow = close_workflow(
             workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id, goal=self.goal,
             status=status, output_hash=self._output_hash(final_answer), verify_url=self.verify_url,
@@ -542,6 +587,13 @@ class Collector:
             if self.journal is not None:
                 self.journal.finish(receipt)
         return receipt
+
+    def receipt(self) -> dict[str, Any]:
+        """The receipt ``finalize()`` returned, however it was called; finalizes (no arguments) if not yet."""
+        with self._lock:
+            if self._closed_parts is not None:
+                return self._finalized()
+        return self.finalize()
 
     def _finalized(self) -> dict[str, Any]:
         """The receipt ``finalize()`` returned, again (called under the lock, once finalized)."""
@@ -596,7 +648,7 @@ class Collector:
         from .verifier import verify_receipt  # local import: the verifier stands alone
 
         if receipt is None:
-            receipt = self.finalize()
+            receipt = self.receipt()
         if self._sink is None or receipt.get("workflow_id") != self.workflow_id:
             return [f.reason for f in verify_receipt(receipt).failures]
         with tempfile.TemporaryDirectory(prefix="aer1-verify-") as folder:
@@ -608,7 +660,7 @@ class Collector:
     def save(self, path: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> str:
         """Write the receipt as JSON and its evidence beside it; returns the receipt path."""
         if workflow is None:
-            workflow = self.finalize()
+            workflow = self.receipt()
         target = os.fspath(path)
         keeps_evidence = self._sink is not None and workflow.get("workflow_id") == self.workflow_id
         if keeps_evidence:

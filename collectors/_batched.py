@@ -109,6 +109,11 @@ class BatchedCollector(Collector):
         self.flush_steps()
         return super().step_count
 
+    def status_counts(self) -> dict[str, int]:
+        """Steps recorded so far by status, the waiting ones chained first."""
+        self.flush_steps()
+        return super().status_counts()
+
     def finalize(self, final_answer: Any = None, *, status: str | None = None) -> dict[str, Any]:
         """:meth:`aer1.Collector.finalize`, after the waiting steps; later steps are recorded at once."""
         with self._batch_lock:

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any
+
+from aer1 import _steps_vocab as vocab
 
 from ._batched import BatchedCollector
 from ._compat_collector import CompatMethods
@@ -64,6 +67,25 @@ UNOBSERVED_NOTE = (
     "the team's stop reason was not observed: run the team with collector.run() or "
     "collector.run_stream(), or pass its TaskResult to finalize()"
 )
+
+
+#: Stop reasons of AgentChat's own conditions that cut a run short (``", "`` joins several).
+_TIMEOUT_REASON = re.compile(r"Timeout of \S+ seconds reached")
+_EXTERNAL_REASON = "External termination requested"
+
+
+def stop_outcome(stop_reason: Any) -> str:
+    """The ``termination.outcome`` of a team run that ended with ``stop_reason`` (spec/steps.md).
+
+    ``TimeoutTermination`` gives ``timeout`` and ``ExternalTermination`` (stopped from outside)
+    ``cancelled``: neither is the run's own end. Read from AgentChat's own stop texts.
+    """
+    if isinstance(stop_reason, str):
+        if _TIMEOUT_REASON.search(stop_reason):
+            return "timeout"
+        if _EXTERNAL_REASON in stop_reason:
+            return "cancelled"
+    return "finished"
 
 
 def _is_task_result(value: Any) -> bool:
@@ -178,17 +200,18 @@ class AER1AutoGenCollector(CompatMethods, BatchedCollector):
         if result is None and _is_task_result(final_answer):
             result, final_answer = final_answer, None
         if not self.closed:
+            self._close_open_actions()  # turns still running: recorded as cut off first
             for run in list(self._ac_open_runs):
                 self._ac_end_run(run)
                 self._ac_cut_short = True
-                self._ac_record_team_step("termination", {**run.team, "stop_reason": None, "observed": False,
-                                                          "note": UNFINISHED_NOTE}, status="cancelled", actor=run.actor)
+                self._ac_record_team_step("termination", self.termination_content(
+                    "unfinished", None, None, {**run.team, "note": UNFINISHED_NOTE}), status="cancelled",
+                    actor=run.actor)
             if result is not None:
                 self._ac_record_termination(result)
             elif self._ac_pending_termination:
                 self._ac_record_team_step(
-                    "termination",
-                    {"stop_reason": None, "observed": False, "note": UNOBSERVED_NOTE},
+                    "termination", self.termination_content("unobserved", None, None, {"note": UNOBSERVED_NOTE}),
                 )
         if final_answer is None and result is not None:
             final_answer = final_text(result)
@@ -256,15 +279,22 @@ class AER1AutoGenCollector(CompatMethods, BatchedCollector):
                 return
             self._ac_results.append(result)
         stop_reason = getattr(result, "stop_reason", None)
-        content: dict[str, Any] = dict(team or {})
-        content["stop_reason"] = stop_reason
-        content["observed"] = stop_reason is not None
-        content["observed_by"] = "TaskResult"
-        messages = getattr(result, "messages", None)
-        content["messages"] = len(messages) if isinstance(messages, Sequence) else None
+        extras: dict[str, Any] = dict(team or {})
+        extras["observed_by"] = "TaskResult"
         if stop_reason is None:
-            content["note"] = "the TaskResult carries no stop reason"
-        self._ac_record_team_step("termination", content, started_at=started_at, actor=actor)
+            extras["note"] = "the TaskResult carries no stop reason"
+        messages = getattr(result, "messages", None)
+        outcome = stop_outcome(stop_reason)
+        content = self.termination_content(outcome, stop_reason if isinstance(stop_reason, str) else None,
+                                           len(messages) if isinstance(messages, Sequence) else None, extras)
+        self._ac_record_team_step("termination", content, status=vocab.outcome_status(outcome),
+                                  started_at=started_at, actor=actor)
+
+    def termination_content(self, outcome: str, reason: str | None, messages: int | None,
+                            extras: dict[str, Any], error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A team run's ``termination`` content (spec/steps.md), the steps so far counted by status."""
+        return vocab.termination("agentchat", outcome=outcome, reason=reason, messages=messages,
+                                 step_statuses=self.status_counts(), error=error, extras=extras)
 
     def _ac_turn_started(self, wrapper: AER1AgentWrapper) -> None:
         """A wrapped agent's turn began: remember it, and hand it to its team run if any."""

@@ -16,10 +16,11 @@ Imports no agent framework.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 from typing import TYPE_CHECKING
+
+from aer1._steps_vocab import CANCELLATIONS, MAX_ERROR_MESSAGE_CHARS, error_info, failure_status
+from aer1._steps_vocab import exception_message as _bounded_text  # the one bounding rule
 
 if TYPE_CHECKING:
     from aer1._collector import Collector
@@ -27,38 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["CANCELLATIONS", "MAX_ERROR_MESSAGE_CHARS", "count_failure", "error_info", "failure_status"]
 
 log = logging.getLogger("aer1")
-
-#: Exceptions that end work without it failing: recorded with status ``cancelled``.
-CANCELLATIONS: tuple[type[BaseException], ...] = (
-    asyncio.CancelledError,
-    concurrent.futures.CancelledError,
-    GeneratorExit,
-    KeyboardInterrupt,
-)
-#: Longest exception message kept in a step (the rest is cut, and the cut is said).
-MAX_ERROR_MESSAGE_CHARS = 4000
-
-
-def failure_status(exc: BaseException) -> str:
-    """``cancelled`` for a cancellation (see :data:`CANCELLATIONS`), else ``error``."""
-    return "cancelled" if isinstance(exc, CANCELLATIONS) else "error"
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception as e:  # an exception whose __str__ raises: say so instead
-        text = f"<message unavailable: {type(e).__name__}>"
-    if len(text) > MAX_ERROR_MESSAGE_CHARS:
-        cut = len(text) - MAX_ERROR_MESSAGE_CHARS
-        text = f"{text[:MAX_ERROR_MESSAGE_CHARS]}... [{cut} more characters]"
-    return text
-
-
-def error_info(exc: BaseException) -> dict[str, str]:
-    """Type (qualified name), module and bounded message of ``exc``, as steps record them."""
-    cls = type(exc)
-    return {"type": cls.__qualname__, "module": cls.__module__, "message": _message(exc)}
 
 
 def count_failure(collector: Collector, what: str, exc: BaseException) -> None:
@@ -70,4 +39,6 @@ def count_failure(collector: Collector, what: str, exc: BaseException) -> None:
     try:
         collector.count_recording_failure(what, exc)
     except Exception as e:  # not a Collector: nothing to count into
-        log.warning("aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _message(exc), e)
+        log.warning(
+            "aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _bounded_text(exc), e
+        )

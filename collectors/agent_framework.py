@@ -57,6 +57,7 @@ except ImportError as e:  # the extra is not installed: say how to install it
     ) from e
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 
 from ._af_internals import active_run, function_call_id, max_rounds, stream_error
 from ._bounded import MAX_DEPTH, MAX_ITEMS, MAX_TEXT_CHARS, NOT_SPECIAL, OMITTED_KEY, bounded, bounded_text
@@ -229,15 +230,26 @@ class _FunctionRecorder(FunctionMiddleware):
     async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         c = self.collector
         started = time.time()
+        key = object()  # finalize() before the call returns: recorded as cut off
+        c.open_action(key, lambda: c._record_call(context, started, cut_off=True))
         try:
             await call_next()
         except BaseException as e:
-            c._record_call(context, started, error=e)
+            if c.close_action(key):
+                c._record_call(context, started, error=e)
             raise
-        c._record_call(context, started)
+        if c.close_action(key):
+            c._record_call(context, started)
 
 
 _AgentT = TypeVar("_AgentT", bound=SupportsAgentRun)
+
+
+def _vocab_error(details: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The vocabulary's ``error`` of a workflow's error details (type and message as the framework gives them)."""
+    if details is None:
+        return vocab.error_code("workflow_error", "")
+    return vocab.error_code(str(details.get("type") or "workflow_error"), details.get("message") or "")
 
 
 def _agent_name(agent: Any) -> str:
@@ -305,7 +317,8 @@ class AER1AgentFrameworkCollector(Collector):
 
     def _record_turn_error(self, name: str, messages_in: list[Message], started: float, exc: BaseException) -> None:
         try:
-            content = {"input": _messages(messages_in), "error": error_info(exc)}
+            content = vocab.error_step("agent_framework", error=error_info(exc), phase="reply",
+                                       extras={"input": _messages(messages_in)})
             self.safe_record("agent_run", content, agent=name, kind="error", status=failure_status(exc),
                              started_at=started)
         except Exception as e:
@@ -314,10 +327,12 @@ class AER1AgentFrameworkCollector(Collector):
     def _record_approval_request(self, name: str, request: Content) -> None:
         call = _call_of(request)
         if request.type != "function_approval_request" or call is None:
-            self.safe_record("user_input_request", {"request": _content(request)}, agent=name, kind="human_input")
+            content = vocab.human_input("agent_framework", prompt=_content(request), input=None,
+                                        request_id=getattr(request, "id", None))
+            self.safe_record("user_input_request", content, agent=name, kind="human_input")
             return
-        content = {"request_id": request.id, "function": call.name, "arguments": _plain(call.arguments),
-                   "decision": "requested"}
+        content = vocab.approval("agent_framework", decision="requested", name=call.name, call_id=call.call_id or None,
+                                 arguments=_plain(call.arguments), extras={"request_id": request.id})
         self.safe_record(f"approve:{call.name}", content, agent=name, kind="approval", call_id=call.call_id or None)
 
     def _observe_approval_responses(self, name: str, messages: list[Message]) -> None:
@@ -331,14 +346,17 @@ class AER1AgentFrameworkCollector(Collector):
                     approved = bool(item.approved)
                     cid = call.call_id or None
                     responder = self._approvers.pop(cid, DEFAULT_RESPONDER) if cid else DEFAULT_RESPONDER
-                    content = {"request_id": item.id, "function": call.name, "arguments": _plain(call.arguments),
-                               "decision": "approved" if approved else "denied", "responder": responder,
-                               "for_agent": name}
+                    content = vocab.approval("agent_framework", decision="approved" if approved else "denied",
+                                             name=call.name, call_id=cid, arguments=_plain(call.arguments),
+                                             responder=responder, extras={"request_id": item.id, "for_agent": name})
                     self.safe_record(f"approve:{call.name}", content, agent=responder, kind="approval", call_id=cid)
                     if not approved:
-                        self.safe_record(str(call.name), {"arguments": _plain(call.arguments), "executed": False,
-                                                          "reason": "approval denied"},
-                                         agent=name, kind="tool_call", status="cancelled", call_id=cid)
+                        denied = vocab.tool_call("agent_framework", name=str(call.name), call_id=cid,
+                                                 arguments=_plain(call.arguments), result=None,
+                                                 error=vocab.error_code("approval_denied", "approval denied"),
+                                                 extras={"executed": False})
+                        self.safe_record(str(call.name), denied, agent=name, kind="tool_call", status="cancelled",
+                                         call_id=cid)
         except Exception as e:
             count_failure(self, f"agent {name!r} approval responses", e)
 
@@ -354,19 +372,22 @@ class AER1AgentFrameworkCollector(Collector):
             count_failure(self, f"agent {name!r} model response", e)
 
     def _record_call(
-        self, context: FunctionInvocationContext, started: float, error: BaseException | None = None
+        self, context: FunctionInvocationContext, started: float, error: BaseException | None = None,
+        cut_off: bool = False,
     ) -> None:
         try:
             name = _CURRENT_AGENT.get() or "assistant"
-            content: dict[str, Any] = {"arguments": _plain(context.arguments), "executed": True}
-            if error is None:
-                content["result"] = _plain(context.result)
-                status = "ok"
-            else:
-                content["error"] = error_info(error)
-                status = failure_status(error)
+            call_id = function_call_id(context)
+            result = _plain(context.result) if error is None and not cut_off else None
+            failure = error_info(error) if error is not None else None
+            if cut_off:
+                failure = vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE)
+            content = vocab.tool_call("agent_framework", name=str(context.function.name), call_id=call_id,
+                                      arguments=_plain(context.arguments), result=result, error=failure,
+                                      extras={"executed": True})
+            status = "cancelled" if cut_off else "ok" if error is None else failure_status(error)
             self.safe_record(str(context.function.name), content, agent=name, kind="tool_call", status=status,
-                             started_at=started, call_id=function_call_id(context))
+                             started_at=started, call_id=call_id)
         except Exception as e:
             count_failure(self, "tool call", e)
 
@@ -468,9 +489,9 @@ class AER1AgentFrameworkCollector(Collector):
         for run in list(self._open_runs):
             self._close_run(run)
             self._cut_short = True
-            self.safe_record("workflow_end", {"final_state": _state(run.state), "rounds": run.rounds,
-                                              "reason": UNFINISHED_REASON}, agent=run.actor, kind="termination",
-                             status="cancelled")
+            self.safe_record("workflow_end", self._termination("unfinished", UNFINISHED_REASON, {
+                "final_state": _state(run.state), "rounds": run.rounds}), agent=run.actor, kind="termination",
+                status="cancelled")
         if status is None and self._cut_short:
             status = "incomplete"  # as the built-in manager says of a run cut short
         return super().finalize(final_answer, status=status)
@@ -479,8 +500,16 @@ class AER1AgentFrameworkCollector(Collector):
         """The ``termination`` step of a run that raised (status ``error`` or ``cancelled``)."""
         if not self._close_run(run):
             return
-        self.safe_record("workflow_end", {"error": error_info(exc), "final_state": _state(run.state)},
-                         agent=run.actor, kind="termination", status=failure_status(exc))
+        status = failure_status(exc)
+        content = self._termination("error" if status == "error" else "cancelled", None,
+                                    {"final_state": _state(run.state)}, error=error_info(exc))
+        self.safe_record("workflow_end", content, agent=run.actor, kind="termination", status=status)
+
+    def _termination(self, outcome: str, reason: str | None, extras: dict[str, Any],
+                     error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A workflow run's ``termination`` content (spec/steps.md), the steps so far counted by status."""
+        return vocab.termination("agent_framework", outcome=outcome, reason=reason, messages=None,
+                                 step_statuses=self.status_counts(), error=error, extras=extras)
 
     def _record_responses(self, responses: Mapping[str, Any], responder: str) -> None:
         for request_id, response in responses.items():
@@ -489,8 +518,9 @@ class AER1AgentFrameworkCollector(Collector):
                 if call_id is not None:  # the agent run that receives it records the decision and this responder
                     self._approvers[call_id] = responder
                 continue
-            self.safe_record("request_info_response", {"request_id": str(request_id), "response": _plain(response)},
-                             agent=responder, kind="human_input", call_id=call_id)
+            content = vocab.human_input("agent_framework", prompt=None, input=_plain(response),
+                                        request_id=str(request_id))
+            self.safe_record("request_info_response", content, agent=responder, kind="human_input", call_id=call_id)
 
     def _record_end(self, run: _Run) -> None:
         """The ``termination`` step: what is known of the end (the framework gives no stop reason)."""
@@ -499,18 +529,19 @@ class AER1AgentFrameworkCollector(Collector):
         state = run.state
         if state == WorkflowRunState.IDLE_WITH_PENDING_REQUESTS:
             return  # paused: the run goes on when the responses come
-        content: dict[str, Any] = {
+        extras: dict[str, Any] = {
             "final_state": _state(state),
             "rounds": run.rounds,
             "max_rounds": run.max_rounds,
             "max_rounds_reached": run.max_rounds is not None and run.rounds >= run.max_rounds,
             "closing_output_from": run.last_output_from,
-            "reason": None,
             "note": STOP_REASON_NOTE,
         }
-        status = "error" if state == WorkflowRunState.FAILED else "cancelled" if state == WorkflowRunState.CANCELLED \
-            else "ok"
-        self.safe_record("workflow_end", content, agent=run.actor, kind="termination", status=status)
+        outcome = "error" if state == WorkflowRunState.FAILED else "cancelled" \
+            if state == WorkflowRunState.CANCELLED else "finished"
+        content = self._termination(outcome, None, extras)
+        self.safe_record("workflow_end", content, agent=run.actor, kind="termination",
+                         status=vocab.outcome_status(outcome))
 
     def _observe_event(self, run: _Run, event: WorkflowEvent[Any]) -> None:
         """Record one workflow event (never raises: a failure is counted)."""
@@ -530,8 +561,9 @@ class AER1AgentFrameworkCollector(Collector):
                 run.rounds += 1
             self._record_group_chat(actor, data)
         elif kind == "handoff_sent":
-            self.safe_record("handoff", {"source": data.source, "target": data.target}, agent=str(data.source),
-                             kind="handoff", target=str(data.target))
+            self.safe_record("handoff", vocab.handoff("agent_framework", target=str(data.target), content=None,
+                                                      extras={"source": data.source}),
+                             agent=str(data.source), kind="handoff", target=str(data.target))
         elif kind == "magentic_orchestrator":
             self._record_magentic(actor, data)
         elif kind == "request_info":
@@ -542,11 +574,14 @@ class AER1AgentFrameworkCollector(Collector):
                              agent=str(event.executor_id or actor), kind="message")
         elif kind == "executor_failed":
             details = event.details
-            self.safe_record("executor_failed", {"executor_id": event.executor_id, "error": _details(details)},
-                             agent=str(event.executor_id or actor), kind="error", status="error")
+            self.safe_record("executor_failed", vocab.error_step(
+                "agent_framework", error=_vocab_error(_details(details)), phase="executor",
+                extras={"executor_id": event.executor_id, "details": _details(details)}),
+                agent=str(event.executor_id or actor), kind="error", status="error")
         elif kind == "failed":
-            self.safe_record("workflow_failed", {"error": _details(event.details)}, agent=actor, kind="error",
-                             status="error")
+            self.safe_record("workflow_failed", vocab.error_step(
+                "agent_framework", error=_vocab_error(_details(event.details)), phase="workflow",
+                extras={"details": _details(event.details)}), agent=actor, kind="error", status="error")
         elif kind in ("error", "warning"):
             self.safe_record(f"workflow_{kind}", {"data": _plain(data)}, agent=actor, kind="error" if kind == "error"
                              else "message", status="error" if kind == "error" else "ok")
@@ -575,8 +610,9 @@ class AER1AgentFrameworkCollector(Collector):
             self._pending[request_id] = ("approval", call.call_id if call is not None else None)
             return  # the agent run that asked records the request (with the call id)
         self._pending[request_id] = ("human_input", None)
-        self.safe_record("request_info", {"request_id": request_id, "request": _plain(_data_of(data))},
-                         agent=str(event.source_executor_id or actor), kind="human_input")
+        content = vocab.human_input("agent_framework", prompt=_plain(_data_of(data)), input=None,
+                                    request_id=request_id)
+        self.safe_record("request_info", content, agent=str(event.source_executor_id or actor), kind="human_input")
 
 
 class _Run:

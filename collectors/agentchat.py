@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import logging
 import threading
 import time
@@ -71,6 +70,7 @@ from autogen_core import AgentId, CancellationToken, ComponentModel, FunctionCal
 from autogen_core.code_executor import CodeBlock, CodeExecutor, CodeResult
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1._bundle import evidence_bytes
 
 from ._agentchat_internals import read, write
@@ -106,11 +106,9 @@ def _callable_name(func: Any) -> str | None:
 
 
 def _arguments(raw: str) -> tuple[Any, bool]:
-    """A tool call's arguments: the JSON object the model sent, or the raw text when malformed."""
-    try:
-        return json.loads(raw), True
-    except (TypeError, ValueError):
-        return raw, False
+    """A tool call's arguments as the vocabulary keeps them (spec/steps.md), and whether they were valid."""
+    value, malformed = vocab.parse_arguments(raw)
+    return value, not malformed
 
 
 #: Most classes whose per-class answers (below) are remembered: a run meets a handful.
@@ -156,6 +154,39 @@ def _model_identity(client: Any) -> dict[str, Any]:
     except Exception:  # a client without model info
         info = None
     return {"client": _type_name(client), "model": name, "model_info": info}
+
+
+#: ``gen_ai.provider.name`` of AutoGen's model clients, by class; another client is named by its class.
+_PROVIDERS = {
+    "OpenAIChatCompletionClient": "openai",
+    "AzureOpenAIChatCompletionClient": "azure.ai.openai",
+    "AnthropicChatCompletionClient": "anthropic",
+    "AnthropicBedrockChatCompletionClient": "aws.bedrock",
+    "OllamaChatCompletionClient": "ollama",
+    "AzureAIChatCompletionClient": "azure.ai.inference",
+    "SKChatCompletionAdapter": "semantic_kernel",
+    "LlamaCppChatCompletionClient": "llama_cpp",
+}
+
+
+def model_facts(agent: Any) -> tuple[str, str | None] | None:
+    """(provider, request model) of the agent's model client, or None when it has none (never its configuration)."""
+    client = read(agent, "_model_client")
+    if client is None:
+        return None
+    identity = _model_identity(client)
+    return _PROVIDERS.get(type(client).__name__, identity["client"]), identity["model"]
+
+
+def model_of(message: Any, facts: tuple[str, str | None] | None) -> dict[str, Any] | None:
+    """The vocabulary's ``model`` member of a reply: who produced it and its token usage (None: no model's)."""
+    usage = getattr(message, "models_usage", None)
+    if usage is None and facts is None:
+        return None
+    provider, name = facts if facts is not None else (None, None)
+    return vocab.model_reply(provider=provider, request_model=name,
+                             input_tokens=getattr(usage, "prompt_tokens", None),
+                             output_tokens=getattr(usage, "completion_tokens", None))
 
 
 def _tool_schemas(agent: Any) -> tuple[list[Any], list[str]]:
@@ -315,6 +346,24 @@ class _Pending:
         self.repeated = repeated
 
 
+class _OpenTurn:
+    """A wrapper's turn under way, as its collector holds it (``Collector.open_action``).
+
+    Called by ``finalize()`` when the turn has not ended: the turn (made now if no item
+    needed it yet) records its unanswered calls and itself as cancelled.
+    """
+
+    __slots__ = ("make", "turn")
+
+    def __init__(self, make: Callable[[], _Turn]) -> None:
+        self.make = make
+        self.turn: _Turn | None = None
+
+    def __call__(self) -> None:
+        turn = self.turn if self.turn is not None else self.make()
+        turn.cut_off()
+
+
 class _Turn:
     """One turn of one agent: pairs its tool calls and records its final message.
 
@@ -418,7 +467,7 @@ class _Turn:
             if linked is not None and self.nested is not None:
                 self.nested["linked_workflow_id"] = linked
         if self.nested is not None:
-            content["nested"] = self.nested
+            content.setdefault("agentchat", {})["nested"] = self.nested
             self.nested = None
         if self.nested_in is not None:
             content["nested_in"] = self.nested_in
@@ -459,8 +508,8 @@ class _Turn:
         pending = self._take_request(call_id, name)
         call = pending.call if pending is not None else None
         label = name or (call.name if call is not None else "") or "tool"
-        arguments, valid = _arguments(call.arguments) if call is not None else (None, True)
         if label in self.handoff_targets:
+            arguments = _arguments(call.arguments)[0] if call is not None else None
             self.handoff_calls.append(
                 {"name": label, "call_id": call_id, "target": self.handoff_targets[label], "arguments": arguments,
                  "result": result}
@@ -468,18 +517,15 @@ class _Turn:
             return
         if was_call_recorded(self.collector, call_id, name=label):
             return  # the observed tool recorded it, with its own timing
-        content: dict[str, Any] = {
-            "name": label,
-            "call_id": call_id,
-            "arguments": arguments,
-            "result": result,
-            "is_error": is_error,
-        }
-        if not valid:
-            content["arguments_malformed"] = True
+        extras: dict[str, Any] | None = None
         if pending is not None and pending.repeated:
-            content["call_index"] = pending.index
-            content["paired_by"] = "position"  # empty or repeated ids: the id alone says nothing
+            # empty or repeated ids: the id alone says nothing
+            extras = {"call_index": pending.index, "paired_by": "position"}
+        content = vocab.tool_call(
+            "agentchat", name=label, call_id=call_id, arguments=call.arguments if call is not None else None,
+            result=None if is_error else result, error=vocab.error_code(vocab.TOOL_ERROR, result) if is_error else None,
+            extras=extras,
+        )
         self.record(
             label,
             self._nesting(content),
@@ -495,10 +541,11 @@ class _Turn:
         """A chat message in the stream: recorded for an inner (unwrapped) agent only."""
         if self.wrapper is not None or not self.seen.add_message(message.id):
             return
-        content = {"message_type": type(message).__name__, "message_id": message.id,
-                   "content": _message_content(message)}  # fmt: skip
+        extras: dict[str, Any] = {"message_type": type(message).__name__}
         if self.thoughts:
-            content["thoughts"], self.thoughts = self.thoughts, []
+            extras["thoughts"], self.thoughts = self.thoughts, []
+        content = vocab.message("agentchat", content=_message_content(message), message_id=message.id,
+                                role="assistant", model=model_of(message, None), extras=extras)
         self.record(
             "message", self._nesting(content), agent=self.agent, kind="message", started_at=self.started
         )
@@ -516,9 +563,12 @@ class _Turn:
             return
         else:
             content = _message_content(message)
-        step = {"message_type": cls.__name__, "message_id": message.id, "content": content}
+        extras: dict[str, Any] = {"message_type": cls.__name__}
         if self.thoughts:
-            step["thoughts"] = list(self.thoughts)  # the step keeps what it was given
+            extras["thoughts"] = list(self.thoughts)  # the step keeps what it was given
+        facts = self.wrapper._model_facts if self.wrapper is not None else None
+        step = vocab.message("agentchat", content=content, message_id=message.id, role="assistant",
+                             model=model_of(message, facts), extras=extras)
         self.record(
             "message",
             self._nesting(step),
@@ -538,18 +588,18 @@ class _Turn:
                  "arguments": _arguments(call.arguments)[0], "result": None}
             )  # fmt: skip
         selected = next((i for i, c in enumerate(self.handoff_calls) if c["target"] == message.target), None)
-        content = {
+        selected_call_id = self.handoff_calls[selected]["call_id"] if selected is not None else None
+        extras: dict[str, Any] = {
             "message_type": type(message).__name__,
-            "message_id": message.id,
-            "target": message.target,
-            "content": message.content,
             "context": message.context,
             "handoff_calls": list(self.handoff_calls),
-            "selected_call_id": self.handoff_calls[selected]["call_id"] if selected is not None else None,
+            "selected_call_id": selected_call_id,
             "selected_call_index": selected,
         }
         if self.thoughts:
-            content["thoughts"] = list(self.thoughts)
+            extras["thoughts"] = list(self.thoughts)
+        content = vocab.handoff("agentchat", target=message.target, content=message.content, message_id=message.id,
+                                call_id=selected_call_id, extras=extras)
         self.record(
             "handoff", self._nesting(content), agent=self.agent, kind="handoff", started_at=self.started,
             reply_to=self.reply_to, target=message.target or None,
@@ -561,26 +611,34 @@ class _Turn:
         for sub in self.sub_turns.values():
             sub.unanswered(exc, status)
         self.unanswered(exc, status)
-        content: dict[str, Any] = dict(error_info(exc))
-        if self.thoughts:
-            content["thoughts"] = self.thoughts
+        self._error_step(error_info(exc), status)
+
+    def cut_off(self) -> None:
+        """finalize() came while the turn ran: its unanswered calls and the turn itself are recorded cancelled."""
+        error = vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE)
+        for sub in self.sub_turns.values():
+            sub.unanswered(None, "cancelled", error)
+        self.unanswered(None, "cancelled", error)
+        self._error_step(error, "cancelled")
+
+    def _error_step(self, error: dict[str, Any], status: str) -> None:
+        extras = {"thoughts": self.thoughts} if self.thoughts else None
+        content = vocab.error_step("agentchat", error=error, phase="reply", extras=extras)
         self.collector.safe_record(
             "error", self._nesting(content), agent=self.agent, kind="error", status=status, started_at=self.started
         )
 
-    def unanswered(self, exc: BaseException, status: str) -> None:
-        """Record the calls requested in this turn whose result never came."""
+    def unanswered(self, exc: BaseException | None, status: str, error: dict[str, Any] | None = None) -> None:
+        """Record the calls requested in this turn whose result never came (``exc``: what ended the turn)."""
+        if error is None:
+            error = error_info(exc) if exc is not None else vocab.error_code(vocab.CANCELLED, "no result was observed")
         for pending in self.requests:
             call = pending.call
             if call.name in self.handoff_targets or was_call_recorded(self.collector, call.id, name=call.name):
                 continue
-            arguments, _ = _arguments(call.arguments)
-            content = {"name": call.name, "call_id": call.id, "arguments": arguments, "result": None,
-                       "is_error": True, "note": f"no result was observed: the turn ended with {type(exc).__name__}"}
-            if pending.repeated:
-                content["call_index"] = pending.index
-            if self.nested_in is not None:
-                content["nested_in"] = self.nested_in
+            extras = {"call_index": pending.index} if pending.repeated else None
+            content = vocab.tool_call("agentchat", name=call.name, call_id=call.id, arguments=call.arguments,
+                                      result=None, error=error, nested_in=self.nested_in, extras=extras)
             self.collector.safe_record(
                 call.name or "tool", content, agent=self.agent, kind="tool_call", status=status,
                 started_at=pending.requested, call_id=call.id or None,
@@ -617,7 +675,7 @@ _RESPONSE: _Handler = _Turn._response
 
 
 def _quick_response(response: Any, collector: Collector, seen: _Seen, agent: str, started: float,
-                    reply_to: str | None, nested_in: str | None) -> bool:
+                    reply_to: str | None, nested_in: str | None, facts: tuple[str, str | None] | None) -> bool:
     """A wrapper's turn's final message when no item before it needed the turn: the step
     ``_Turn._response`` records (no thoughts, calls or inner run can precede it), made without a ``_Turn``.
 
@@ -631,10 +689,9 @@ def _quick_response(response: Any, collector: Collector, seen: _Seen, agent: str
             return False
         if message.source not in seen.wrapped:
             seen.add_message(message.id)
-        step: dict[str, Any] = {"message_type": cls.__name__, "message_id": message.id,
-                                "content": cast(BaseTextChatMessage, message).content}
-        if nested_in is not None:
-            step["nested_in"] = nested_in
+        step = vocab.message("agentchat", content=cast(BaseTextChatMessage, message).content, message_id=message.id,
+                             role="assistant", model=model_of(message, facts), nested_in=nested_in,
+                             extras={"message_type": cls.__name__})
         recorder(collector)("message", step, agent=agent, kind="message", started_at=started, reply_to=reply_to)
     except Exception as e:  # observation never breaks the turn; the receipt says incomplete
         count_failure(collector, f"{type(response).__name__} from {agent!r}", e)
@@ -796,6 +853,7 @@ class AER1AgentWrapper(BaseChatAgent):
         self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
         self._handoff_targets = _handoff_targets(agent)
         self._input_request_id: str | None = None
+        self._model_facts = model_facts(agent)
         self._identity: dict[str, Any] = {"type": type(agent).__name__, "description": agent.description,
                                           "config": agent_config(agent)}
         collector.register_agent(agent.name, **self._identity)
@@ -880,6 +938,10 @@ class AER1AgentWrapper(BaseChatAgent):
         # item is its final text message (most turns) records that step without it.
         turn: _Turn | None = None
         started = time.time()
+        # finalize() before the turn ends records it cut off (its unanswered calls, the turn) instead
+        opened = _OpenTurn(lambda: _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in,
+                                         seen=seen, started=started))
+        collector.open_action(opened, opened)
         running = _RUNNING.set((collector, name))
         active.append(self)
         if team_collector is not None:
@@ -897,11 +959,11 @@ class AER1AgentWrapper(BaseChatAgent):
                 if handler is not None:
                     if turn is None:
                         if handler is _RESPONSE and _quick_response(item, collector, seen, name, started, reply_to,
-                                                                    nested_in):
+                                                                    nested_in, self._model_facts):
                             yield item
                             continue
-                        turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
-                                     started=started)
+                        turn = opened.turn = _Turn(collector, name, wrapper=self, reply_to=reply_to,
+                                                   nested_in=nested_in, seen=seen, started=started)
                     turn.handle(handler, item)
                 yield item
             exhausted = True
@@ -909,12 +971,14 @@ class AER1AgentWrapper(BaseChatAgent):
             raise  # the caller stopped reading: nothing was decided by the agent
         except BaseException as exc:
             exhausted = True  # the inner stream raised: it is finished
-            if turn is None:
-                turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
-                             started=started)
-            turn.failed(exc)
+            if collector.close_action(opened):  # else finalize() already recorded the turn as cut off
+                if turn is None:
+                    turn = _Turn(collector, name, wrapper=self, reply_to=reply_to, nested_in=nested_in, seen=seen,
+                                 started=started)
+                turn.failed(exc)
             raise
         finally:
+            collector.close_action(opened)
             try:
                 _RUNNING.reset(running)
             except ValueError:  # closed from another context: nothing to undo there
@@ -955,8 +1019,9 @@ class AER1AgentWrapper(BaseChatAgent):
                 now = time.time()
                 recorder(collector)(
                     "message",
-                    {"message_type": type(message).__name__, "message_id": message.id,
-                     "content": _message_content(message), "observed_by": "inbound", "received_by": self.name},
+                    vocab.message("agentchat", content=_message_content(message), message_id=message.id, role=None,
+                                  extras={"message_type": type(message).__name__, "observed_by": "inbound",
+                                          "received_by": self.name}),
                     agent=message.source or UNNAMED_SOURCE, kind="message", started_at=now, ended_at=now,
                 )  # fmt: skip
             except Exception as e:  # observation never breaks the turn; the receipt says incomplete
@@ -1037,17 +1102,19 @@ class AER1AgentWrapper(BaseChatAgent):
         self, collector: Collector, prompt: str, request_id: str | None, started: float, value: Any,
         exc: BaseException | None,
     ) -> None:
-        content: dict[str, Any] = {"prompt": prompt, "request_id": request_id, "input": value}
-        status = "ok"
-        if exc is not None:
-            content["error"] = error_info(exc)
-            status = failure_status(exc)
+        content = vocab.human_input("agentchat", prompt=prompt, input=value, request_id=request_id,
+                                    error=error_info(exc) if exc is not None else None)
+        status = "ok" if exc is None else failure_status(exc)
         collector.safe_record(
             "human_input", content, agent=self.name, kind="human_input", status=status, started_at=started
         )
 
 
 # ------------------------------------------------------------------------ team runs
+
+
+#: AgentChat's selection mechanisms under the vocabulary's name (spec/steps.md); others keep theirs.
+_MECHANISMS = {"selector_func": "function"}
 
 
 class _TeamRun:
@@ -1060,6 +1127,7 @@ class _TeamRun:
         team_id = read(team, "_team_id")
         team_id = team_id if isinstance(team_id, str) and team_id else None
         self.team: dict[str, Any] = {"team": name, "team_id": team_id, "team_type": type(team).__name__}
+        self.team_identity = {"name": name, "id": team_id, "type": type(team).__name__}
         #: The actor of this team's team-level steps: no participant can be named so.
         self.actor = team_actor(name, team_id)
         participants = read(team, "_participants")
@@ -1075,7 +1143,13 @@ class _TeamRun:
         status: str = "ok",
         started_at: float | None = None,
     ) -> None:
-        content: dict[str, Any] = {**self.team, "selected": names, **details, "observed_by": observed_by}
+        extras: dict[str, Any] = {**self.team, **details, "observed_by": observed_by}
+        mechanism = extras.pop("mechanism", None)
+        replies = extras.pop("model_replies", None)
+        error = extras.pop("error", None)
+        content = vocab.speaker_selection(
+            "agentchat", selected=names or [], mechanism=_MECHANISMS.get(mechanism, mechanism),
+            model_replies=replies, error=error, extras=extras)
         target = names[0] if names and len(names) == 1 and names[0] else None
         # A selector's or orchestrator's notes hold what user functions returned: recorded at once.
         batched = self.hook is None or not self.hook.takes_notes
@@ -1106,13 +1180,8 @@ class _TeamRun:
         note_recorded_messages(self.collector, [message.id])
         self.collector._ac_record_team_step(
             "message",
-            {
-                **self.team,
-                "manager": message.source,
-                "message_type": type(message).__name__,
-                "message_id": message.id,
-                "content": _message_content(message),
-            },
+            vocab.message("agentchat", content=_message_content(message), message_id=message.id, role="assistant",
+                          extras={**self.team, "manager": message.source, "message_type": type(message).__name__}),
             actor=self.actor,
         )
 
@@ -1424,14 +1493,15 @@ async def team_run_stream(
         f"the manager of {run.team['team_type']} {run.team['team']!r}: receives the task, selects speakers, "
         "ends the run",
     )
-    content: dict[str, Any] = {**run.team, "task": _task_content(task), "output_task_messages": output_task_messages}
+    given = _task_content(task)
     if isinstance(task, str):
         # What AutoGen itself makes of a text task, made here so its message id is known.
         task = TextMessage(content=task, source="user")
     message_ids = _task_message_ids(task)
     if message_ids:
-        content["message_ids"] = message_ids
         note_recorded_messages(collector, message_ids)
+    content = vocab.task("agentchat", task=given, message_ids=message_ids, team=run.team_identity,
+                         extras={**run.team, "output_task_messages": output_task_messages})
     collector._ac_record_team_step("task", content, actor=run.actor)
     collector._ac_open_runs.append(run)
     if run.hook is None:  # turn order is the fallback: route the wrapped participants' turns here
@@ -1454,10 +1524,13 @@ async def team_run_stream(
                 yield item
     except BaseException as exc:
         if result is None and collector._ac_end_run(run):
-            ended: dict[str, Any] = {**run.team, "stop_reason": None, "observed": False, "error": error_info(exc)}
+            extras: dict[str, Any] = dict(run.team)
             if isinstance(exc, GeneratorExit):
-                ended["note"] = "the caller stopped reading the stream before the team ended"
-            collector._ac_record_team_step("termination", ended, status=failure_status(exc), actor=run.actor)
+                extras["note"] = "the caller stopped reading the stream before the team ended"
+            status = failure_status(exc)
+            ended = collector.termination_content("cancelled" if status == "cancelled" else "error", None, None,
+                                                  extras, error=error_info(exc))
+            collector._ac_record_team_step("termination", ended, status=status, actor=run.actor)
         raise
     finally:
         if run.hook is not None and run.hook.run is run:

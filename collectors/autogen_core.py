@@ -58,6 +58,8 @@ except ImportError as e:
     raise missing_framework("autogen_core") from e
 from pydantic import BaseModel
 
+from aer1 import _steps_vocab as vocab
+
 from ._agentchat_internals import read
 from ._errors import error_info, failure_status
 from ._state import PerCollector
@@ -186,6 +188,10 @@ class _ObservedCall:
         self.call_id = call_id
         self.arguments = arguments
         self.started_at = time.time()
+        collector.open_action(self, self._cut_off)  # finalize() first: recorded as cut off
+
+    def _cut_off(self) -> None:
+        self._record(None, vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE), "cancelled", None)
 
     def done(
         self,
@@ -196,20 +202,21 @@ class _ObservedCall:
         streamed: int | None = None,
     ) -> None:
         """Record the step and remember its call id when recording succeeded."""
-        ended_at = _ended(self.started_at)
-        content: dict[str, Any] = {
-            "name": self.label,
-            "call_id": self.call_id,
-            "arguments": self.arguments,
-            "result": result,
-            "is_error": is_error or exc is not None,
-        }
-        status = "error" if content["is_error"] else "ok"
+        if not self.collector.close_action(self):
+            return  # finalize() came first and recorded the call as cut off
+        error: dict[str, Any] | None = None
+        status = "ok"
         if exc is not None:
-            content["error"] = error_info(exc)
-            status = failure_status(exc)
-        if streamed is not None:
-            content["streamed"] = streamed
+            error, status = error_info(exc), failure_status(exc)
+        elif is_error:
+            error, status = vocab.error_code(vocab.TOOL_ERROR, result), "error"
+        self._record(None if status != "ok" else result, error, status,
+                     {"streamed": streamed} if streamed is not None else None)
+
+    def _record(self, result: Any, error: dict[str, Any] | None, status: str, extras: dict[str, Any] | None) -> None:
+        ended_at = _ended(self.started_at)
+        content = vocab.tool_call("autogen_core", name=self.label, call_id=self.call_id, arguments=self.arguments,
+                                  result=result, error=error, extras=extras)
         step = self.collector.safe_record(
             self.label,
             content,
@@ -594,27 +601,18 @@ class _ObservedCodeExecutor(DelegatingExecutor):
         try:
             result = await self._aer1_inner.execute_code_blocks(code_blocks, cancellation_token)
         except BaseException as exc:
-            status = failure_status(exc)
-            self._record(blocks, started_at, status, {"error": error_info(exc)})
+            content = vocab.code_execution("autogen_core", blocks=blocks, exit_code=None, output=None,
+                                           error=error_info(exc))
+            self._record(content, started_at, failure_status(exc))
             raise
         # Read now: CodeExecutorAgent rewrites result.output in place after this returns.
-        outcome: dict[str, Any] = {
-            "exit_code": result.exit_code,
-            "output": result.output,
-            "code_file": getattr(result, "code_file", None),
-            "result_type": _type_name(result),
-        }
-        self._record(blocks, started_at, "ok", outcome)
+        content = vocab.code_execution(
+            "autogen_core", blocks=blocks, exit_code=result.exit_code, output=result.output,
+            extras={"code_file": getattr(result, "code_file", None), "result_type": _type_name(result)})
+        self._record(content, started_at, vocab.code_status(result.exit_code))
         return result
 
-    def _record(self, blocks: list[dict[str, str]], started_at: float, status: str, outcome: dict[str, Any]) -> None:
-        content: dict[str, Any] = {
-            "language": blocks[0]["language"] if blocks else "",
-            "code_blocks": blocks,
-            "exit_code": None,
-            "output": None,
-            **outcome,
-        }
+    def _record(self, content: dict[str, Any], started_at: float, status: str) -> None:
         self._aer1_collector.safe_record(
             "code_execution",
             content,
@@ -652,16 +650,15 @@ def _record_approval(
     exc: BaseException | None,
 ) -> None:
     context = getattr(request, "context", None)
-    content: dict[str, Any] = {
-        "approved": getattr(response, "approved", None) if exc is None else None,
-        "reason": getattr(response, "reason", None) if exc is None else None,
-        "code": getattr(request, "code", None),
-        "context_messages": len(context) if isinstance(context, Sequence) else None,
-    }
-    status = "ok"
-    if exc is not None:
-        content["error"] = error_info(exc)
-        status = failure_status(exc)
+    approved = getattr(response, "approved", None) if exc is None else None
+    decision = "pending" if approved is None else "approved" if approved is True else "denied"
+    content = vocab.approval(
+        "autogen_core", decision=decision, name="code_execution", call_id=None, arguments=None,
+        error=error_info(exc) if exc is not None else None,
+        extras={"reason": getattr(response, "reason", None) if exc is None else None,
+                "code": getattr(request, "code", None),
+                "context_messages": len(context) if isinstance(context, Sequence) else None})
+    status = "ok" if exc is None else failure_status(exc)
     collector.safe_record(
         "approval",
         content,
@@ -781,14 +778,13 @@ class AER1InterventionHandler(DefaultInterventionHandler):
     ) -> None:
         try:
             now = time.time()
-            content: dict[str, Any] = {
+            content = vocab.message("autogen_core", content=message, message_id=None, role=None, extras={
                 "delivery": label,
                 "sender": str(sender) if sender is not None else None,
                 "recipient": str(recipient) if recipient is not None else None,
                 "message_type": _type_name(message),
-                "message": message,
                 **extra,
-            }
+            })
             self._collector.safe_record(
                 label,
                 content,

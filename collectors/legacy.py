@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from aer1 import _steps_vocab as vocab
 from aer1._redact import is_secret_key
 
 from . import _legacy_internals as internals
@@ -328,9 +329,8 @@ class _AgentHooks:
         with self.lock:
             self.human_inputs += 1
             self.last_answer = answer
-        content: dict[str, Any] = {"prompt": prompt, "answer": answer}
-        if error is not None:
-            content["error"] = error_info(error)
+        content = vocab.human_input("legacy", prompt=prompt, input=answer,
+                                    error=error_info(error) if error is not None else None)
         self.collector.safe_record(
             "human_input",
             content,
@@ -362,16 +362,16 @@ class _AgentHooks:
                 success = bool(outcome[0])
                 returned = outcome[1]
                 result = internals.tool_result(returned.get("content") if isinstance(returned, Mapping) else returned)
-            content: dict[str, Any] = {
-                "name": name,
-                "arguments": call.get("arguments"),
-                "result": result,
-                "success": success,
-                "call_id": None if call_id is None else str(call_id),
-                "path": path,
-            }
+            failure: dict[str, Any] | None = None
             if error is not None:
-                content["error"] = error_info(error)
+                failure = error_info(error)
+            elif not success:
+                failure = vocab.error_code(vocab.TOOL_ERROR, result)
+            content = vocab.tool_call(
+                "legacy", name=name if isinstance(name, str) and name else UNNAMED_FUNCTION,
+                call_id=None if call_id is None else str(call_id), arguments=call.get("arguments"),
+                result=result if failure is None else None,
+                error=failure, extras={"path": path})
             self.collector.safe_record(
                 name if isinstance(name, str) and name else UNNAMED_FUNCTION,
                 content,
@@ -419,16 +419,11 @@ class _AgentHooks:
         code_file: Any = None,
         error: BaseException | None = None,
     ) -> None:
-        content: dict[str, Any] = {
-            "executor": executor,
-            "blocks": blocks,
-            "exit_code": exit_code,
-            "output": output,
-        }
+        extras: dict[str, Any] = {"executor": executor}
         if code_file is not None:
-            content["code_file"] = str(code_file)
-        if error is not None:
-            content["error"] = error_info(error)
+            extras["code_file"] = str(code_file)
+        content = vocab.code_execution("legacy", blocks=blocks, exit_code=exit_code, output=output,
+                                       error=error_info(error) if error is not None else None, extras=extras)
         failed = error is not None or exit_code != 0
         self.collector.safe_record(
             "code_execution",
@@ -483,12 +478,22 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
                 reply_to = previous
         collector.safe_record(
             "message",
-            {"message": message},
+            message_content(message),
             agent=hooks.name,
             kind="message",
             recipient=to,
             reply_to=reply_to,
         )
+
+
+def message_content(message: Any, **extras: Any) -> dict[str, Any]:
+    """A sent message in the vocabulary: its text and role, the whole message (as sent) under ``legacy``."""
+    text: Any = message
+    role: Any = None
+    if isinstance(message, Mapping):  # the whole message, as sent, under legacy
+        text, role = message.get("content"), message.get("role")
+        extras = {"message": message, **extras}
+    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None, extras=extras)
 
 
 @dataclass
@@ -882,6 +887,16 @@ def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> d
     return info
 
 
+#: GroupChat's ``speaker_selection_method`` names under the vocabulary's (spec/steps.md); a callable is ``function``.
+_MECHANISMS = {
+    "auto": "model",
+    "callable": "function",
+    "round_robin": "round_robin",
+    "random": "random",
+    "manual": "manual",
+}
+
+
 def _end_selection(
     group: _GroupHooks,
     selector: Any,
@@ -900,17 +915,20 @@ def _end_selection(
                 run.phase = "no_eligible"
                 run.no_eligible = str(error)
             return
-        content = dict(info)
-        if error is not None:
-            content["selected"] = None
-            content["error"] = error_info(error)
-        else:
-            content["selected"] = _label(collector, chosen)
-            if run is not None:
-                run.phase = "selected"
-                run.selected_name = content["selected"]
-                run.selected = _hooks_of(chosen)
-                run.human_mark = run.selected.human_inputs if run.selected is not None else 0
+        extras = dict(info)
+        method = extras.get("method")
+        replies = extras.pop("model_replies", None)
+        selected = None if error is not None else _label(collector, chosen)
+        if selected is not None and run is not None:
+            run.phase = "selected"
+            run.selected_name = selected
+            run.selected = _hooks_of(chosen)
+            run.human_mark = run.selected.human_inputs if run.selected is not None else 0
+        content = vocab.speaker_selection(
+            "legacy", selected=[] if selected is None else [selected],
+            mechanism=_MECHANISMS.get(method, method) if isinstance(method, str) else None,
+            candidates=extras.pop("candidates", None), model_replies=replies,
+            error=error_info(error) if error is not None else None, extras=extras)
         collector.safe_record(
             "speaker_selection",
             content,
@@ -919,7 +937,7 @@ def _end_selection(
             status="ok" if error is None else failure_status(error),
             started_at=started,
             ended_at=time.time(),
-            target=None if error is not None else content["selected"],
+            target=selected,
         )
 
 
@@ -1075,12 +1093,16 @@ def _end_run(group: _GroupHooks, run: _Run, manager: Any, error: BaseException |
     if group.run is run:
         group.run = None
     with _observing(group.collector, "a group chat termination"):
-        content = _termination(group, run, manager, error)
+        extras = _termination(group, run, manager, error)
         if run.autogen_reason is not None and error is None:
-            content["autogen_reason"] = run.autogen_reason
+            extras["autogen_reason"] = run.autogen_reason
         status = failure_status(error) if error is not None else "ok"
-        if content["reason"] == "error" and status == "ok":
+        if extras["reason"] == "error" and status == "ok":
             status = "error"
+        outcome = "finished" if status == "ok" else "error" if status == "error" else "cancelled"
+        reason, failure = extras.pop("reason"), extras.pop("error", None)
+        content = vocab.termination("legacy", outcome=outcome, reason=reason, messages=None,
+                                    step_statuses=group.collector.status_counts(), error=failure, extras=extras)
         group.collector.safe_record(
             "termination",
             content,
@@ -1125,7 +1147,7 @@ def _record_opening(group: _GroupHooks, run: _Run, manager: Any, messages: Any, 
             _register(collector, sender)
         collector.safe_record(
             "message",
-            {"message": messages[-1], "observed_at": OPENING_OBSERVED_AT},
+            message_content(messages[-1], observed_at=OPENING_OBSERVED_AT),
             agent=_label(collector, sender),
             kind="message",
             recipient=run.manager,
@@ -1148,11 +1170,8 @@ def _manager_sent(hooks: _AgentHooks, manager: Any, message: Any, recipient: Any
     run.intro_recorded = True
     group.collector.safe_record(
         "message",
-        {
-            "message": message,
-            "broadcast_to": MANAGER_BROADCAST,
-            "recipients": [_label(group.collector, a) for a in getattr(groupchat, "agents", [])],
-        },
+        message_content(message, broadcast_to=MANAGER_BROADCAST,
+                        recipients=[_label(group.collector, a) for a in getattr(groupchat, "agents", [])]),
         agent=hooks.name,
         kind="message",
     )

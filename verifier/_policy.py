@@ -23,6 +23,7 @@ from .._chain import PROFILE
 from .._limits import MAX_PARSE_COST_BYTES, STREAM_MIN_BYTES, parse_cost
 from .._link import LINK_KIND
 from .._receipt import CLOSE_KIND, KINDS
+from .._vocabulary import VOCABULARY, follows_vocabulary
 from ..errors import MalformedInputError
 from ._evidence import evidence_for, evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, parse_strict, read_limited
@@ -426,23 +427,28 @@ def _is_approved(content: Any) -> bool:
 #: Members of an approval content that name the tool approved: the built-in gate's and the
 #: core API's ``tool``, Agent Framework's ``function``.
 _APPROVED_TOOL_MEMBERS = ("tool", "function")
+#: ... and the step vocabulary's ``name`` (spec/steps.md, *approval*).
+_VOCABULARY_TOOL_MEMBERS = ("name",)
 
 
 def _approves_tool(content: Any, tool: Any) -> bool:
     """False when the approval content names a tool (in any member, null naming none) other than ``tool``."""
-    return not isinstance(content, dict) or all(content.get(k) in (None, tool) for k in _APPROVED_TOOL_MEMBERS)
+    members = _VOCABULARY_TOOL_MEMBERS if follows_vocabulary(content) else _APPROVED_TOOL_MEMBERS
+    return not isinstance(content, dict) or all(content.get(k) in (None, tool) for k in members)
 
 
 def _argument(content: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
-    args = content.get("arguments") if isinstance(content, dict) else None
-    if isinstance(args, str):
-        if len(args) > MAX_ARGUMENTS_BYTES:
-            return False, f"arguments over {MAX_ARGUMENTS_BYTES} bytes"
-        try:
-            args = parse_strict(args.encode("utf-8", "surrogatepass"), what="arguments")
-        except MalformedInput as e:
-            return False, f"arguments are not JSON: {e}"
-    value: Any = args
+    """The argument at ``path`` of a tool call written in the step vocabulary (spec/steps.md).
+
+    A content without the vocabulary's marker predates it: its arguments may be an object,
+    the model's text or a framework's own form, so the rule says so instead of guessing.
+    """
+    if not follows_vocabulary(content):
+        return False, (f"its content predates the step vocabulary ({VOCABULARY}, spec/steps.md): "
+                       "its arguments are not read")
+    if content.get("arguments_malformed") is True:
+        return False, "its arguments are malformed text (arguments_malformed), not a JSON object"
+    value: Any = content.get("arguments")
     for part in path:
         if not isinstance(value, dict) or part not in value:
             return False, f"no argument {'.'.join(path)}"

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from aer1 import _steps_vocab as vocab
 from aer1.errors import Aer1Error
 
 from ._context import TurnContext
@@ -170,7 +171,7 @@ class HumanProxy:
         if not isinstance(answer, str):
             raise AgentError(f"human input for {self.name!r} must be a string, got {type(answer).__name__}")
         leaving = answer.strip().lower() == self.exit_word.lower()
-        content = {"prompt": prompt, "answer": answer, "exit": leaving}
+        content = vocab.human_input("groupchat", prompt=prompt, input=answer, extras={"exit": leaving})
         context.record("human_input", content, started_at=started)
         if leaving:
             return StopChat(HUMAN_EXIT, f"{self.name} answered {answer.strip()!r}")

@@ -15,14 +15,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from aer1._canonical import CanonicalizationError, exact_bytes
+from aer1._steps_vocab import UnfitArguments, exact_json
 from aer1.errors import MalformedInputError
 
 from ._approval import arguments_digest
 from ._schema import json_type_name
-
-SHOWN_CHARS = 80
-"""Longest piece of the model's text quoted back in an error message."""
 
 
 class ArgumentsError(MalformedInputError):
@@ -42,39 +39,12 @@ class ExactArguments:
         return value
 
 
-def _shown(text: str) -> str:
-    """``text`` quoted for an error message, cut to ``SHOWN_CHARS`` characters."""
-    return repr(text[:SHOWN_CHARS]) + ("..." if len(text) > SHOWN_CHARS else "")
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in value:
-            raise ArgumentsError(f"arguments repeat the key {_shown(key)}")
-        value[key] = item
-    return value
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ArgumentsError(f"arguments hold {name}, which is not a JSON number")
-
-
 def parse_arguments(text: str) -> ExactArguments:
-    """Parse a tool call's ``function.arguments``; raise :class:`ArgumentsError` if unfit."""
+    """Parse a tool call's ``function.arguments`` (the vocabulary's one rule); :class:`ArgumentsError` if unfit."""
     try:
-        value = json.loads(text, object_pairs_hook=_refuse_duplicate_keys, parse_constant=_refuse_constant)
-    except ArgumentsError:
-        raise
-    except RecursionError as e:
-        raise ArgumentsError("arguments are nested too deeply to parse") from e
-    except ValueError as e:  # malformed JSON, or an integer with too many digits
-        raise ArgumentsError(f"arguments are not valid JSON: {e}") from e
-    if not isinstance(value, dict):
-        raise ArgumentsError(f"arguments must be a JSON object, got {json_type_name(value)}")
-    try:
-        canonical = exact_bytes(value)
-    except CanonicalizationError as e:
-        raise ArgumentsError(f"arguments have no exact JSON form: {e}") from e
-    exact = json.loads(canonical)
+        exact, canonical = exact_json(text)
+    except UnfitArguments as e:
+        raise ArgumentsError(str(e)) from e
+    if not isinstance(exact, dict):
+        raise ArgumentsError(f"arguments must be a JSON object, got {json_type_name(exact)}")
     return ExactArguments(canonical, arguments_digest(exact))

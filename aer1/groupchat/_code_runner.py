@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aer1 import _steps_vocab as vocab
+
 from ._code import SUPPORTED_LANGUAGES, execute_code_blocks, extract_code_blocks, join_outputs
 from ._context import TurnContext
 from ._history import HistoryView
@@ -100,21 +102,17 @@ class CodeRunnerAgent:
             )
             exit_code = result.exit_code
             outputs.append(result.output)
+            error = vocab.error_code("timeout", "the code block ran past its time limit") if result.timed_out else None
             context.record(
                 "code_execution",
-                {
-                    "index": index,
-                    "language": block.language,
-                    "code": block.code,
-                    "exit_code": result.exit_code,
-                    "output": result.output,
-                    "sandbox": result.sandbox,
-                    "unsandboxed_opt_in": self.allow_unsandboxed,
-                    "timed_out": result.timed_out,
-                    "output_truncated": result.output_truncated,
-                    "limits_hit": list(result.limits_hit),
-                },
-                status="ok" if result.exit_code == 0 else "error",
+                vocab.code_execution(
+                    "groupchat", blocks=[{"language": block.language, "code": block.code}],
+                    exit_code=result.exit_code, output=result.output, error=error,
+                    extras={"index": index, "sandbox": result.sandbox, "unsandboxed_opt_in": self.allow_unsandboxed,
+                            "timed_out": result.timed_out, "output_truncated": result.output_truncated,
+                            "limits_hit": list(result.limits_hit)},
+                ),
+                status=vocab.code_status(result.exit_code),
                 started_at=started,
             )
             if exit_code != 0:

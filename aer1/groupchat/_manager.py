@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1.errors import Aer1Error
 
 from ._agents import Agent, StopChat
@@ -41,6 +42,8 @@ PHASE_REPLY = "reply"
 PHASE_VALIDATION = "validation"
 PHASE_TERMINATION_CHECK = "termination_check"
 PHASE_CANCELLED = "cancelled"
+#: Selector methods under the vocabulary's mechanism names (spec/steps.md); a model selector is ``model``.
+_MECHANISMS = {"auto": "function", "callable": "function"}
 
 TerminationCheck = Callable[[Message], bool] | Callable[[dict[str, Any]], bool]
 
@@ -183,13 +186,9 @@ class GroupChat:
         recorder = self._recorder(collector)
         collector.safe_record(
             "task",
-            {
-                "run_id": run.run_id,
-                "message": task_message,
-                "agents": list(self.agent_names),
-                "speaker_selection": self.selector.method,
-                "max_round": self.max_round,
-            },
+            vocab.task("groupchat", task=task, team={"name": MANAGER, "id": run.run_id, "type": "GroupChat"},
+                       extras={"run_id": run.run_id, "message": task_message, "agents": list(self.agent_names),
+                               "speaker_selection": self.selector.method, "max_round": self.max_round}),
             agent=sender,
             kind="task",
         )
@@ -216,16 +215,13 @@ class GroupChat:
         except _Failure as failure:
             cause = failure.__cause__ or failure
             detail = f"{type(cause).__name__}: {cause}"
-            content: dict[str, Any] = {
-                "phase": failure.phase,
-                "error": type(cause).__name__,
-                "message": str(cause),
-                "round": rounds + 1,
-            }
+            extras: dict[str, Any] = {"round": rounds + 1}
             if isinstance(cause, MessageValidationError):
-                content["path"] = cause.path
-            collector.safe_record("error", content, agent=failure.agent, kind="error", status="error")
-            self._terminate(collector, STOP_ERROR, detail, rounds, len(history))
+                extras["path"] = cause.path
+            collector.safe_record("error", vocab.error_step("groupchat", error=vocab.error_info(cause),
+                                                            phase=failure.phase, extras=extras),
+                                  agent=failure.agent, kind="error", status="error")
+            self._terminate(collector, STOP_ERROR, detail, rounds, len(history), vocab.error_info(cause))
             receipt = collector.finalize(text_of(history.view()[-1]), status=self._status(collector, "error"))
             result = ChatResult(history.view().to_list(), STOP_ERROR, receipt, run.run_id, rounds, collector, detail)
             raise GroupChatError(
@@ -233,9 +229,10 @@ class GroupChat:
             ) from cause
         except (asyncio.CancelledError, KeyboardInterrupt) as e:
             # the run is interrupted from outside: close the receipt as incomplete, then let it propagate
-            content = {"phase": PHASE_CANCELLED, "error": type(e).__name__, "message": str(e), "round": rounds + 1}
+            content = vocab.error_step("groupchat", error=vocab.error_info(e), phase=PHASE_CANCELLED,
+                                       extras={"round": rounds + 1})
             collector.safe_record("error", content, agent=MANAGER, kind="error", status="cancelled")
-            self._terminate(collector, STOP_CANCELLED, type(e).__name__, rounds, len(history))
+            self._terminate(collector, STOP_CANCELLED, type(e).__name__, rounds, len(history), vocab.error_info(e))
             collector.finalize(text_of(history.view()[-1]), status="incomplete")
             raise
 
@@ -259,16 +256,18 @@ class GroupChat:
                 raise SelectionError(f"selector {self.selector.method!r} returned {selection!r}")
         except Exception as e:
             raise _Failure(PHASE_SELECTION, MANAGER) from e
+        detail = dict(selection.detail)
+        said = detail.get("answer")
+        model = detail.get("selector") == "model"
+        mechanism = ("model_fallback" if detail.get("fallback") else "model") if model else \
+            _MECHANISMS.get(self.selector.method, self.selector.method)
         collector.safe_record(
             "speaker_selection",
-            {
-                "method": self.selector.method,
-                "selected": selection.speaker,
-                "previous": last_speaker,
-                "round": round_no,
-                "candidates": list(self.agent_names),
-                "detail": dict(selection.detail),
-            },
+            vocab.speaker_selection(
+                "groupchat", selected=[selection.speaker], mechanism=mechanism, candidates=list(self.agent_names),
+                model_replies=[said] if model and isinstance(said, str) else None,
+                extras={"method": self.selector.method, "previous": last_speaker, "round": round_no,
+                        "detail": detail}),
             agent=MANAGER,
             kind="speaker_selection",
             started_at=started,
@@ -308,7 +307,8 @@ class GroupChat:
         message: Message = thaw(stored)
         collector.safe_record(
             "message",
-            {"index": len(history) - 1, "round": round_no, "message": message},
+            vocab.message("groupchat", content=message.get("content"), role=message.get("role"),
+                          extras={"index": len(history) - 1, "round": round_no, "message": message}),
             agent=speaker,
             kind="message",
             started_at=started,
@@ -353,12 +353,17 @@ class GroupChat:
         return record
 
     @staticmethod
-    def _terminate(collector: Collector, reason: str, detail: str | None, rounds: int, messages: int) -> None:
+    def _terminate(collector: Collector, reason: str, detail: str | None, rounds: int, messages: int,
+                   error: dict[str, Any] | None = None) -> None:
+        outcome = "error" if reason == STOP_ERROR else "cancelled" if reason == STOP_CANCELLED else "finished"
         collector.safe_record(
             "termination",
-            {"reason": reason, "detail": detail, "rounds": rounds, "messages": messages},
+            vocab.termination("groupchat", outcome=outcome, reason=reason, messages=messages,
+                              step_statuses=collector.status_counts(), error=error,
+                              extras={"detail": detail, "rounds": rounds}),
             agent=MANAGER,
             kind="termination",
+            status=vocab.outcome_status(outcome),
         )
 
     @staticmethod

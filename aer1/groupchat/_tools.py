@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aer1 import _steps_vocab as vocab
 from aer1._canonical import normalize, restore
 
 from ._approval import (
@@ -45,6 +46,9 @@ TOOL_FAILED = "tool-failed"
 APPROVAL_DENIED = "approval-denied"
 APPROVAL_PENDING = "approval-pending"
 NO_CALLS_REPLY = "No tool calls to execute."
+#: The built-in ``error_kind`` of a failed call under the vocabulary's ``error.type`` (spec/steps.md).
+_ERROR_TYPES = {UNKNOWN_TOOL: "unknown_tool", ARGS_INVALID: "arguments_invalid", TOOL_FAILED: "tool_error",
+                APPROVAL_DENIED: "approval_denied", APPROVAL_PENDING: "approval_pending"}
 RESPONSE_SEPARATOR = "\n\n"
 GATE = "gate"
 EXECUTOR = "executor"
@@ -248,18 +252,18 @@ class ToolExecutor:
         return _Prepared(tool, arguments)
 
     def _finish(self, context: TurnContext, call: ToolCall, started: float, outcome: ToolOutcome) -> ToolOutcome:
+        error = None
+        if outcome.error_kind is not None:
+            error = vocab.error_code(_ERROR_TYPES.get(outcome.error_kind, outcome.error_kind), outcome.content)
         context.record(
             "tool_call",
-            {
-                "call_id": outcome.call_id,
-                "name": outcome.name,
-                "arguments": outcome.arguments,
-                "result": outcome.content,
-                "is_error": outcome.is_error,
-                "error_kind": outcome.error_kind,
-                "approval_id": outcome.approval_id,
-                "arguments_digest": outcome.arguments_digest,
-            },
+            vocab.tool_call(
+                "groupchat", name=outcome.name, call_id=outcome.call_id, arguments=outcome.arguments,
+                result=None if outcome.is_error else outcome.content, error=error,
+                arguments_digest=outcome.arguments_digest,
+                extras={"approval_id": outcome.approval_id, "error_kind": outcome.error_kind,
+                        "model_result": outcome.content if outcome.is_error else None},
+            ),
             tool=outcome.name,
             status=outcome.status,
             started_at=started,
@@ -415,19 +419,12 @@ class ToolExecutor:
     ) -> None:
         context.record(
             "approval",
-            {
-                "approval_id": request.approval_id,
-                "call_id": request.call_id,
-                "tool": request.tool,
-                "arguments": asked.values(),
-                "arguments_digest": asked.digest,
-                "decided_by": by,
-                "port": port,
-                "decision": outcome,
-                "reason": reason,
-                "edited": edited,
-                "refused_grant": refusal,
-            },
+            vocab.approval(
+                "groupchat", decision=outcome, name=request.tool, call_id=request.call_id, arguments=asked.values(),
+                responder=by, arguments_digest=asked.digest,
+                extras={"approval_id": request.approval_id, "port": port, "reason": reason, "edited": edited,
+                        "refused_grant": refusal},
+            ),
             started_at=started,
             call_id=request.call_id,
         )

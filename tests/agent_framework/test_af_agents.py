@@ -57,7 +57,7 @@ async def test_approval_request_response_and_call_match_by_call_id(
     ]
     assert contents[2]["decision"] == "requested" and contents[2]["arguments"] == {"amount": 5}
     assert contents[4]["decision"] == decision and contents[4]["responder"] == "user"
-    assert contents[5]["executed"] is approved
+    assert contents[5]["agent_framework"]["executed"] is approved
 
 
 async def test_tool_exception_recorded_as_error(collector: AER1AgentFrameworkCollector, check: Check) -> None:
@@ -141,7 +141,7 @@ async def test_workflow_request_info_approval_resumed(approved: bool, collector:
     response = next(s for s in receipt["steps"] if s["agent"] == "ops-lead")
     assert contents[response["seq"]]["decision"] == ("approved" if approved else "denied")
     call = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
-    assert contents[call["seq"]]["executed"] is approved
+    assert contents[call["seq"]]["agent_framework"]["executed"] is approved
 
 
 async def test_human_input_request_and_response(collector: AER1AgentFrameworkCollector, check: Check) -> None:

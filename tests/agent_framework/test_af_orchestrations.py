@@ -102,7 +102,7 @@ async def test_same_events_with_and_without_aer1(name: str, collector: AER1Agent
     assert got[0] == TASK and got[-2:] == [END, CLOSE]
     assert_same_steps(got, EXPECTED[name])
     end = contents[len(got) - 1]
-    assert end["final_state"] == "IDLE"
+    assert end["agent_framework"]["final_state"] == "IDLE"
     assert contents[1] == {"input": "plan the launch"}
 
 
@@ -110,9 +110,13 @@ async def test_group_chat_end_says_max_rounds(collector: AER1AgentFrameworkColle
     await events_of("group_chat", collector)
     receipt, contents = check(collector)
     end = contents[len(receipt["steps"]) - 1]
-    assert (end["rounds"], end["max_rounds"], end["max_rounds_reached"]) == (3, 3, True)
-    assert end["closing_output_from"] == "group_chat_orchestrator"
-    assert end["reason"] is None and "no structured stop reason" in end["note"]
+    assert (
+        end["agent_framework"]["rounds"],
+        end["agent_framework"]["max_rounds"],
+        end["agent_framework"]["max_rounds_reached"],
+    ) == (3, 3, True)
+    assert end["agent_framework"]["closing_output_from"] == "group_chat_orchestrator"
+    assert end["reason"] is None and "no structured stop reason" in end["agent_framework"]["note"]
     selections = [contents[s["seq"]] for s in receipt["steps"] if s["kind"] == "speaker_selection"]
     assert selections == [{"round": i, "participant": p} for i, p in enumerate(["alice", "bob", "alice"])]
 
@@ -124,7 +128,7 @@ async def test_tool_call_recorded_with_arguments_result_and_call_id(collector: A
     call = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
     assert (call["tool"], call["agent"], call["call_id"]) == ("add", "alice", "c1")
     got = contents[call["seq"]]
-    assert got["arguments"] == {"a": 1, "b": 2} and got["executed"] is True
+    assert got["arguments"] == {"a": 1, "b": 2} and got["agent_framework"]["executed"] is True
     assert got["result"][0]["type"] == "text" or "3" in str(got["result"]), got
 
 
@@ -201,11 +205,15 @@ async def test_group_chat_orchestrator_agent_decisions_recorded(collector: AER1A
     assert_same_steps(got, [TASK, boss_turn, *selection("alice")[:2], boss_turn, selection("alice")[2],
                             *selection("bob")[:2], boss_turn, selection("bob")[2],
                             ("message", "workflow_output", "boss", None), END, CLOSE])
-    reasons = [contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
-               for s in receipt["steps"] if s["agent"] == "boss" and s["tool"] == "agent_run"]
+    reasons = [
+        contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
+        for s in receipt["steps"]
+        if s["agent"] == "boss" and s["tool"] == "agent_run"
+    ]
     assert [json.loads(r)["reason"] for r in reasons] == ["alice first", "bob next", "both spoke"]
     end = contents[len(got) - 1]
-    assert (end["final_state"], end["rounds"], end["closing_output_from"]) == ("IDLE", 2, "boss")
+    af = end["agent_framework"]
+    assert (af["final_state"], af["rounds"], af["closing_output_from"]) == ("IDLE", 2, "boss")
 
 
 async def test_caller_who_stops_reading_gets_a_cancelled_end(collector: AER1AgentFrameworkCollector,

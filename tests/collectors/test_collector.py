@@ -15,6 +15,7 @@ import pytest
 from aer1 import Collector, CollectorClosedError, verify_receipt
 from aer1._receipt import DEFAULT_VERIFY_URL
 from aer1._redact import REDACTED, credential_redactor, is_secret_key
+from aer1._vocabulary import status_counts
 
 from ..helpers import KEYS, make_collector
 
@@ -104,10 +105,49 @@ def test_safe_record_never_raises_and_is_never_silent(caplog: pytest.LogCaptureF
     assert report.valid, report.failures
 
 
-def test_error_steps_make_the_workflow_status_error() -> None:
+def test_the_workflow_status_says_how_the_run_ended() -> None:
+    """spec/steps.md: a failed action is its step's error; the run's end decides the workflow's status."""
+    handled = Collector(goal="g")
+    handled.record("search", {"error": "boom"}, status="error")
+    assert handled.finalize()["status"] == "ok"
+    raised = Collector(goal="g")
+    raised.record("search", {"error": "boom"}, status="error")
+    raised.record("error", {"error": "boom"}, kind="error", status="error")
+    assert raised.finalize()["status"] == "error"
+    ended = Collector(goal="g")
+    ended.record("termination", {"outcome": "error"}, kind="termination", status="error")
+    assert ended.finalize()["status"] == "error"
+    for kind in ("termination", "error"):
+        cut = Collector(goal="g")
+        cut.record("error", {"outcome": "cancelled"}, kind=kind, status="cancelled")
+        cut.record("error", {"outcome": "error"}, kind="error", status="error")
+        assert cut.finalize()["status"] == "incomplete"  # a run cut short is never ok, nor merely error
+    counted = Collector(goal="g")
+    for status in ("ok", "error", "cancelled", "ok"):
+        counted.record("search", {}, status=status)
+    assert counted.status_counts() == {"ok": 2, "error": 1, "cancelled": 1}
+    assert status_counts(counted.finalize()) == {"ok": 2, "error": 1, "cancelled": 1}
+
+
+def test_an_action_still_open_at_finalize_is_recorded_cut_off() -> None:
     c = Collector(goal="g")
-    c.record("search", {"error": "boom"}, status="error")
-    assert c.finalize()["status"] == "error"
+    c.open_action("call", lambda: c.safe_record("slow", {"x": 1}, status="cancelled"))
+    c.open_action("done", lambda: c.safe_record("never", {}))
+    assert c.close_action("done") and not c.close_action("done")
+    receipt = c.finalize()
+    assert [(s["tool"], s["status"]) for s in receipt["steps"]] == [("slow", "cancelled"), ("close", "ok")]
+    assert not c.close_action("call")  # finalize() already recorded it: the late end records nothing
+    assert c.verify(receipt) == []
+
+
+def test_save_after_finalize_with_a_result_needs_no_arguments_again(tmp_path: Path) -> None:
+    c = Collector(goal="g")
+    c.record("search", {})
+    receipt = c.finalize("the answer", status="ok")
+    path = c.save(tmp_path / "r.json")
+    assert json.loads(Path(path).read_text())["receipt_id"] == receipt["receipt_id"]
+    assert c.save_bundle(tmp_path / "bundle")
+    assert c.receipt() == receipt
 
 
 def test_threads_and_tasks_record_in_exact_seq_order(tmp_path: Path) -> None:

@@ -124,22 +124,21 @@ def test_granted_runs_once_and_the_executor_does_not_ask_again(
     )
     [approval] = contents_of(result, tmp_path, "approval")
     assert approval == {
-        "approval_id": request.approval_id,
+        "vocabulary": "aer1-steps/1",
+        "decision": "approved",
+        "approved": True,
+        "name": "delete",
         "call_id": "c1",
-        "tool": "delete",
         "arguments": {"path": "/srv/old.csv"},
         "arguments_digest": request.digest,
-        "decided_by": "gate",
-        "port": "callback",
-        "decision": "approved",
-        "reason": None,
-        "edited": False,
-        "refused_grant": None,
+        "responder": "gate",
+        "groupchat": {"approval_id": request.approval_id, "port": "callback", "reason": None, "edited": False,
+                      "refused_grant": None},
     }
     [tool_call] = contents_of(result, tmp_path, "tool_call")
-    assert tool_call["approval_id"] == request.approval_id
+    assert tool_call["groupchat"]["approval_id"] == request.approval_id
     assert tool_call["arguments_digest"] == approval["arguments_digest"]
-    assert tool_call["result"] == "deleted /srv/old.csv" and tool_call["is_error"] is False
+    assert tool_call["result"] == "deleted /srv/old.csv" and "error" not in tool_call
     check_receipt(result)
 
 
@@ -156,7 +155,7 @@ def test_denied_reaches_the_model_as_an_error_and_the_tool_does_not_run(
         "error": {"kind": "approval-denied", "message": "approval denied: not on a Friday"}
     }
     [approval] = contents_of(result, tmp_path, "approval")
-    assert (approval["decision"], approval["reason"]) == ("denied", "not on a Friday")
+    assert (approval["decision"], approval["groupchat"]["reason"]) == ("denied", "not on a Friday")
     [header] = [s for s in result.receipt["steps"] if s["kind"] == "tool_call"]
     assert header["status"] == "cancelled"
     check_receipt(result)
@@ -188,11 +187,11 @@ def test_deferred_answers_approval_required_then_a_resolved_retry_runs(
     assert files.deleted == ["/srv/old.csv"]
     assert port.pending == {}
     approvals = contents_of(result, tmp_path, "approval")
-    assert [(a["port"], a["decision"], a["call_id"]) for a in approvals] == [
+    assert [(a["groupchat"]["port"], a["decision"], a["call_id"]) for a in approvals] == [
         ("deferred", "pending", "c1"),
         ("deferred", "approved", "c2"),
     ]
-    assert first == "approval required: " + approvals[0]["approval_id"]
+    assert first == "approval required: " + approvals[0]["groupchat"]["approval_id"]
     headers = [s for s in result.receipt["steps"] if s["kind"] == "tool_call"]
     assert [h["status"] for h in headers] == ["cancelled", "ok"]
     check_receipt(result)
@@ -208,7 +207,7 @@ def test_a_full_deferred_port_denies_new_requests_and_records_the_denial(
     assert len(port.pending) == 1
     approvals = contents_of(result, tmp_path, "approval")
     assert [(a["decision"], a["call_id"]) for a in approvals] == [("pending", "c1"), ("denied", "c2")]
-    assert approvals[1]["reason"] == "too many approvals waiting: 1, limit 1; resolve some first"
+    assert approvals[1]["groupchat"]["reason"] == "too many approvals waiting: 1, limit 1; resolve some first"
     # a finished run's requests can be dropped; the port then takes requests again
     [request] = port.pending.values()
     assert port.forget_run(request.run_id) == 1
@@ -247,8 +246,8 @@ def test_an_approval_that_edits_the_arguments_is_refused(
     assert step_pairs(result) == pairs(GATED + GATED)
     assert files.deleted == ["/srv/new.csv"]
     approvals = contents_of(result, tmp_path, "approval")
-    assert [(a["decision"], a["edited"]) for a in approvals] == [("denied", True), ("approved", False)]
-    assert approvals[0]["reason"] == "the approval edited the arguments; edits are not applied"
+    assert [(a["decision"], a["groupchat"]["edited"]) for a in approvals] == [("denied", True), ("approved", False)]
+    assert approvals[0]["groupchat"]["reason"] == "the approval edited the arguments; edits are not applied"
     assert approvals[0]["arguments"] == {"path": "/srv/old.csv"}
     error = json.loads(result.messages[2]["tool_responses"][0]["content"])["error"]
     assert error["kind"] == "approval-denied"
@@ -264,11 +263,11 @@ def test_a_replayed_call_gets_no_token_and_is_denied_without_an_executor_port(
     assert files.deleted == ["/srv/old.csv"]
     assert len(gate.asked) == 1
     approvals = contents_of(result, tmp_path, "approval")
-    assert [(a["decided_by"], a["port"], a["decision"]) for a in approvals] == [
+    assert [(a["responder"], a["groupchat"]["port"], a["decision"]) for a in approvals] == [
         ("gate", "callback", "approved"),
         ("executor", None, "denied"),
     ]
-    assert approvals[1]["refused_grant"] == "call id was already gated in this run (replayed call)"
+    assert approvals[1]["groupchat"]["refused_grant"] == "call id was already gated in this run (replayed call)"
     check_receipt(result)
 
 
@@ -282,7 +281,7 @@ def test_a_replayed_call_goes_to_the_executor_port_when_there_is_one(
     assert files.deleted == ["/srv/old.csv"]
     assert [r.call_id for r in own.asked] == ["c1"]
     approvals = contents_of(result, tmp_path, "approval")
-    assert [(a["decided_by"], a["decision"]) for a in approvals] == [("gate", "approved"), ("executor", "denied")]
+    assert [(a["responder"], a["decision"]) for a in approvals] == [("gate", "approved"), ("executor", "denied")]
     check_receipt(result)
 
 
@@ -330,8 +329,8 @@ async def test_a_valid_token_runs_without_asking(setup: tuple[Files, ToolExecuto
 def refused(context: TurnContext) -> str:
     assert [(e.kind, e.agent) for e in context.events][-2:] == [("approval", "tools"), ("tool_call", "tools")]
     [approval] = [e for e in context.events if e.kind == "approval"]
-    assert approval.content["decided_by"] == "executor" and approval.content["decision"] == "denied"
-    return str(approval.content["refused_grant"])
+    assert approval.content["responder"] == "executor" and approval.content["decision"] == "denied"
+    return str(approval.content["groupchat"]["refused_grant"])
 
 
 async def test_a_forged_token_is_refused(setup: tuple[Files, ToolExecutor, TurnContext]) -> None:

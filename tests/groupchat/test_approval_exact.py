@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from aer1._canonical import exact_bytes
+from aer1._steps_vocab import SHOWN_CHARS
 from aer1.groupchat import (
     ApprovalDecision,
     CallbackApproval,
@@ -23,7 +24,7 @@ from aer1.groupchat import (
     ToolApprovalRequest,
     ToolExecutor,
 )
-from aer1.groupchat._arguments import SHOWN_CHARS, parse_arguments
+from aer1.groupchat._arguments import parse_arguments
 
 from .helpers import step_contents
 
@@ -106,7 +107,8 @@ def test_arguments_with_no_exact_form_are_refused_before_the_reviewer_and_the_ch
     assert reviewer.asked == [] and ledger.received == []
     assert result.stop_reason == "is_termination_msg", result.stop_reason
     [tool_call] = of_kind(result, tmp_path, "tool_call")
-    assert (tool_call["error_kind"], tool_call["arguments_digest"]) == ("tool-args-invalid", None)
+    assert (tool_call["groupchat"]["error_kind"], tool_call.get("arguments_digest")) == ("tool-args-invalid", None)
+    assert tool_call["error"]["type"] == "arguments_invalid" and tool_call["arguments_malformed"] is True
     assert of_kind(result, tmp_path, "approval") == []
     assert json.loads(result.messages[2]["content"])["error"]["kind"] == "tool-args-invalid"
     check_receipt(result)
@@ -175,11 +177,12 @@ def test_nested_edits_by_the_reviewer_never_reach_the_tool(
     result = run('{"to": {"iban": "ALICE"}, "amount": 5}', reviewer, ledger)
     assert ledger.received == []
     [approval] = of_kind(result, tmp_path, "approval")
-    assert (approval["decision"], approval["edited"]) == ("denied", True)
+    assert (approval["decision"], approval["groupchat"]["edited"]) == ("denied", True)
     assert approval["arguments"] == {"to": {"iban": "ALICE"}, "amount": 5}
     assert approval["arguments_digest"] == sha256(b'{"amount":5,"to":{"iban":"ALICE"}}')
     [tool_call] = of_kind(result, tmp_path, "tool_call")
-    assert (tool_call["error_kind"], tool_call["arguments_digest"]) == ("approval-denied", approval["arguments_digest"])
+    assert (tool_call["groupchat"]["error_kind"], tool_call["arguments_digest"]) == ("approval-denied",
+                                                                                 approval["arguments_digest"])
     check_receipt(result)
 
 
@@ -192,7 +195,11 @@ def test_an_edit_in_the_decision_that_cannot_be_digested_is_a_recorded_denial(
         result = run('{"to": "alice"}', reviewer, ledger)
         assert ledger.received == [] and result.stop_reason == "is_termination_msg"
         [approval] = of_kind(result, tmp_path, "approval")
-        assert (approval["decision"], approval["edited"], approval["arguments"]) == ("denied", True, {"to": "alice"})
+        assert (approval["decision"], approval["groupchat"]["edited"], approval["arguments"]) == (
+            "denied",
+            True,
+            {"to": "alice"},
+        )
     check_receipt(result)
 
 

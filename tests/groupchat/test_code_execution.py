@@ -74,16 +74,13 @@ def test_blocks_run_in_the_sandbox_and_each_is_recorded(
     assert (tmp_path / "work" / "note.txt").read_text() == "from sh\n"
     first, second = executions(result, tmp_path)
     assert first == {
-        "index": 0,
+        "vocabulary": "aer1-steps/1",
         "language": "sh",
-        "code": 'echo "from sh" > note.txt\npwd',
+        "code_blocks": [{"language": "sh", "code": 'echo "from sh" > note.txt\npwd'}],
         "exit_code": 0,
         "output": first["output"],
-        "sandbox": "bubblewrap",
-        "unsandboxed_opt_in": False,
-        "timed_out": False,
-        "output_truncated": False,
-        "limits_hit": [],
+        "groupchat": {"index": 0, "sandbox": "bubblewrap", "unsandboxed_opt_in": False, "timed_out": False,
+                      "output_truncated": False, "limits_hit": []},
     }
     assert str(tmp_path) not in first["output"]  # the sandbox shows its own path for work_dir
     assert (second["language"], second["exit_code"], second["output"]) == (
@@ -141,7 +138,11 @@ def test_the_opt_out_runs_unsandboxed_and_says_so_in_the_receipt(
     result = run_code(runner, f"{FENCE}python\nprint(6 * 7)\n{FENCE}")
     assert step_pairs(result) == expected_pairs(1)
     [only] = executions(result, tmp_path)
-    assert (only["sandbox"], only["unsandboxed_opt_in"], only["output"]) == ("none", True, "42\n")
+    assert (only["groupchat"]["sandbox"], only["groupchat"]["unsandboxed_opt_in"], only["output"]) == (
+        "none",
+        True,
+        "42\n",
+    )
     [listed] = [a for a in result.receipt["agents"] if a["name"] == "runner"]
     assert listed["type"] == "CodeRunnerAgent"
     check_receipt(result)

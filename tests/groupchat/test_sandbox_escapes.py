@@ -367,8 +367,9 @@ def test_the_quota_reaches_the_model_and_the_receipt(
     reply = result.messages[2]["content"]
     assert reply.startswith(f"exitcode: {DISK_LIMIT_EXIT_CODE} (execution failed)")
     assert reply.endswith("[disk limit: work_dir holds more than 8388608 bytes; the command was killed]\n")
-    [step] = [s for s in step_contents(result, tmp_path) if isinstance(s, dict) and "limits_hit" in s]
-    assert step["limits_hit"] == ["disk"]
+    [step] = [s for s in step_contents(result, tmp_path) if isinstance(s, dict) and "code_blocks" in s]
+    assert step["groupchat"]["limits_hit"] == ["disk"]
+    assert (step["exit_code"], step["error"]["type"]) == (DISK_LIMIT_EXIT_CODE, "exit_code")
     check_receipt(result)
 
 

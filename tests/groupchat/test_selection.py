@@ -55,14 +55,15 @@ def test_round_robin(tmp_path: Path, check_receipt: Callable[[ChatResult], Path]
     assert step_pairs(result) == rounds_pairs(["bob", "carol", "alice", "bob"])
     chosen = selections(result, tmp_path)
     assert chosen[0] == {
-        "method": "round_robin",
-        "selected": "bob",
-        "previous": "alice",
-        "round": 1,
+        "vocabulary": "aer1-steps/1",
+        "selected": ["bob"],
+        "mechanism": "round_robin",
         "candidates": list(NAMES),
-        "detail": {"index": 1},
+        "model_replies": None,
+        "groupchat": {"method": "round_robin", "previous": "alice", "round": 1, "detail": {"index": 1}},
     }
-    assert [(c["previous"], c["selected"], c["detail"]["index"]) for c in chosen[1:]] == [
+    assert [(c["groupchat"]["previous"], c["selected"][0], c["groupchat"]["detail"]["index"])
+            for c in chosen[1:]] == [
         ("bob", "carol", 2),
         ("carol", "alice", 0),
         ("alice", "bob", 1),
@@ -87,7 +88,7 @@ def test_random_is_seeded_and_stateless(tmp_path: Path, check_receipt: Callable[
     again = GroupChat(agents(), speaker_selection=RandomSelector(seed), max_round=rounds).run("Random.")
     assert speakers(again) == expected
     assert step_pairs(result) == rounds_pairs(expected)
-    assert {c["method"] for c in selections(result, tmp_path)} == {"random"}
+    assert {(c["mechanism"], c["groupchat"]["method"]) for c in selections(result, tmp_path)} == {("random", "random")}
     check_receipt(result)
 
 
@@ -104,7 +105,7 @@ def test_manual_asks_the_callback_and_retries_bad_answers(
     result = GroupChat(agents(), speaker_selection=ManualSelector(ask), max_round=3).run("Manual.")
     assert speakers(result) == ["carol", "bob", "alice"]
     assert prompts[0] == ("Select the next speaker:\n1: alice\n2: bob\n3: carol\nName or number: ", NAMES)
-    details = [c["detail"] for c in selections(result, tmp_path)]
+    details = [c["groupchat"]["detail"] for c in selections(result, tmp_path)]
     assert details == [{"answers": ["3"]}, {"answers": ["nobody", "bob"]}, {"answers": ["alice"]}]
     assert step_pairs(result) == rounds_pairs(["carol", "bob", "alice"])
     check_receipt(result)
@@ -140,7 +141,7 @@ def test_auto_with_a_callable_and_the_initiator_fallback(
 
     result = GroupChat(agents(), speaker_selection=AutoSelector(pick), max_round=4).run("Auto.")
     assert speakers(result) == ["carol", "alice", "alice", "bob"]
-    details = [c["detail"] for c in selections(result, tmp_path)]
+    details = [c["groupchat"]["detail"] for c in selections(result, tmp_path)]
     assert [(d["answer"], d["fallback"]) for d in details] == [
         ("carol", False),
         (None, True),
@@ -155,13 +156,17 @@ def test_auto_with_a_model_client(tmp_path: Path, check_receipt: Callable[[ChatR
     client = ReplayChatCompletionClient(["carol", "I think bob should answer.", "alice or bob", "Carol."])
     result = GroupChat(agents(), speaker_selection=AutoSelector(client), max_round=4).run("Auto by model.")
     assert speakers(result) == ["carol", "bob", "alice", "carol"]
-    details = [c["detail"] for c in selections(result, tmp_path)]
+    details = [c["groupchat"]["detail"] for c in selections(result, tmp_path)]
     assert [(d["selector"], d["answer"], d["fallback"]) for d in details] == [
         ("model", "carol", False),
         ("model", "I think bob should answer.", False),
         ("model", "alice or bob", True),
         ("model", "Carol.", False),
     ]
+    # the selector model's answers, as the vocabulary keeps them
+    assert [(c["mechanism"], c["model_replies"]) for c in selections(result, tmp_path)] == [
+        ("model", ["carol"]), ("model", ["I think bob should answer."]), ("model_fallback", ["alice or bob"]),
+        ("model", ["Carol."])]
     first = client.create_calls[0]["messages"]
     assert "alice: alice helps" in first[0].content
     assert "alice: Auto by model." in first[1].content
@@ -176,8 +181,8 @@ def test_a_plain_callable(tmp_path: Path, check_receipt: Callable[[ChatResult], 
     result = chat.run("Callable.")
     assert speakers(result) == ["carol", "alice", "carol"]
     chosen = selections(result, tmp_path)
-    assert {c["method"] for c in chosen} == {"callable"}
-    assert chosen[0]["detail"]["function"].endswith("every_other")
+    assert {(c["mechanism"], c["groupchat"]["method"]) for c in chosen} == {("function", "callable")}
+    assert chosen[0]["groupchat"]["detail"]["function"].endswith("every_other")
     check_receipt(result)
 
 

@@ -57,10 +57,13 @@ def test_is_termination_msg(tmp_path: Path, check_receipt: Callable[[ChatResult]
         ("close", "aer1"),
     ]
     assert last_content(result, tmp_path) == {
+        "vocabulary": "aer1-steps/1",
+        "outcome": "finished",
         "reason": "is_termination_msg",
-        "detail": "message 3 from writer",
-        "rounds": 3,
+        "observed": True,
         "messages": 4,
+        "step_statuses": {"ok": 7, "error": 0, "cancelled": 0},
+        "groupchat": {"detail": "message 3 from writer", "rounds": 3},
     }
     assert result.final_answer == "final TERMINATE"
     assert result.receipt["status"] == "ok"
@@ -79,10 +82,13 @@ def test_max_round(tmp_path: Path, check_receipt: Callable[[ChatResult], Path]) 
         ("close", "aer1"),
     ]
     assert last_content(result, tmp_path) == {
+        "vocabulary": "aer1-steps/1",
+        "outcome": "finished",
         "reason": "max_round",
-        "detail": "3 rounds done",
-        "rounds": 3,
+        "observed": True,
         "messages": 4,
+        "step_statuses": {"ok": 7, "error": 0, "cancelled": 0},
+        "groupchat": {"detail": "3 rounds done", "rounds": 3},
     }
     check_receipt(result)
 
@@ -125,10 +131,14 @@ def test_human_exit(tmp_path: Path, check_receipt: Callable[[ChatResult], Path])
     contents = step_contents(result, tmp_path)
     human_inputs = [contents[s["seq"] - 1] for s in result.receipt["steps"] if s["kind"] == "human_input"]
     assert human_inputs == [
-        {"prompt": prompts[0], "answer": "looks good, go on", "exit": False},
-        {"prompt": prompts[1], "answer": "  EXIT ", "exit": True},
+        {"vocabulary": "aer1-steps/1", "prompt": prompts[0], "input": "looks good, go on", "request_id": None,
+         "groupchat": {"exit": False}},
+        {"vocabulary": "aer1-steps/1", "prompt": prompts[1], "input": "  EXIT ", "request_id": None,
+         "groupchat": {"exit": True}},
     ]
-    assert contents[-2] == {"reason": "human_exit", "detail": "human answered 'EXIT'", "rounds": 3, "messages": 4}
+    assert contents[-2] == {"vocabulary": "aer1-steps/1", "outcome": "finished", "reason": "human_exit",
+                            "observed": True, "messages": 4, "step_statuses": {"ok": 10, "error": 0, "cancelled": 0},
+                            "groupchat": {"detail": "human answered 'EXIT'", "rounds": 3}}
     check_receipt(result)
 
 
@@ -162,8 +172,12 @@ def test_an_agent_that_raises_aborts_with_a_verifiable_error_receipt(
         ("close", "aer1"),
     ]
     contents = step_contents(result, tmp_path)
-    assert contents[4] == {"phase": "reply", "error": "RuntimeError", "message": "model quota exceeded", "round": 2}
-    assert contents[5]["reason"] == "error"
+    assert contents[4] == {"vocabulary": "aer1-steps/1", "phase": "reply",
+                           "error": {"type": "RuntimeError", "module": "builtins", "message": "model quota exceeded"},
+                           "groupchat": {"round": 2}}
+    assert (contents[5]["outcome"], contents[5]["reason"], contents[5]["error"]["type"]) == (
+        "error", "error", "RuntimeError")
+    assert [s["status"] for s in result.receipt["steps"]][5] == "error"
     assert [s["status"] for s in result.receipt["steps"]][4] == "error"
     assert result.receipt["status"] == "error"
     check_receipt(result)
@@ -200,7 +214,8 @@ def test_a_malformed_reply_is_rejected_and_the_history_is_unchanged(
         ("close", "aer1"),
     ]
     error = step_contents(result, tmp_path)[-3]
-    assert (error["phase"], error["error"], error["path"]) == ("validation", "MessageValidationError", path)
+    assert (error["phase"], error["error"]["type"], error["groupchat"]["path"]) == (
+        "validation", "MessageValidationError", path)
     check_receipt(result)
 
 
@@ -253,7 +268,7 @@ async def test_a_cancelled_run_closes_its_receipt_as_incomplete() -> None:
     assert [(s["kind"], s["agent"], s["status"]) for s in receipt["steps"]][-4:] == [
         ("speaker_selection", M, "ok"),
         ("error", M, "cancelled"),
-        ("termination", M, "ok"),
+        ("termination", M, "cancelled"),
         ("close", "aer1", "ok"),
     ]
     assert receipt["status"] == "incomplete"

@@ -94,14 +94,13 @@ def test_good_call(tmp_path: Path, check_receipt: Callable[[ChatResult], Path]) 
     [(header, content)] = tool_steps(result, tmp_path)
     assert (header["tool"], header["call_id"], header["status"]) == ("add", "c1", "ok")
     assert content == {
-        "call_id": "c1",
+        "vocabulary": "aer1-steps/1",
         "name": "add",
-        "arguments": '{"a": 2, "b": 3}',
-        "result": "5",
-        "is_error": False,
-        "error_kind": None,
-        "approval_id": None,
+        "call_id": "c1",
+        "arguments": {"a": 2, "b": 3},
         "arguments_digest": hashlib.sha256(b'{"a":2,"b":3}').hexdigest(),
+        "result": "5",
+        "groupchat": {"approval_id": None, "error_kind": None, "model_result": None},
     }
     assert result.stop_reason == "is_termination_msg"
     assert result.receipt["status"] == "ok"
@@ -142,8 +141,15 @@ def test_unknown_bad_json_not_an_object_invalid_and_raising(
         ("add", "c4", "error"),
         ("divide", "c5", "error"),
     ]
-    assert all(c["is_error"] for _, c in steps)
-    assert [c["result"] for _, c in steps] == [r["content"] for r in responses]
+    assert [c["error"]["type"] for _, c in steps] == [
+        "unknown_tool", "arguments_invalid", "arguments_invalid", "arguments_invalid", "tool_error"]
+    assert all(c["result"] is None for _, c in steps)
+    assert [c["error"]["message"] for _, c in steps] == [r["content"] for r in responses]
+    assert [c["groupchat"]["model_result"] for _, c in steps] == [r["content"] for r in responses]
+    # the model's text is the arguments object whenever it parses as one; else kept and marked
+    assert [(c["arguments"], c.get("arguments_malformed")) for _, c in steps] == [
+        ({"a": 1}, None), ('{"a": 1, "b": ', True), ("[1, 2]", True), ({"a": "one", "b": 2, "c": 0}, None),
+        ({"a": 1, "b": 0}, None)]
     # failed tool calls do not make the chat itself a failure
     assert result.receipt["status"] == "ok"
     check_receipt(result)

@@ -57,7 +57,7 @@ def test_lines_are_header_agents_steps_close_and_final(tmp_path: Path, fixed_clo
     for line, step in zip(lines[3:-1], receipt["steps"], strict=True):
         assert hashlib.sha256(canonical_bytes(line["content"])).hexdigest() == step["receipt_hash"]
     assert lines[3]["content"] == {"content": "step 1", "n": 1, "nested": {"ok": True, "list": [1, 2, 1]}}
-    assert lines[-1] == {"type": "final", "status": "error", "step_count": STEPS + 1,
+    assert lines[-1] == {"type": "final", "status": receipt["status"], "step_count": STEPS + 1,
                          "merkle_root": receipt["merkle_root"], "chain_head": receipt["chain_head"]}
 
 

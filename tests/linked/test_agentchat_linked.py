@@ -88,7 +88,7 @@ async def test_inner_run_goes_to_a_linked_child(tmp_path: Path, build: Any, oute
     assert (link["agent"], following["agent"], following["kind"]) == (outer, outer, outer_kind)
     child_steps, child_contents = _steps(paths[1])
     assert link["target"] == doc["tree"]["links"][0]["target"]
-    assert parent_contents[following["seq"]]["nested"]["linked_workflow_id"] == link["target"]
+    assert parent_contents[following["seq"]]["agentchat"]["nested"]["linked_workflow_id"] == link["target"]
     assert link["receipt_hash"] == link_hash(link_content(json.loads(Path(paths[1]).read_text())))
 
     inner = [(s["kind"], s["agent"]) for s in child_steps]

@@ -99,7 +99,7 @@ async def test_inner_team_run_goes_to_a_linked_child(tmp_path: Path) -> None:
     assert [k for k, a in kinds if a == actor] == ["task", "speaker_selection", "speaker_selection", "termination"]
     assert ("tool_call", "drafter") in kinds and ("message", "drafter") in kinds and ("message", "checker") in kinds
     by_kind = {s["kind"]: child_contents[s["seq"]] for s in child["steps"] if s["agent"] == actor}
-    assert by_kind["termination"]["stop_reason"] == "Maximum number of messages 3 reached, current message count: 3"
+    assert by_kind["termination"]["reason"] == "Maximum number of messages 3 reached, current message count: 3"
     assert [m["content"] for m in by_kind["task"]["task"]] == ["write it"]
     assert {a["name"] for a in child["agents"]} >= {"drafter", "checker", actor}
     assert child["status"] == "ok"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1._signing import generate_key_pair, key_id, load_public_key
 from aer1.verifier._cli import main as verify_main
 
@@ -26,18 +27,23 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, Path, str]:
     return private, pub, key_id(load_public_key(public))
 
 
+def pay_call(arguments: Any, call_id: str = "c1") -> dict[str, Any]:
+    """A ``pay`` tool call's content in the step vocabulary (spec/steps.md)."""
+    return vocab.tool_call("groupchat", name="pay", call_id=call_id, arguments=arguments, result="paid")
+
+
 def payment_run(path: Path, private: bytes | None, *, amount: float = 120, approve: bool = True,
                 approval_call: str = "c1", extra: Callable[[Collector], None] | None = None) -> Path:
     """A payment workflow: task, approval (groupchat form), the pay tool call, termination; saved."""
     c = Collector(goal="pay the invoice", signing_key=private)
     c.record("task", {"task": "pay invoice 7"}, agent="user")
-    c.record("approval", {"approval_id": "apr_1", "call_id": approval_call, "tool": "pay",
-                          "arguments": {"amount": amount, "payee": "acct_00112233"},
-                          "decision": "approved" if approve else "denied", "reason": "ok", "edited": False},
+    c.record("approval", vocab.approval("groupchat", decision="approved" if approve else "denied", name="pay",
+                                        call_id=approval_call, arguments={"amount": amount, "payee": "acct_00112233"},
+                                        extras={"approval_id": "apr_1", "reason": "ok", "edited": False}),
              agent="payments", call_id=approval_call)
-    c.record("pay", {"call_id": "c1", "name": "pay", "arguments": json.dumps({"amount": amount,
-                                                                              "payee": "acct_00112233"}),
-                     "result": "paid"}, agent="payments", call_id="c1")
+    c.record("pay", vocab.tool_call("groupchat", name="pay", call_id="c1", result="paid",
+                                    arguments=json.dumps({"amount": amount, "payee": "acct_00112233"})),
+             agent="payments", call_id="c1")
     c.record("termination", {"reason": "done"}, agent="manager")
     if extra is not None:
         extra(c)

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from aer1 import Collector
+from aer1 import Collector, verify_receipt
 from aer1._merkle import merkle_root_hex
 from aer1._receipt import evidence_path_for
 from aer1._signing import generate_key_pair
 
-from .conftest import POLICIES, payment_run
+from .conftest import POLICIES, pay_call, payment_run
 
 Run = Callable[..., tuple[int, str, str]]
 PAY_RULES = """
@@ -154,8 +154,7 @@ def test_out_of_policy_payment_fails_its_rule(tmp_path: Path, run_cli: Run, edit
 
 def test_one_approval_lets_one_call_through(tmp_path: Path, run_cli: Run) -> None:
     def again(c: Collector) -> None:
-        c.record("pay", {"call_id": "c1", "name": "pay", "arguments": '{"amount": 1, "payee": "acct_00112233"}'},
-                 agent="payments", call_id="c1")
+        c.record("pay", pay_call('{"amount": 1, "payee": "acct_00112233"}'), agent="payments", call_id="c1")
     r = payment_run(tmp_path / "r.json", None, extra=again)
     violations = _violations(run_cli(r, "--policy", _policy(tmp_path, PAY_RULES), "--json")[1])
     assert ("pay approved", [5]) in violations and ("quiet after the end", [5]) in violations
@@ -166,7 +165,7 @@ def test_payee_pattern_and_step_counts(tmp_path: Path, run_cli: Run) -> None:
         for i in range(3):
             c.record("code_execution", {"code": f"print({i})", "exit_code": 0}, agent="runner")
     c = Collector(goal="g")
-    c.record("pay", {"arguments": {"amount": 1, "payee": "bob"}}, agent="payments", call_id="c1")
+    c.record("pay", pay_call({"amount": 1, "payee": "bob"}), agent="payments", call_id="c1")
     more(c)
     c.save(tmp_path / "r.json")
     p = _policy(tmp_path, PAY_RULES.replace('form = "approved_before"\ntool = "pay"', 'form = "approved_before"\n'
@@ -186,7 +185,7 @@ def test_content_rule_without_evidence_fails_instead_of_passing(tmp_path: Path, 
 def test_forged_evidence_cannot_bring_a_payment_under_the_cap(tmp_path: Path, run_cli: Run) -> None:
     r = payment_run(tmp_path / "r.json", None, amount=5000)
     ev = Path(evidence_path_for(str(r)))
-    ev.write_text(ev.read_text().replace('\\"amount\\": 5000', '\\"amount\\": 50'))
+    ev.write_text(ev.read_text().replace('"amount":5000', '"amount":50'))
     code, out, _ = run_cli(r, "--policy", _policy(tmp_path, PAY_RULES), "--json")
     doc = json.loads(out)
     assert code == 1 and doc["failures"][0]["check"] == "evidence"
@@ -267,7 +266,17 @@ def _calls(tmp_path: Path, steps: list[tuple[str, dict[str, Any], str | None]]) 
 
 
 _APPROVED = {"decision": "approved", "tool": "pay"}
-_PAY = {"arguments": {"amount": 1, "payee": "acct_00112233"}}
+_PAY = pay_call({"amount": 1, "payee": "acct_00112233"})
+
+
+def test_a_content_that_predates_the_vocabulary_is_said_so_not_guessed(tmp_path: Path, run_cli: Run) -> None:
+    r = _calls(tmp_path, [("approval", _APPROVED, "c1"),
+                          ("pay", {"arguments": '{"amount": 1, "payee": "acct_00112233"}'}, "c1")])
+    code, out, _ = run_cli(r, "--policy", _policy(tmp_path, PAY_RULES), "--json")
+    assert code == 1 and ("pay cap", [2]) in _violations(out)
+    messages = [f["message"] for f in json.loads(out)["failures"] if f.get("rule") == "pay cap"]
+    assert any("predates the step vocabulary (aer1-steps/1" in m for m in messages), messages
+    assert verify_receipt(r).valid  # old contents still verify: only the rule needs their shape
 
 
 @pytest.mark.parametrize(("steps", "rule", "seqs"), [
@@ -275,10 +284,10 @@ _PAY = {"arguments": {"amount": 1, "payee": "acct_00112233"}}
     ([("approval", {"decision": "approved", "tool": "wire"}, "c1"), ("pay", _PAY, "c1")], "pay approved", [2]),
     ([("approval", {"decision": "pending", "tool": "pay"}, "c1"), ("pay", _PAY, "c1")], "pay approved", [2]),
     ([("approval", _APPROVED, None), ("pay", _PAY, "c1")], "pay approved", [2]),  # no call id on the approval
-    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": {"amount": True, "payee": "acct_00112233"}}, "c1")],
+    ([("approval", _APPROVED, "c1"), ("pay", pay_call({"amount": True, "payee": "acct_00112233"}), "c1")],
      "pay cap", [2]),  # a boolean is not a number
-    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": "{not json"}, "c1")], "pay cap", [2]),
-    ([("approval", _APPROVED, "c1"), ("pay", {"arguments": {"payee": "acct_00112233"}}, "c1")], "pay cap", [2]),
+    ([("approval", _APPROVED, "c1"), ("pay", pay_call("{not json"), "c1")], "pay cap", [2]),
+    ([("approval", _APPROVED, "c1"), ("pay", pay_call({"payee": "acct_00112233"}), "c1")], "pay cap", [2]),
 ])
 def test_rule_variants_that_must_fail(tmp_path: Path, run_cli: Run, steps: list[Any], rule: str,
                                       seqs: list[int]) -> None:

@@ -46,7 +46,7 @@ async def test_stream_left_early_ends_with_the_teams_termination_saying_so(
     collector.save(path, workflow=receipt)
     lines = (tmp_path / "receipt.evidence.jsonl").read_text().splitlines()
     content = json.loads(lines[ends[0]["seq"]])["content"]
-    assert (content["note"], content["observed"]) == (UNFINISHED_NOTE, False), content
+    assert (content["agentchat"]["note"], content["observed"]) == (UNFINISHED_NOTE, False), content
     assert run_cli(path)[0] == 0
 
 

@@ -36,7 +36,9 @@ async def test_participant_named_manager_cannot_take_team_steps(
     ]  # fmt: skip
     listed = {a["name"]: a["type"] for a in receipt["agents"]}
     assert listed == {"manager": "AssistantAgent", "aer1": "AssistantAgent", actor: "RoundRobinGroupChatManager"}
-    assert contents[0]["team_id"] == team._team_id and contents[0]["message_ids"] == [result.messages[0].id]
+    assert contents[0]["agentchat"]["team_id"] == team._team_id and contents[0]["message_ids"] == [
+        result.messages[0].id
+    ]
 
 
 async def test_messages_from_outside_the_wrapped_agents_are_recorded_once(
@@ -59,10 +61,12 @@ async def test_messages_from_outside_the_wrapped_agents_are_recorded_once(
         ("termination", "team"), CLOSE,
     ]  # fmt: skip
     task, _, reply, _ = contents[:4]
-    assert (task["content"], task["received_by"], task["message_id"]) == ("start", "alice", result.messages[0].id)
+    assert (task["content"], task["agentchat"]["received_by"], task["message_id"]) == (
+        "start", "alice", result.messages[0].id)
     # The unwrapped human's reply reached bob (and would reach every later wrapped agent): once.
     said = next(m for m in result.messages if m.source == "human" and type(m).__name__ == "TextMessage")
-    assert (reply["content"], reply["received_by"], reply["message_id"]) == ("the human says go", "bob", said.id)
+    assert (reply["content"], reply["agentchat"]["received_by"], reply["message_id"]) == (
+        "the human says go", "bob", said.id)
 
 
 async def test_collector_run_records_the_task_once(
@@ -99,7 +103,7 @@ async def test_thoughts_go_into_the_turns_step(collector: AER1AutoGenCollector, 
     assert pairs(receipt) == [("message", "user"), ("tool_call", "alice"), ("message", "alice"),
                               ("termination", "team"), CLOSE]  # fmt: skip
     assert contents[2]["content"] == "it is 3"
-    assert contents[2]["thoughts"] == ["I should add first", "the tool said 3"]
+    assert contents[2]["agentchat"]["thoughts"] == ["I should add first", "the tool said 3"]
 
 
 async def test_empty_sources_and_targets_still_verify(

@@ -56,7 +56,9 @@ PARALLEL = calls(
 
 
 def tool_results(contents: list[Any]) -> list[tuple[str, str, Any, Any, bool]]:
-    return [(c["call_id"], c["name"], c["arguments"], c["result"], c["is_error"]) for c in contents if "call_id" in c]
+    # what the model was told: the result, or for a failed call the error's message
+    return [(c["call_id"], c["name"], c["arguments"], c["error"]["message"] if "error" in c else c["result"],
+             "error" in c) for c in contents if "call_id" in c]
 
 
 EXPECTED_CALLS = [
@@ -88,7 +90,7 @@ async def test_tools_parallel_malformed_unknown_raising(
     assert [s["status"] for s in receipt["steps"][1:5]] == ["ok", "error", "error", "error"]
     assert contents[2]["arguments_malformed"] is True
     # Without reflection the final message is AutoGen's tool call summary.
-    assert contents[5]["message_type"] == "ToolCallSummaryMessage"
+    assert contents[5]["agentchat"]["message_type"] == "ToolCallSummaryMessage"
     assert contents[5]["content"] == result.messages[-1].content
 
 
@@ -101,10 +103,18 @@ async def test_tools_with_reflection(collector: AER1AutoGenCollector, scripted: 
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK_IN, ("tool_call", "alice"), ("message", "alice"), TERM, CLOSE]
     assert contents[2] == {
-        "message_type": "TextMessage",
-        "message_id": result.messages[-1].id,
+        "vocabulary": "aer1-steps/1",
         "content": "the sum is 4",
+        "message_id": result.messages[-1].id,
+        "role": "assistant",
+        "model": contents[2]["model"],
+        "agentchat": {"message_type": "TextMessage"},
     }
+    # which model produced the reply, and its tokens (the client does not time its request)
+    model = contents[2]["model"]
+    assert (model["provider"], model["response_model"], model["finish_reasons"], model["latency_ms"]) == (
+        "autogen_ext.models.replay._replay_chat_completion_client.ReplayChatCompletionClient", None, None, None), model
+    assert isinstance(model["input_tokens"], int) and isinstance(model["output_tokens"], int), model
 
 
 async def test_observed_tools_are_recorded_once(
@@ -122,7 +132,7 @@ async def test_observed_tools_are_recorded_once(
     assert sorted(tool_results(contents))[:3] == EXPECTED_CALLS[:3]
     # The raising tool is recorded where it raised: the exception, not the workbench's text.
     assert observed["c4"]["error"] == {"type": "ValueError", "module": "builtins", "message": "exploded: test"}
-    assert (observed["c4"]["result"], observed["c4"]["is_error"]) == (None, True)
+    assert observed["c4"]["result"] is None
 
 
 async def test_agent_exception_propagates_unchanged(
@@ -139,7 +149,8 @@ async def test_agent_exception_propagates_unchanged(
     assert type(on_messages.value) is type(stream.value) is ValueError
     receipt, contents = check(collector)
     assert pairs(receipt) == [TASK_IN, ("error", "alice"), ("error", "alice"), TERM, CLOSE]
-    assert contents[1] == {"type": "ValueError", "module": "builtins", "message": "No more mock responses available"}
+    assert contents[1] == {"vocabulary": "aer1-steps/1", "phase": "reply", "error": {
+        "type": "ValueError", "module": "builtins", "message": "No more mock responses available"}}
     assert all("reply_to" not in s for s in receipt["steps"])
 
 
@@ -165,7 +176,8 @@ async def test_cancelled_turn(collector: AER1AutoGenCollector, scripted: Scripte
     assert [s["status"] for s in receipt["steps"][1:3]] == ["cancelled", "cancelled"]
     assert contents[1]["call_id"] == call_id and contents[1]["result"] is None
     assert receipt["steps"][1].get("call_id") == (call_id or None)
-    assert contents[2]["type"] == "CancelledError"
+    assert contents[2]["error"]["type"] == "CancelledError"
+    assert contents[1]["error"]["type"] == "CancelledError"
 
 
 async def test_on_messages_and_stream_record_each_turn_once(
@@ -219,10 +231,10 @@ async def test_code_executor_approved_and_denied(
         sel, ("message", "writer"), sel, ("approval", "runner"), ("message", "runner"),
         TERM, CLOSE,
     ]  # fmt: skip
-    assert (contents[4]["approved"], contents[4]["reason"]) == (True, "looks safe")
+    assert (contents[4]["approved"], contents[4]["autogen_core"]["reason"]) == (True, "looks safe")
     assert (contents[5]["language"], contents[5]["exit_code"], contents[5]["output"]) == ("python", 0, "42\n")
     assert contents[6]["content"] == "42\n"
-    assert (contents[10]["approved"], contents[10]["reason"]) == (False, "not today")
+    assert (contents[10]["approved"], contents[10]["autogen_core"]["reason"]) == (False, "not today")
     assert contents[11]["content"] == "Code execution was not approved. Reason: not today"
 
 

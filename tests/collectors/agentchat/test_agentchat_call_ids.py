@@ -89,7 +89,8 @@ async def test_calls_without_telling_ids_are_paired_by_position(
     else:
         assert all("call_id" not in s for s, _ in calls)  # an empty id is no id: the member is left out
     if not observed:
-        assert [(c["call_index"], c["paired_by"]) for _, c in calls] == [(0, "position"), (1, "position"),
+        assert [(c["agentchat"]["call_index"], c["agentchat"]["paired_by"]) for _, c in calls] == [
+            (0, "position"), (1, "position"),
                                                                          (2, "position")]  # fmt: skip
     assert pairs(receipt)[-3:-2] == [("message", "alice")]
 
@@ -142,5 +143,5 @@ async def test_swarm_handoff_and_tool_in_one_response(
     ]  # fmt: skip
     call, handoff = contents[2], contents[3]
     assert (call["name"], call["arguments"], call["result"]) == ("add", {"a": 20, "b": 22}, "42")
-    assert [(c["name"], c["target"]) for c in handoff["handoff_calls"]] == [("transfer_to_bob", "bob")]
-    assert handoff["selected_call_index"] == 0 and receipt["steps"][3]["target"] == "bob"
+    assert [(c["name"], c["target"]) for c in handoff["agentchat"]["handoff_calls"]] == [("transfer_to_bob", "bob")]
+    assert handoff["agentchat"]["selected_call_index"] == 0 and receipt["steps"][3]["target"] == "bob"

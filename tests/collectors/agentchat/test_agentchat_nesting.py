@@ -78,10 +78,10 @@ async def test_society_of_mind_records_inner_actions_once(
     # The outer step names the inner run.
     outer = contents[steps.index(("message", "society"))]
     assert outer["content"] == "society says 5"
-    assert outer["nested"]["agents"] == ["worker"]
+    assert outer["agentchat"]["nested"]["agents"] == ["worker"]
     worker_message = contents[steps.index(("message", "worker"))]
     assert worker_message["content"] == "the sum is 5"
-    assert worker_message["message_id"] in outer["nested"]["message_ids"]
+    assert worker_message["message_id"] in outer["agentchat"]["nested"]["message_ids"]
 
 
 def _boss(wrap_inner: Wrap) -> AssistantAgent:
@@ -109,6 +109,6 @@ async def test_agent_tool_records_inner_actions_once(
     assert contents[steps.index(("tool_call", "worker"))]["nested_in"] == "boss"
     assert "nested_in" not in contents[steps.index(("tool_call", "boss"))]
     boss_call = contents[steps.index(("tool_call", "boss"))]
-    assert boss_call["nested"]["agents"][-1] == "worker"
+    assert boss_call["agentchat"]["nested"]["agents"][-1] == "worker"
     assert steps.count(("message", "worker")) == 1
     assert contents[steps.index(("message", "boss"))]["content"] == "boss: nine"

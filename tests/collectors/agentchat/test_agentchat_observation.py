@@ -28,7 +28,7 @@ async def test_team_on_a_runtime_of_its_own(collector: AER1AutoGenCollector, scr
         await runtime.stop()
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK, SEL, ("message", "a"), SEL, ("message", "b"), TERM, CLOSE]
-    assert {c.get("observed_by") for c in contents[1::2][:2]} == {"select_speaker"}
+    assert {c["agentchat"].get("observed_by") for c in contents[1::2][:2]} == {"select_speaker"}
 
 
 @pytest.fixture
@@ -49,7 +49,9 @@ async def test_turn_order_when_the_manager_is_unreachable(
     result = await collector.run(RoundRobinGroupChat(members, max_turns=2), task="go")
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK, SEL, ("message", "a"), SEL, ("message", "b"), TERM, CLOSE]
-    assert [(contents[i]["selected"], contents[i]["observed_by"], contents[i]["mechanism"]) for i in (1, 3)] == [
+    assert [
+        (contents[i]["selected"], contents[i]["agentchat"]["observed_by"], contents[i]["mechanism"]) for i in (1, 3)
+    ] == [
         (["a"], "turn_order", None),
         (["b"], "turn_order", None),
     ]
@@ -64,7 +66,7 @@ async def test_team_events_when_no_participant_is_wrapped(
     result = await collector.run(team, task="go")
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [TASK, SEL, SEL, TERM, CLOSE]
-    assert [(c["selected"], c["observed_by"], c["manager"]) for c in contents[1:3]] == [
+    assert [(c["selected"], c["agentchat"]["observed_by"], c["agentchat"]["manager"]) for c in contents[1:3]] == [
         (["a"], "SelectSpeakerEvent", "RoundRobinGroupChatManager"),
         (["b"], "SelectSpeakerEvent", "RoundRobinGroupChatManager"),
     ]
@@ -84,7 +86,7 @@ async def test_manager_hook_only_forwards_outside_a_run(
         ("message", "user"), ("message", "a"), ("message", "b"), TERM, CLOSE,
     ]  # fmt: skip
     # The second task reached "a" from outside the wrapped agents: recorded once, as received.
-    assert contents[6]["content"] == "again" and contents[6]["received_by"] == "a"
+    assert contents[6]["content"] == "again" and contents[6]["agentchat"]["received_by"] == "a"
 
 
 def test_collector_needs_no_autogen() -> None:
@@ -134,5 +136,5 @@ async def test_second_run_of_a_running_team(collector: AER1AutoGenCollector, scr
     assert [contents[i].get("task") for i in (0, 3)] == ["first", "second"]
     assert contents[4]["error"]["type"] == "ValueError" and receipt["steps"][4]["status"] == "error"
     # The first run keeps its observation: its selections come from the manager.
-    assert [contents[i]["observed_by"] for i in (1, 5)] == ["select_speaker", "select_speaker"]
-    assert contents[-2]["stop_reason"] == "Maximum number of turns 2 reached."
+    assert [contents[i]["agentchat"]["observed_by"] for i in (1, 5)] == ["select_speaker", "select_speaker"]
+    assert contents[-2]["reason"] == "Maximum number of turns 2 reached."

@@ -48,20 +48,25 @@ async def test_documented_peer_usage_works_unchanged(
     # The task reached alice from outside the wrapped agents: recorded once, under its source.
     assert pairs(receipt) == [("message", "user"), ("message", "alice"), ("message", "bob"), TERM, CLOSE]
     assert contents[0] == {
-        "message_type": "TextMessage", "message_id": result.messages[0].id, "content": "Plan the product launch",
-        "observed_by": "inbound", "received_by": "alice",
+        "vocabulary": "aer1-steps/1", "content": "Plan the product launch", "message_id": result.messages[0].id,
+        "role": None, "model": None,
+        "agentchat": {"message_type": "TextMessage", "observed_by": "inbound", "received_by": "alice"},
     }  # fmt: skip
     assert receipt["output_hash"] == hashlib.sha256(b"review: looks good TERMINATE").hexdigest()
     assert receipt["steps"][2]["reply_to"] == "alice"
     assert receipt["steps"][1]["reply_to"] == "user"
     assert contents[2] == {
-        "message_type": "TextMessage",
-        "message_id": result.messages[-1].id,
+        "vocabulary": "aer1-steps/1",
         "content": "review: looks good TERMINATE",
+        "message_id": result.messages[-1].id,
+        "role": "assistant",
+        "model": contents[2]["model"],
+        "agentchat": {"message_type": "TextMessage"},
     }
+    assert contents[2]["model"]["output_tokens"] is not None
     # Without collector.run() the team's stop reason is not seen: the step says so, under an
     # actor that names no team (none was observed) and that no participant can take.
-    assert contents[3]["observed"] is False and contents[3]["stop_reason"] is None
+    assert contents[3]["observed"] is False and contents[3]["reason"] is None
     assert receipt["steps"][3]["agent"] == "team:(unobserved)"
     assert [a["name"] for a in receipt["agents"]] == ["alice", "bob", "team:(unobserved)"]
 
@@ -78,13 +83,13 @@ async def test_round_robin(collector: AER1AutoGenCollector, scripted: Scripted, 
         ("speaker_selection", "team"), ("message", "alice"),
         TERM, CLOSE,
     ]  # fmt: skip
-    assert contents[0]["task"] == "count" and contents[0]["team_type"] == "RoundRobinGroupChat"
+    assert contents[0]["task"] == "count" and contents[0]["agentchat"]["team_type"] == "RoundRobinGroupChat"
     selections = [c for c in contents if "selected" in c]
-    assert [(c["selected"], c["mechanism"], c["position"]) for c in selections] == [
+    assert [(c["selected"], c["mechanism"], c["agentchat"]["position"]) for c in selections] == [
         (["alice"], "round_robin", 0), (["bob"], "round_robin", 1), (["alice"], "round_robin", 0),
     ]  # fmt: skip
     assert [s.get("target") for s in receipt["steps"] if s["kind"] == "speaker_selection"] == ["alice", "bob", "alice"]
-    assert contents[-2]["stop_reason"] == "Maximum number of turns 3 reached."
+    assert contents[-2]["reason"] == "Maximum number of turns 3 reached."
     assert contents[-2]["observed"] is True
     # finalize(result) hashes the last chat message's text.
     assert receipt["output_hash"] == hashlib.sha256(b"three").hexdigest()
@@ -113,12 +118,12 @@ async def test_selector_function_model_and_single_candidate(
     ]  # fmt: skip
     selections = [c for c in contents if "selected" in c]
     assert [(c["selected"], c["mechanism"]) for c in selections] == [
-        (["alice"], "selector_func"), (["bob"], "model"), (["alice"], "single_candidate"),
+        (["alice"], "function"), (["bob"], "model"), (["alice"], "single_candidate"),
     ]  # fmt: skip
-    assert selections[0]["selector_func"]["returned"] == "alice"
-    assert selections[1]["selector_func"]["returned"] is None
+    assert selections[0]["agentchat"]["selector_func"]["returned"] == "alice"
+    assert selections[1]["agentchat"]["selector_func"]["returned"] is None
     assert selections[1]["model_replies"] == ["bob"]
-    assert selections[2]["previous_speaker"] == "bob"
+    assert selections[2]["agentchat"]["previous_speaker"] == "bob"
 
 
 async def test_selector_candidate_func_retries_and_fallback(
@@ -142,7 +147,7 @@ async def test_selector_candidate_func_retries_and_fallback(
         ("speaker_selection", "team"), ("message", "carol"), TERM, CLOSE,
     ]  # fmt: skip
     first, second = [c for c in contents if "selected" in c]
-    assert first["candidate_func"]["returned"] == ["bob", "carol"]
+    assert first["agentchat"]["candidate_func"]["returned"] == ["bob", "carol"]
     assert (first["mechanism"], first["model_replies"]) == ("model", ["nobody", "carol it is"])
     # Three replies naming nobody: AutoGen falls back to the previous speaker.
     assert (second["mechanism"], second["model_replies"], second["selected"]) == (
@@ -175,16 +180,19 @@ async def test_swarm_handoff_recorded_once(collector: AER1AutoGenCollector, scri
     handoff = receipt["steps"][3]
     assert (handoff["tool"], handoff["target"], handoff["reply_to"]) == ("handoff", "bob", "user")
     assert contents[3]["target"] == "bob"
-    assert [(c["name"], c["call_id"], c["target"]) for c in contents[3]["handoff_calls"]] == [
+    assert [(c["name"], c["call_id"], c["target"]) for c in contents[3]["agentchat"]["handoff_calls"]] == [
         ("transfer_to_bob", "h1", "bob"), ("transfer_to_carol", "h2", "carol"),
     ]  # fmt: skip
-    assert contents[3]["selected_call_id"] == "h1"
+    assert contents[3]["agentchat"]["selected_call_id"] == "h1"
     # The handoff context carries the tool call made before handing off.
-    assert [m["type"] for m in contents[3]["context"]] == ["AssistantMessage", "FunctionExecutionResultMessage"]
+    assert [m["type"] for m in contents[3]["agentchat"]["context"]] == [
+        "AssistantMessage",
+        "FunctionExecutionResultMessage",
+    ]
     assert contents[2]["result"] == "Oslo: sunny"
-    assert (contents[1]["mechanism"], contents[1]["current_speaker"]) == ("current_speaker", "alice")
+    assert (contents[1]["mechanism"], contents[1]["agentchat"]["current_speaker"]) == ("current_speaker", "alice")
     assert contents[4]["mechanism"] == "handoff"
-    assert contents[4]["handoff"]["from"] == "alice"
+    assert contents[4]["agentchat"]["handoff"]["from"] == "alice"
 
 
 async def test_graph_flow_fan_out_and_join(collector: AER1AutoGenCollector, scripted: Scripted, check: Check) -> None:
@@ -203,12 +211,13 @@ async def test_graph_flow_fan_out_and_join(collector: AER1AutoGenCollector, scri
         TERM, CLOSE,
     ]  # fmt: skip
     selections = [c for c in contents if "selected" in c]
-    assert [(s["selected"], s["mechanism"], s["after"], s["parallel"]) for s in selections] == [
+    assert [(s["selected"], s["mechanism"], s["agentchat"]["after"], s["agentchat"]["parallel"])
+            for s in selections] == [
         (["a"], "graph", "user", False), (["b", "c"], "graph", "a", True), (["d"], "graph", "c", False),
     ]  # fmt: skip
     # A parallel selection names no single target.
     assert [s.get("target") for s in receipt["steps"] if s["kind"] == "speaker_selection"] == ["a", None, "d"]
-    assert contents[-2]["stop_reason"] == "Digraph execution is complete"
+    assert contents[-2]["reason"] == "Digraph execution is complete"
 
 
 def _ledger(done: bool, speaker: str, instruction: str) -> str:
@@ -244,13 +253,18 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
         TERM, CLOSE,
     ]  # fmt: skip
     first, second = [c for c in contents if "selected" in c]
-    assert (first["selected"], first["mechanism"], first["observed_by"]) == (["bob"], "orchestrator_ledger", "request")
-    assert first["next_speaker"] == {"reason": "because bob", "answer": "bob"}
-    assert first["instruction_message_id"] == result.messages[2].id
-    assert contents[2]["content"] == "bob, summarise" and contents[2]["manager"] == "MagenticOneOrchestrator"
+    assert (first["selected"], first["mechanism"], first["agentchat"]["observed_by"]) == (
+        ["bob"],
+        "orchestrator_ledger",
+        "request",
+    )
+    assert first["agentchat"]["next_speaker"] == {"reason": "because bob", "answer": "bob"}
+    assert first["agentchat"]["instruction_message_id"] == result.messages[2].id
+    assert contents[2]["content"] == "bob, summarise"
+    assert contents[2]["agentchat"]["manager"] == "MagenticOneOrchestrator"
     assert second["selected"] == ["alice"]
     assert contents[8]["content"] == "the final answer"
-    assert contents[-2]["stop_reason"] == "because True"
+    assert contents[-2]["reason"] == "because True"
     assert receipt["output_hash"] == hashlib.sha256(b"the final answer").hexdigest()
 
 
@@ -273,7 +287,9 @@ async def test_user_proxy_human_input(collector: AER1AutoGenCollector, scripted:
         ("speaker_selection", "team"), ("human_input", "human"), ("message", "human"), TERM, CLOSE,
     ]  # fmt: skip
     request_id = next(m.request_id for m in result.messages if type(m).__name__ == "UserInputRequestedEvent")
-    assert contents[4] == {"prompt": "Enter your response: ", "request_id": request_id, "input": "ship it TERMINATE"}
+    assert contents[4] == {"vocabulary": "aer1-steps/1", "prompt": "Enter your response: ",
+                           "input": "ship it TERMINATE",
+                           "request_id": request_id}
     assert receipt["steps"][5]["reply_to"] == "alice"
     assert prompts == ["Enter your response: "]
 
@@ -289,7 +305,7 @@ async def test_user_proxy_async_input_and_failure(collector: AER1AutoGenCollecto
     assert pairs(receipt) == [("message", "user"), ("human_input", "human"), ("error", "human"), TERM, CLOSE]
     assert receipt["steps"][1]["status"] == "error" and receipt["status"] == "error"
     assert contents[1]["error"] == {"type": "OSError", "module": "builtins", "message": "no terminal"}
-    assert contents[2]["type"] == "RuntimeError"
+    assert contents[2]["error"]["type"] == "RuntimeError"
 
 
 async def test_run_stream_forwards_every_item_including_chunks(
@@ -353,7 +369,8 @@ async def test_two_teams_share_a_collector(collector: AER1AutoGenCollector, scri
             if pair[1] in (first, second) or step["agent"] == actors[name]
         ]  # fmt: skip
         assert mine == expected(first, second)
-        assert all(c["team_id"] == teams[name]._team_id for c, st in zip(contents, receipt["steps"], strict=False)
+        assert all(c["agentchat"]["team_id"] == teams[name]._team_id
+                   for c, st in zip(contents, receipt["steps"], strict=False)
                    if st["agent"] == actors[name])  # fmt: skip
     assert len(steps) == 12 + 12 + 1
     listed = {a["name"]: a["type"] for a in receipt["agents"]}
@@ -374,9 +391,11 @@ async def test_agent_that_raises(collector: AER1AutoGenCollector, scripted: Scri
         TASK, ("speaker_selection", "team"), ("message", "alice"),
         ("speaker_selection", "team"), ("error", "bob"), TERM, CLOSE,
     ]  # fmt: skip
-    assert contents[4] == {"type": "ValueError", "module": "builtins", "message": "No more mock responses available"}
+    assert contents[4] == {"vocabulary": "aer1-steps/1", "phase": "reply", "error": {
+        "type": "ValueError", "module": "builtins", "message": "No more mock responses available"}}
     assert [s["status"] for s in receipt["steps"][4:6]] == ["error", "error"]
-    assert contents[5]["observed"] is False and contents[5]["error"]["type"] == "RuntimeError"
+    assert (contents[5]["outcome"], contents[5]["reason"]) == ("error", None)
+    assert contents[5]["error"]["type"] == "RuntimeError"
     assert str(raised.value) in contents[5]["error"]["message"]
     assert receipt["status"] == "error"
 
@@ -390,7 +409,7 @@ async def test_termination_condition_stop_reason(
     result = await collector.run(team, task="go")
     receipt, contents = check(collector, final_answer="custom answer", result=result)
     assert pairs(receipt) == [TASK, ("speaker_selection", "team"), ("message", "alice"), TERM, CLOSE]
-    assert contents[3]["stop_reason"] == "Maximum number of messages 2 reached, current message count: 2"
+    assert contents[3]["reason"] == "Maximum number of messages 2 reached, current message count: 2"
     assert receipt["output_hash"] == hashlib.sha256(b"custom answer").hexdigest()
     # finalize again: the same receipt, nothing recorded twice.
     assert collector.finalize(final_answer="custom answer", result=result) == receipt
@@ -412,6 +431,6 @@ async def test_unobserved_termination_when_caller_stops_reading(
     assert 1 <= turns <= 3
     assert pairs(receipt) == [TASK, *turn * turns, TERM, CLOSE]
     term = contents[-2]
-    assert term["observed"] is False and term["stop_reason"] is None
-    assert term["note"] == "the caller stopped reading the stream before the team ended"
+    assert (term["outcome"], term["reason"]) == ("cancelled", None)
+    assert term["agentchat"]["note"] == "the caller stopped reading the stream before the team ended"
     assert receipt["steps"][-2]["status"] == "cancelled"

@@ -74,17 +74,21 @@ async def test_approved_execution_without_model_client(collector: Collector, fin
     assert kinds(receipt) == [("approval", AGENT), ("code_execution", AGENT), CLOSE]
     assert [s["tool"] for s in receipt["steps"][:2]] == ["approval", "code_execution"]
     assert evidence[1] == {
+        "vocabulary": "aer1-steps/1",
+        "decision": "approved",
         "approved": True,
-        "reason": "prints only",
-        "code": HELLO_FOR_APPROVAL,
-        "context_messages": 0,
+        "name": "code_execution",
+        "call_id": None,
+        "arguments": None,
+        "responder": None,
+        "autogen_core": {"reason": "prints only", "code": HELLO_FOR_APPROVAL, "context_messages": 0},
     }
     execution = evidence[2]
     assert execution["language"] == "python"
     assert execution["code_blocks"] == [{"language": "python", "code": "print('hello')\n"}]
     assert (execution["exit_code"], execution["output"]) == (0, "hello\n")
-    assert execution["code_file"].endswith(".py")
-    assert execution["result_type"] == "autogen_ext.code_executors._common.CommandLineCodeResult"
+    assert execution["autogen_core"]["code_file"].endswith(".py")
+    assert execution["autogen_core"]["result_type"] == "autogen_ext.code_executors._common.CommandLineCodeResult"
 
 
 @pytest.mark.parametrize(
@@ -113,8 +117,12 @@ async def test_raw_result_is_recorded_before_the_agent_rewrites_it(
 
     receipt, evidence = finish(collector)
     assert kinds(receipt) == [("code_execution", AGENT), CLOSE]
-    assert receipt["steps"][0]["status"] == "ok"  # the executor ran; its exit code says how it went
+    # one status rule (spec/steps.md): a code block that exits non-zero is an error step
+    assert receipt["steps"][0]["status"] == ("ok" if exit_code == 0 else "error")
     assert (evidence[1]["exit_code"], evidence[1]["output"]) == (exit_code, raw_output)
+    if exit_code != 0:
+        assert evidence[1]["error"] == {"type": "exit_code", "module": None, "message": f"exit code {exit_code}"}
+        assert receipt["status"] == "ok"  # the run itself ended normally
 
 
 async def test_denied_execution_records_the_decision_only(collector: Collector, finish: Any, tmp_path: Path) -> None:
@@ -124,10 +132,14 @@ async def test_denied_execution_records_the_decision_only(collector: Collector, 
     receipt, evidence = finish(collector)
     assert kinds(receipt) == [("approval", AGENT), CLOSE]
     assert evidence[1] == {
+        "vocabulary": "aer1-steps/1",
+        "decision": "denied",
         "approved": False,
-        "reason": "no code today",
-        "code": HELLO_FOR_APPROVAL,
-        "context_messages": 0,
+        "name": "code_execution",
+        "call_id": None,
+        "arguments": None,
+        "responder": None,
+        "autogen_core": {"reason": "no code today", "code": HELLO_FOR_APPROVAL, "context_messages": 0},
     }
 
 
@@ -150,8 +162,8 @@ async def test_with_model_client(
     else:
         assert kinds(receipt) == [("approval", AGENT), CLOSE]
     # The approver saw the model context: the task and the model's reply.
-    assert evidence[1]["context_messages"] == 2
-    assert evidence[1]["code"] == "```python\nprint(6 * 7)\n\n```"
+    assert evidence[1]["autogen_core"]["context_messages"] == 2
+    assert evidence[1]["autogen_core"]["code"] == "```python\nprint(6 * 7)\n\n```"
 
 
 async def test_observed_executor_is_a_delegating_code_executor(collector: Collector, tmp_path: Path) -> None:
@@ -196,11 +208,15 @@ async def test_approval_that_raises_is_recorded_and_reraised(collector: Collecto
     assert kinds(receipt) == [("approval", AGENT), CLOSE]
     assert receipt["steps"][0]["status"] == "error"
     assert evidence[1] == {
+        "vocabulary": "aer1-steps/1",
+        "decision": "pending",
         "approved": None,
-        "reason": None,
-        "code": HELLO,
-        "context_messages": 0,
+        "name": "code_execution",
+        "call_id": None,
+        "arguments": None,
+        "responder": None,
         "error": {"type": "ApprovalServiceDown", "module": __name__, "message": "approver unreachable"},
+        "autogen_core": {"reason": None, "code": HELLO, "context_messages": 0},
     }
 
 

@@ -184,14 +184,14 @@ async def test_documented_tool_use_agent_with_handler(collector: Collector, fini
     assert "call_id" not in price  # the documented pattern passes no call id to run_json
     assert (response["tool"], response["status"]) == ("response", "ok")
     assert "recipient" not in response  # answered to the application, outside any agent
-    assert evidence[1]["message"] == {
+    assert evidence[1]["content"] == {
         "content": "What is the stock price of NVDA on 2024/06/01?",
         "context": None,
     }
-    assert evidence[1]["message_type"] == f"{__name__}.Ask"
-    assert evidence[1]["sender"] is None
+    assert evidence[1]["autogen_core"]["message_type"] == f"{__name__}.Ask"
+    assert evidence[1]["autogen_core"]["sender"] is None
     assert evidence[3]["error"] == {"type": "ToolFailure", "module": __name__, "message": "feed down for NVDA"}
-    assert evidence[4]["message"] == {"content": "NVDA was about 140.05."}
+    assert evidence[4]["content"] == {"content": "NVDA was about 140.05."}
 
 
 class Caller(RoutedAgent):
@@ -307,12 +307,12 @@ async def test_tool_agent_caller_loop_sends_publishes_and_responses(
     assert [s.get("call_id") for s in steps[:8]] == [None, None, "t1", None, None, "t2", None, None]
     assert steps[3]["reply_to"] == caller and steps[3]["recipient"] == caller
     assert steps[5]["status"] == "error"
-    assert evidence[2]["message"] == {"id": "t1", "name": "get_stock_price", "arguments": json.dumps(
+    assert evidence[2]["content"] == {"id": "t1", "name": "get_stock_price", "arguments": json.dumps(
         {"ticker": "NVDA", "date": "2024/06/01"})}  # fmt: skip
     assert evidence[3]["result"] == "140.05"
-    assert evidence[4]["message"]["content"] == "140.05"
-    assert evidence[7]["topic"] == {"type": "audit", "source": "default"}
-    assert evidence[7]["message"] == {"answer": "NVDA: 140.05; the feed is down."}
+    assert evidence[4]["content"]["content"] == "140.05"
+    assert evidence[7]["autogen_core"]["topic"] == {"type": "audit", "source": "default"}
+    assert evidence[7]["content"] == {"answer": "NVDA: 140.05; the feed is down."}
     assert was_call_recorded(collector, "t1") and was_call_recorded(collector, "t2")
 
 

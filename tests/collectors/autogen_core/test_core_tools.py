@@ -117,11 +117,11 @@ async def test_direct_runs_record_one_step_each_with_own_timing(collector: Colle
     assert (second["tool"], second["call_id"]) == ("lookup_price", "c-price")
     assert "call_id" not in third
     assert evidence[1] == {
+        "vocabulary": "aer1-steps/1",
         "name": "add",
         "call_id": "c-add",
         "arguments": {"a": 2, "b": 3},
         "result": "5",
-        "is_error": False,
     }
     assert evidence[2]["result"] == "42.5"
     assert evidence[3]["call_id"] is None
@@ -143,13 +143,13 @@ async def test_raising_tool_records_and_reraises_unchanged(collector: Collector,
     receipt, evidence = finish(collector)
     assert kinds(receipt) == [("tool_call", "alice"), CLOSE]
     assert receipt["steps"][0]["status"] == "error"
-    assert receipt["status"] == "error"
+    assert receipt["status"] == "ok"  # a tool that raised is its step's error, not the run's (spec/steps.md)
     assert evidence[1] == {
+        "vocabulary": "aer1-steps/1",
         "name": "fail",
         "call_id": "c-fail",
         "arguments": {"reason": "boom"},
         "result": None,
-        "is_error": True,
         "error": {"type": "ToolFailure", "module": __name__, "message": "boom"},
     }
 
@@ -175,7 +175,7 @@ async def test_cancelled_tool_is_recorded_as_cancelled(collector: Collector, fin
     assert kinds(receipt) == [("tool_call", "bob"), CLOSE]
     assert receipt["steps"][0]["status"] == "cancelled"
     assert evidence[1]["error"]["type"] == "CancelledError"
-    assert evidence[1]["is_error"] is True
+    assert evidence[1]["result"] is None
 
 
 def shape(result: TaskResult) -> list[tuple[str, str, Any]]:
@@ -336,7 +336,7 @@ async def test_stream_tools_and_stream_workbenches(collector: Collector, finish:
     assert kinds(receipt) == [("tool_call", "carol")] * 2 + [CLOSE]
     # The rebuilt workbench observes the tool's own stream (two progress items and the result);
     # the delegating one observes the workbench's stream (two progress items and the ToolResult).
-    assert [evidence[n]["streamed"] for n in (1, 2)] == [3, 3]
+    assert [evidence[n]["autogen_core"]["streamed"] for n in (1, 2)] == [3, 3]
     assert [evidence[n]["result"] for n in (1, 2)] == ['{"total": 2}'] * 2
     assert [was_call_recorded(collector, c) for c in ("st-1", "st-2")] == [True, True]
 
@@ -380,7 +380,10 @@ async def test_other_workbenches_are_observed_by_delegation(collector: Collector
     # No agent given and no runtime handler running: the runtime actor.
     assert kinds(receipt) == [("tool_call", RUNTIME_ACTOR)] * 3 + [CLOSE]
     assert [s["status"] for s in receipt["steps"][:3]] == ["ok", "error", "error"]
-    assert [evidence[n]["result"] for n in (1, 2, 3)] == ["3", "no", "Tool nope not found."]
+    assert [evidence[n]["result"] for n in (1, 2, 3)] == ["3", None, None]
+    assert [evidence[n]["error"] for n in (2, 3)] == [
+        {"type": "tool_error", "module": None, "message": "no"},
+        {"type": "tool_error", "module": None, "message": "Tool nope not found."}]
 
 
 def test_observe_tools_rejects_other_things(collector: Collector) -> None:

@@ -27,6 +27,15 @@ CLIENT_NAME = "ScriptedClient"
 PYAUTOGEN_02 = autogen.__version__.startswith("0.2.")
 
 
+def said(text: str, **legacy: Any) -> dict[str, Any]:
+    """The ``message`` content (spec/steps.md) of a text message sent as a plain string."""
+    content: dict[str, Any] = {"vocabulary": "aer1-steps/1", "content": text, "message_id": None, "role": None,
+                               "model": None}
+    if legacy:
+        content["legacy"] = legacy
+    return content
+
+
 def scripted_llm_config() -> dict[str, Any]:
     """An llm_config naming the scripted client; no cache, so no disk and no network."""
     return {"config_list": [{"model": "scripted", "model_client_cls": CLIENT_NAME}], "cache_seed": None}

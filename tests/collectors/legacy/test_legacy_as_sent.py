@@ -10,7 +10,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks, observe_groupchat
 
-from .support import CLOSE, Finish, of_kind, rows
+from .support import CLOSE, Finish, of_kind, rows, said
 
 SECRET = "card 4111-1111-1111-1111"
 MASK = "card [masked]"
@@ -48,7 +48,7 @@ def test_hook_registered_after_attaching_is_applied_first(
         asyncio.run(buyer.a_initiate_chat(clerk, message=opening, max_turns=2))
     receipt, contents = finish(collector)
 
-    sent = [m["message"] for m in of_kind(receipt, contents, "message")]
+    sent = [m["content"] for m in of_kind(receipt, contents, "message")]
     assert sent == [opening, f"charged {MASK}", "thanks", f"charged {MASK}"]
     assert [m["content"] for m in buyer.chat_messages[clerk]][1::2] == [f"charged {MASK}"] * 2
 
@@ -68,7 +68,7 @@ def test_group_chat_messages_are_recorded_after_later_hooks(
         asyncio.run(buyer.a_initiate_chat(manager, message="pay please"))
     receipt, contents = finish(collector)
 
-    assert [m["message"] for m in of_kind(receipt, contents, "message")] == ["pay please", f"charged {MASK}"]
+    assert [m["content"] for m in of_kind(receipt, contents, "message")] == ["pay please", f"charged {MASK}"]
     assert groupchat.messages[-1]["content"] == f"charged {MASK}"
 
 
@@ -100,7 +100,7 @@ def test_a_reply_autogen_refuses_to_send_is_not_recorded(collector: AER1AutoGenC
 
     assert observed == _run_refused(None)  # same error, same history without the hooks
     assert rows(receipt) == [("message", "alice", "bob"), CLOSE]
-    assert contents[1] == {"message": "hello"}
+    assert contents[1] == said("hello")
 
 
 def test_a_send_refused_in_a_group_chat_is_not_recorded(collector: AER1AutoGenCollector, finish: Finish) -> None:

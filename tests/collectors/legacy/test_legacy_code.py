@@ -61,8 +61,8 @@ def test_legacy_code_execution_config(
 
     assert rows(receipt) == EXPECTED
     good, bad = of_kind(receipt, contents, "code_execution")
-    assert good["executor"] == "legacy"
-    assert good["blocks"] == [{"language": "python", "code": "print(6 * 7)"}]
+    assert good["legacy"]["executor"] == "legacy"
+    assert good["code_blocks"] == [{"language": "python", "code": "print(6 * 7)"}]
     assert good["exit_code"] == 0 and good["output"].strip() == "42"
     assert bad["exit_code"] == 3 and "bad input" in bad["output"]
     statuses = [s["status"] for s in receipt["steps"] if s["kind"] == "code_execution"]
@@ -78,10 +78,10 @@ def test_executor_code_result(chat: str, tmp_path: Path, collector: AER1AutoGenC
 
     assert rows(receipt) == EXPECTED
     good, bad = of_kind(receipt, contents, "code_execution")
-    assert good["executor"] == "autogen.LocalCommandLineCodeExecutor"
-    assert good["blocks"] == [{"language": "python", "code": "print(6 * 7)"}]
+    assert good["legacy"]["executor"] == "autogen.LocalCommandLineCodeExecutor"
+    assert good["code_blocks"] == [{"language": "python", "code": "print(6 * 7)"}]
     assert good["exit_code"] == 0 and good["output"].strip() == "42"
-    assert good["code_file"].endswith(".py")
+    assert good["legacy"]["code_file"].endswith(".py")
     assert bad["exit_code"] == 3 and "bad input" in bad["output"]
     statuses = [s["status"] for s in receipt["steps"] if s["kind"] == "code_execution"]
     assert statuses == ["ok", "error"]

@@ -92,22 +92,22 @@ def test_selection_methods(method: str, chat: str, collector: AER1AutoGenCollect
     selections = [s for s in receipt["steps"] if s["kind"] == "speaker_selection"]
     assert [s["target"] for s in selections] == speakers
     chosen = of_kind(receipt, contents, "speaker_selection")
-    assert [c["selected"] for c in chosen] == speakers
-    assert [c["method"] for c in chosen] == [method] * 3
-    assert [c["last_speaker"] for c in chosen] == ["user", *speakers[:-1]]
-    assert [c["round"] for c in chosen] == [1, 2, 3]
+    assert [c["selected"] for c in chosen] == [[s] for s in speakers]
+    assert [c["legacy"]["method"] for c in chosen] == [method] * 3
+    assert [c["legacy"]["last_speaker"] for c in chosen] == ["user", *speakers[:-1]]
+    assert [c["legacy"]["round"] for c in chosen] == [1, 2, 3]
     if method == "manual":
-        assert [c["manual_choice"] for c in chosen] == ["bob", "alice", None]
+        assert [c["legacy"]["manual_choice"] for c in chosen] == ["bob", "alice", None]
     if method == "callable":
-        assert [c["callable_returned"] for c in chosen] == ["agent", "round_robin", "agent"]
-        assert chosen[1]["delegated_to"] == "round_robin"
-        assert chosen[0]["callable"].endswith("select_next")
+        assert [c["legacy"]["callable_returned"] for c in chosen] == ["agent", "round_robin", "agent"]
+        assert chosen[1]["legacy"]["delegated_to"] == "round_robin"
+        assert chosen[0]["legacy"]["callable"].endswith("select_next")
 
     message_steps = [s for s in receipt["steps"] if s["kind"] == "message"]
     assert [s.get("reply_to") for s in message_steps] == [None, "user", *speakers[:-1]]
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "max_round"
-    assert termination["rounds"] == 4 and termination["max_round"] == 4
+    assert termination["legacy"]["rounds"] == 4 and termination["legacy"]["max_round"] == 4
 
 
 def test_four_messages_four_steps_however_attached(collector: AER1AutoGenCollector, finish: Finish) -> None:
@@ -182,8 +182,8 @@ def test_introductions_are_one_message(collector: AER1AutoGenCollector, finish: 
         CLOSE,
     ]
     intro = contents[2]
-    assert intro["recipients"] == ["user", "alice", "bob"]
-    assert intro["message"] == groupchat.introductions_msg()
+    assert intro["legacy"]["recipients"] == ["user", "alice", "bob"]
+    assert intro["content"] == groupchat.introductions_msg()
 
 
 def test_two_runs_two_terminations(collector: AER1AutoGenCollector, finish: Finish) -> None:
@@ -202,4 +202,4 @@ def test_two_runs_two_terminations(collector: AER1AutoGenCollector, finish: Fini
         ("termination", MANAGER, None),
     ]
     assert rows(receipt) == [*run, *run, CLOSE]
-    assert [m["message"] for m in of_kind(receipt, contents, "message")][::2] == ["first", "second"]
+    assert [m["content"] for m in of_kind(receipt, contents, "message")][::2] == ["first", "second"]

@@ -105,14 +105,14 @@ def test_round_robin_pattern(how: str, collector: AER1AutoGenCollector, finish: 
     for speaker in speakers:
         expected += [("speaker_selection", MANAGER, None), ("message", speaker, MANAGER)]
     assert rows(receipt) == [*expected, ("termination", MANAGER, None), CLOSE]
-    assert [m["message"] for m in of_kind(receipt, contents, "message")][1:] == [c for _, c in history[1:]]
+    assert [m["content"] for m in of_kind(receipt, contents, "message")][1:] == [c for _, c in history[1:]]
     selections = of_kind(receipt, contents, "speaker_selection")
-    assert [s["selected"] for s in selections] == speakers
-    assert [s["last_speaker"] for s in selections] == [TEMP_USER, *speakers[:-1]]
-    assert {s["method"] for s in selections} == {"callable"}
+    assert [s["selected"][0] for s in selections] == speakers
+    assert [s["legacy"]["last_speaker"] for s in selections] == [TEMP_USER, *speakers[:-1]]
+    assert {s["legacy"]["method"] for s in selections} == {"callable"}
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "max_round"
-    assert termination["autogen_reason"] == "Maximum rounds (4) reached"
+    assert termination["legacy"]["autogen_reason"] == "Maximum rounds (4) reached"
     assert {TEMP_USER, TOOL_EXECUTOR, MANAGER, "analyst", "writer"} == {a["name"] for a in receipt["agents"]}
 
 
@@ -159,11 +159,14 @@ def test_auto_pattern_selects_with_the_model(collector: AER1AutoGenCollector, fi
         CLOSE,
     ]
     first, second = of_kind(receipt, contents, "speaker_selection")
-    assert (first["selected"], first["callable_returned"]) == ("analyst", "agent")  # the initial agent
-    assert (second["selected"], second["delegated_to"]) == ("writer", "auto")  # the manager's model chose
+    assert (first["selected"][0], first["legacy"]["callable_returned"]) == ("analyst", "agent")  # the initial agent
+    assert (second["selected"][0], second["legacy"]["delegated_to"]) == ("writer", "auto")  # the manager's model chose
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "is_termination_msg"
-    assert termination["autogen_reason"] == f"Termination message condition on the GroupChatManager '{MANAGER}' met"
+    assert (
+        termination["legacy"]["autogen_reason"]
+        == f"Termination message condition on the GroupChatManager '{MANAGER}' met"
+    )
 
 
 def _handoffs() -> Any:
@@ -202,19 +205,19 @@ def test_tool_handoff_and_after_work_termination(how: str, collector: AER1AutoGe
         CLOSE,
     ]
     (call,) = of_kind(receipt, contents, "tool_call")
-    assert call["name"] == "lookup_order" and call["call_id"] == "call_7" and call["success"] is True
+    assert call["name"] == "lookup_order" and call["call_id"] == "call_7" and "error" not in call
     assert call["result"]["message"] == "order A7: paid"
     assert call["result"]["target"] == "billing"  # the handoff the tool asked for
     tool_step = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
     assert tool_step["call_id"] == "call_7"
-    assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == [
+    assert [s["selected"][0] for s in of_kind(receipt, contents, "speaker_selection")] == [
         "triage",
         TOOL_EXECUTOR,
         "billing",
     ]
     (termination,) = of_kind(receipt, contents, "termination")
     assert termination["reason"] == "no_eligible_speaker"  # billing's after-work: terminate
-    assert termination["autogen_reason"] == "No next speaker selected"
+    assert termination["legacy"]["autogen_reason"] == "No next speaker selected"
 
 
 def _context_handoff() -> Any:
@@ -238,11 +241,12 @@ def test_context_condition_handoff(collector: AER1AutoGenCollector, finish: Fini
     receipt, contents = finish(collector)
 
     assert history == _observed(_context_handoff, None, "initiate", 10)
-    sent = [(s["agent"], contents[s["seq"]]["message"]) for s in receipt["steps"] if s["kind"] == "message"]
+    sent = [(s["agent"], contents[s["seq"]]["content"]) for s in receipt["steps"] if s["kind"] == "message"]
     assert sent[1:] == [(name, text) for name, text in history[1:]]
-    assert [s["selected"] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
+    assert [s["selected"][0] for s in of_kind(receipt, contents, "speaker_selection")] == ["triage", "billing"]
     (termination,) = of_kind(receipt, contents, "termination")
-    assert (termination["reason"], termination["autogen_reason"]) == ("no_eligible_speaker", "No next speaker selected")
+    assert (termination["reason"], termination["legacy"]["autogen_reason"]) == (
+        "no_eligible_speaker", "No next speaker selected")
 
 
 def _with_user() -> Any:
@@ -273,7 +277,7 @@ def test_user_agent_reverts_and_exits(collector: AER1AutoGenCollector, finish: F
         ("termination", MANAGER, None),
         CLOSE,
     ]
-    assert [h["answer"] for h in of_kind(receipt, contents, "human_input")] == ["make it shorter", "exit"]
+    assert [h["input"] for h in of_kind(receipt, contents, "human_input")] == ["make it shorter", "exit"]
     (termination,) = of_kind(receipt, contents, "termination")
-    assert (termination["reason"], termination["speaker"]) == ("human_exit", "user")
-    assert termination["autogen_reason"] == "No reply generated"
+    assert (termination["reason"], termination["legacy"]["speaker"]) == ("human_exit", "user")
+    assert termination["legacy"]["autogen_reason"] == "No reply generated"

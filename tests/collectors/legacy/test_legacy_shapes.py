@@ -11,7 +11,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks, observe_groupchat
 
-from .support import CLOSE, Finish, of_kind, rows
+from .support import CLOSE, Finish, of_kind, rows, said
 
 MANAGER = "chat_manager"
 
@@ -59,12 +59,12 @@ def test_opening_message_from_outside_the_group(
     ]
     opening = contents[1]
     if hook_opener:
-        assert opening == {"message": "Ship it"}
+        assert opening == said("Ship it")
     else:  # not observed at the send: the manager's stored copy, marked as such
-        assert opening["observed_at"] == "manager"
-        assert opening["message"]["content"] == "Ship it"
+        assert opening["legacy"]["observed_at"] == "manager"
+        assert opening["legacy"]["message"]["content"] == "Ship it"
     selections = of_kind(receipt, contents, "speaker_selection")
-    assert [s["last_speaker"] for s in selections] == ["boss", "alice"]
+    assert [s["legacy"]["last_speaker"] for s in selections] == ["boss", "alice"]
     assert "boss" in [a["name"] for a in receipt["agents"]]
     assert [s.get("reply_to") for s in receipt["steps"] if s["kind"] == "message"] == [None, "boss", "alice"]
 
@@ -113,10 +113,10 @@ def test_two_managers_with_the_default_name(collector: AER1AutoGenCollector, fin
         CLOSE,
     ]
     terminations = of_kind(receipt, contents, "termination")
-    assert [t["rounds"] for t in terminations] == [2, 3]
+    assert [t["legacy"]["rounds"] for t in terminations] == [2, 3]
     assert [t["reason"] for t in terminations] == ["max_round", "max_round"]
     outer_history = observed[0]
-    assert contents[7] == {"message": outer_history[1]["content"]}  # lead's reply: the nested chat's summary
+    assert contents[7] == said(outer_history[1]["content"])  # lead's reply: the nested chat's summary
 
 
 def _flat_group(topic: str) -> tuple[autogen.ConversableAgent, autogen.GroupChatManager]:
@@ -153,7 +153,7 @@ def test_sibling_groups_with_default_names_in_one_collector(collector: AER1AutoG
         CLOSE,
     ]
     selections = of_kind(receipt, contents, "speaker_selection")
-    pairs = [(s["last_speaker"], s["selected"]) for s in selections]
+    pairs = [(s["legacy"]["last_speaker"], s["selected"][0]) for s in selections]
     assert pairs == [("user", "assistant"), ("user#2", "assistant#2")]
     targets = [s.get("target") for s in receipt["steps"] if s["kind"] == "speaker_selection"]
     assert targets == ["assistant", "assistant#2"]

@@ -54,7 +54,9 @@ def _termination(receipt: dict[str, Any], contents: dict[int, Any]) -> tuple[dic
     if PYAUTOGEN_02 or words is None or steps[0]["status"] != "ok":
         assert "autogen_reason" not in content
     else:
-        assert content["autogen_reason"].startswith(words), f"got {content['autogen_reason']!r}, want {words!r}"
+        assert content["legacy"]["autogen_reason"].startswith(words), (
+            f"got {content['autogen_reason']!r}, want {words!r}"
+        )
     return steps[0], content
 
 
@@ -69,7 +71,7 @@ def test_is_termination_msg(chat: str, finish: Finish) -> None:
     step, content = _termination(receipt, contents)
     assert step["status"] == "ok"
     assert content["reason"] == "is_termination_msg"
-    assert content["rounds"] == 2 and content["last_speaker"] == "alice"
+    assert content["legacy"]["rounds"] == 2 and content["legacy"]["last_speaker"] == "alice"
 
 
 @CHATS
@@ -85,7 +87,7 @@ def test_max_round(chat: str, finish: Finish) -> None:
         CLOSE,
     ]
     step, content = _termination(receipt, contents)
-    assert (content["reason"], content["rounds"], content["max_round"]) == ("max_round", 3, 3)
+    assert (content["reason"], content["legacy"]["rounds"], content["legacy"]["max_round"]) == ("max_round", 3, 3)
     assert step["status"] == "ok"
 
 
@@ -105,7 +107,7 @@ def test_empty_reply(chat: str, finish: Finish) -> None:
     receipt, contents = finish(collector)
     assert rows(receipt) == [*OPENING, ("termination", MANAGER, None), CLOSE]
     step, content = _termination(receipt, contents)
-    assert (content["reason"], content["speaker"], content["rounds"]) == ("empty_reply", "alice", 1)
+    assert (content["reason"], content["legacy"]["speaker"], content["legacy"]["rounds"]) == ("empty_reply", "alice", 1)
     assert step["status"] == "ok"
 
 
@@ -116,9 +118,9 @@ def test_human_exit(chat: str, finish: Finish) -> None:
         collector, _ = _chat([_agent("user"), human, _agent("bob")], chat)
     receipt, contents = finish(collector)
     assert rows(receipt) == [*OPENING, ("human_input", "human", None), ("termination", MANAGER, None), CLOSE]
-    assert of_kind(receipt, contents, "human_input")[0]["answer"] == "exit"
+    assert of_kind(receipt, contents, "human_input")[0]["input"] == "exit"
     _, content = _termination(receipt, contents)
-    assert (content["reason"], content["speaker"]) == ("human_exit", "human")
+    assert (content["reason"], content["legacy"]["speaker"]) == ("human_exit", "human")
 
 
 @CHATS
@@ -165,9 +167,9 @@ def test_no_eligible_speaker(chat: str, finish: Finish) -> None:
     ]
     step, content = _termination(receipt, contents)
     assert content["reason"] == "no_eligible_speaker"
-    assert "returned None" in content["detail"]
+    assert "returned None" in content["legacy"]["detail"]
     assert step["status"] == ("error" if raises else "ok")
-    assert content.get("raised", False) is raises
+    assert content.get("legacy", {}).get("raised", False) is raises
 
 
 @CHATS

@@ -10,7 +10,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, PYAUTOGEN_02, Finish, of_kind, rows, says_terminate, scripted_agent, scripted_input
+from .support import CLOSE, PYAUTOGEN_02, Finish, of_kind, rows, said, says_terminate, scripted_agent, scripted_input
 
 
 def test_documented_usage_records_every_turn(finish: Finish) -> None:
@@ -26,7 +26,7 @@ def test_documented_usage_records_every_turn(finish: Finish) -> None:
 
     assert rows(receipt) == [("message", "alice", "bob"), ("message", "bob", "alice")] * 4 + [CLOSE]
     assert [s.get("reply_to") for s in receipt["steps"][:-1]] == [None] + ["alice", "bob"] * 3 + ["alice"]
-    assert contents[1] == {"message": "Start the task"}
+    assert contents[1] == said("Start the task")
     assert [a["name"] for a in receipt["agents"]] == ["alice", "bob"]
     assert {a["type"] for a in receipt["agents"]} == {"autogen.ConversableAgent"}
 
@@ -63,7 +63,7 @@ def test_initiate_chat(collector: AER1AutoGenCollector, finish: Finish) -> None:
 
     assert rows(receipt) == EXPECTED_PAIR
     messages = of_kind(receipt, contents, "message")
-    assert [m["message"] for m in messages] == [
+    assert [m["content"] for m in messages] == [
         "Plan the product launch",
         "draft: research, build, ship",
         "continue",
@@ -118,7 +118,7 @@ def test_human_input_sync(collector: AER1AutoGenCollector, finish: Finish) -> No
         CLOSE,
     ]
     answers = of_kind(receipt, contents, "human_input")
-    assert [a["answer"] for a in answers] == ["shorter please", "exit"]
+    assert [a["input"] for a in answers] == ["shorter please", "exit"]
     assert [a["prompt"] for a in answers] == stream.prompts
 
 
@@ -138,7 +138,7 @@ def test_human_input_async_each_read_once(collector: AER1AutoGenCollector, finis
 
     answers = of_kind(receipt, contents, "human_input")
     assert [a["prompt"] for a in answers] == stream.prompts
-    assert [a["answer"] for a in answers] == ["", "", "", "exit"]
+    assert [a["input"] for a in answers] == ["", "", "", "exit"]
     sends = [("message", "human_proxy", "planner"), ("message", "planner", "human_proxy")]
     asked = ("human_input", "human_proxy", None)
     if PYAUTOGEN_02:  # two asks per turn (after an empty answer the sync twin asks again): two turns
@@ -175,7 +175,7 @@ def test_reattach_moves_to_the_new_collector(finish: Finish) -> None:
     assert first.step_count == 2
     receipt, contents = finish(second)
     assert rows(receipt) == [("message", "user", "planner"), ("message", "planner", "user"), CLOSE]
-    assert contents[1] == {"message": "Again"}
+    assert contents[1] == said("Again")
 
 
 def test_recording_failures_are_counted_not_raised(
