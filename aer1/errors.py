@@ -21,6 +21,7 @@ __all__ = [
     "CouldNotVerifyError",
     "ErasureError",
     "MalformedInputError",
+    "ToolCallRefused",
     "UsageError",
     "VerificationError",
 ]
@@ -48,3 +49,10 @@ class UsageError(Aer1Error):
 
 class ErasureError(UsageError):
     """An erasure that cannot be made: no such disclosure, or evidence that does not match (spec/erasure.md)."""
+
+
+class ToolCallRefused(Aer1Error):
+    """An approval gate did not let a tool call run (denied, pending, or arguments it cannot bind).
+
+    The model is shown the refusal as the call's error; the message says why.
+    """

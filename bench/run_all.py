@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _table import ROW_KEYS, format_table, machine
 
 #: Benchmark modules, in table order.
-MODULES = ("bench_record", "bench_verify", "bench_cli", "bench_agentchat_wrapper", "bench_agent_framework",
+MODULES = ("bench_record", "bench_verify", "bench_cli", "bench_agentchat_wrapper", "bench_agent_framework", "bench_ag2",
            "bench_journal", "bench_scaling", "bench_linked")
 
 

@@ -8,7 +8,8 @@ Nothing here imports an agent framework until a name is used:
   ``AER1InterventionHandler``, ``was_call_recorded``: autogen-core
   (``aer1.collectors.autogen_core``);
 * ``attach_legacy_hooks``, ``observe_groupchat``: pyautogen 0.2 (``aer1.collectors.legacy``);
-* ``AER1AgentFrameworkCollector``: Microsoft Agent Framework (``aer1.collectors.agent_framework``).
+* ``AER1AgentFrameworkCollector``: Microsoft Agent Framework (``aer1.collectors.agent_framework``);
+* ``AER1AG2Collector``: AG2 1.x, ``from ag2 import Agent`` (``aer1.collectors.ag2``).
 
 The rest of aer1-autogen 0.1.15's public names need no framework either (spec/compat.md):
 verification and verdicts (``._compat_verify``), chain-head anchoring (``._compat_anchor``).
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         verify_receipt_verdicts,
         verify_workflow_receipt,
     )
+    from .ag2 import AER1AG2Collector
     from .agent_framework import AER1AgentFrameworkCollector
     from .agentchat import AER1AgentWrapper
     from .autogen_core import (
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "AER1AutoGenCollector": "._collector",
     "AER1AgentFrameworkCollector": ".agent_framework",
+    "AER1AG2Collector": ".ag2",
     "AER1AgentWrapper": ".agentchat",
     "observe_tools": ".autogen_core",
     "observe_code_executor": ".autogen_core",
@@ -105,6 +108,7 @@ __all__ = [
     "VERDICT_UNAVAILABLE",
     "WORKFLOW_TYPE",
     "WORKFLOW_VERSION",
+    "AER1AG2Collector",
     "AER1AgentFrameworkCollector",
     "AER1AgentWrapper",
     "AER1AutoGenCollector",
@@ -133,7 +137,7 @@ __all__ = [
 
 
 #: The framework module behind each name that needs one (collectors/_extras.py names its extra).
-_FRAMEWORK_MODULES = {".agentchat", ".autogen_core", ".agent_framework"}
+_FRAMEWORK_MODULES = {".agentchat", ".autogen_core", ".agent_framework", ".ag2"}
 
 # dir(), help() and ``import *`` list only the names whose framework is installed, so that they
 # work with any set of extras; any name still imports by name, and says which extra it needs.

@@ -18,6 +18,7 @@ FRAMEWORKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "autogen_core": ("agentchat", ("autogen_core", "pydantic")),
     "agent_framework": ("agent-framework", ("agent_framework",)),
     "grpc_runtime": ("grpc", ("autogen_core", "autogen_ext", "grpc")),
+    "ag2": ("ag2", ("ag2",)),
 }
 
 

@@ -103,15 +103,33 @@ NAMES: tuple[Name, ...] = (
 )
 
 
+def _autogen_providers() -> set[str]:
+    """The distributions (names lowercased) that install the ``autogen`` module."""
+    try:
+        found = importlib.metadata.packages_distributions().get("autogen") or []
+    except Exception:  # unreadable metadata: no distribution is known to provide it
+        return set()
+    return {str(name).lower() for name in found}
+
+
 def installed() -> tuple[str, str] | None:
-    """(distribution, version) of the installed classic AutoGen package, or None."""
+    """(distribution, version) of the installed classic AutoGen package, or None.
+
+    Only a distribution that provides the ``autogen`` module counts: ``ag2`` 1.x, which
+    ships only the ``ag2`` package, can sit beside the classic ``autogen`` 0.14 and is
+    not it.
+    """
+    providers = _autogen_providers()
     for dist in PINNED:
+        if dist not in providers:
+            continue
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return dist, importlib.metadata.version(dist)
     return None
 
 
 def _resolve(owner: str) -> Any:
+    """The object named ``module:Qualified.Path`` (``module`` alone: the module), imported now."""
     module_name, _, path = owner.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in filter(None, path.split(".")):

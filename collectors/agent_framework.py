@@ -26,7 +26,6 @@ outputs and the final status. ``spec/agent-framework.md`` says what is observed 
 from __future__ import annotations
 
 import contextvars
-import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -61,6 +60,7 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 
 from ._af_internals import active_run, function_call_id, max_rounds, stream_error
+from ._bounded import MAX_DEPTH, MAX_ITEMS, MAX_TEXT_CHARS, NOT_SPECIAL, OMITTED_KEY, bounded, bounded_text
 from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
@@ -81,16 +81,8 @@ __all__ = [
 WORKFLOW_ACTOR_PREFIX = "workflow:"
 #: The ``agent`` of a response to a ``request_info`` request when the caller names nobody.
 DEFAULT_RESPONDER = "user"
-#: Longest text kept per content item (messages and results are untrusted and unbounded).
-MAX_TEXT_CHARS = 16_000
 #: Most messages listed per step; older ones are counted, not listed.
 MAX_LISTED_MESSAGES = 64
-#: Most items kept per list or mapping of untrusted data (arguments, results, request payloads).
-MAX_ITEMS = 256
-#: Deepest nesting kept of untrusted data; deeper values are kept as bounded text.
-MAX_DEPTH = 12
-#: Key that counts the entries of a mapping left out past :data:`MAX_ITEMS`.
-OMITTED_KEY = "(omitted entries)"
 #: Workflow states that end a run (a paused run waits for responses: not an end).
 _FINAL_STATES = frozenset({WorkflowRunState.IDLE, WorkflowRunState.FAILED, WorkflowRunState.CANCELLED})
 
@@ -118,53 +110,21 @@ def workflow_actor(workflow: Workflow) -> str:
     return f"{WORKFLOW_ACTOR_PREFIX}{name}/{wid}" if wid else f"{WORKFLOW_ACTOR_PREFIX}{name}"
 
 
-def _text(value: Any) -> str:
-    """``value`` as text, cut to :data:`MAX_TEXT_CHARS` (the cut is said)."""
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = repr(value)
-        except Exception as e:  # an object whose repr raises: say so instead
-            text = f"<{type(value).__name__}: repr failed with {type(e).__name__}>"
-    if len(text) > MAX_TEXT_CHARS:
-        return f"{text[:MAX_TEXT_CHARS]}... [{len(text) - MAX_TEXT_CHARS} more characters]"
-    return text
+_text = bounded_text
 
 
-def _plain(value: Any, depth: int = 0) -> Any:
-    """JSON-ready ``value``, bounded: :data:`MAX_ITEMS` items per container, :data:`MAX_DEPTH` levels.
-
-    Mappings and sequences are kept (what is left out is counted), framework contents and
-    messages by their members, pydantic models by their fields, anything else as bounded text.
-    """
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return _text(value)
-    if depth >= MAX_DEPTH:
-        return _text(value)
-    if isinstance(value, Mapping):
-        out = {str(k): _plain(v, depth + 1) for k, v in itertools.islice(value.items(), MAX_ITEMS)}
-        if len(value) > MAX_ITEMS:
-            out[OMITTED_KEY] = len(value) - MAX_ITEMS
-        return out
-    if isinstance(value, (list, tuple)):
-        items = [_plain(v, depth + 1) for v in value[:MAX_ITEMS]]
-        if len(value) > MAX_ITEMS:
-            items.append(f"... [{len(value) - MAX_ITEMS} more items]")
-        return items
+def _framework_types(value: Any, depth: int) -> Any:
+    """Framework contents and messages by their members (for :func:`_plain`)."""
     if isinstance(value, Content):
         return _content(value, depth + 1)
     if isinstance(value, Message):
         return _message(value, depth + 1)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return _plain(dump(), depth + 1)
-        except Exception:  # a model that cannot dump itself: its text instead
-            return _text(value)
-    return _text(value)
+    return NOT_SPECIAL
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """JSON-ready ``value``, bounded (:func:`~._bounded.bounded`): framework contents and messages by their members."""
+    return bounded(value, depth, _framework_types)
 
 
 def _content(item: Content, depth: int = 0) -> dict[str, Any]:

@@ -28,6 +28,7 @@ PUBLIC = frozenset({
     "aer1.collectors.autogen_core",
     "aer1.collectors.legacy",
     "aer1.collectors.agent_framework",
+    "aer1.collectors.ag2",
     "aer1.collectors.grpc_runtime",
     "aer1.verifier",
     "aer1.groupchat",
@@ -58,6 +59,8 @@ DOCUMENTED_INTERNALS = frozenset({
     ("spec/autogen-core.md", "aer1.collectors._agentchat_internals"),
     ("spec/autogen-core.md", "aer1.collectors._errors"),
     ("spec/legacy.md", "aer1.collectors._legacy_internals.NAMES"),
+    ("spec/ag2.md", "collectors/_ag2_internals.py"),
+    ("spec/ag2.md", "collectors/_bounded.py"),
 })
 
 _DOTTED = re.compile(r"(?<![\w.\-/$])aer1(?:\.[A-Za-z_]\w*)+(?!\.?[\w\-+])")
