@@ -24,7 +24,7 @@ MAX_DEPTH = 12
 #: Key that counts the entries of a mapping left out past :data:`MAX_ITEMS`.
 OMITTED_KEY = "(omitted entries)"
 #: What a ``special`` reader returns for a value it does not read.
-NOT_SPECIAL: Any = object()
+NOT_SPECIAL: object = object()
 
 Special = Callable[[Any, int], Any]
 

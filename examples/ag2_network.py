@@ -31,7 +31,7 @@ except ModuleNotFoundError as e:
     missing_extra(e, "ag2")
 
 from aer1 import format_timeline, generate_key_pair, key_id, load_public_key, verify_receipt
-from aer1.collectors.ag2 import AER1AG2Collector
+from aer1.collectors import AER1AG2Collector
 from aer1.groupchat import CallbackApproval, ToolApprovalRequest
 
 #: How long the example waits for the channel to close before it gives up.
