@@ -14,6 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from aer1 import Collector
+from aer1._vocabulary import VOCABULARY
 
 from .conftest import Key, erase, run_aer1
 
@@ -38,7 +39,8 @@ pattern = ".+@example[.]com"
 
 def _receipt(folder: Path, key: Key) -> Path:
     c = Collector("refunds", signing_key=str(key.private), personal=["arguments.email", "result"])
-    c.record("refund", {"arguments": {"email": "alice@example.com", "amount": 40}, "result": "ok, refunded"})
+    c.record("refund", {"vocabulary": VOCABULARY, "name": "refund",
+                        "arguments": {"email": "alice@example.com", "amount": 40}, "result": "ok, refunded"})
     return Path(c.save(str(folder / "r.json")))
 
 

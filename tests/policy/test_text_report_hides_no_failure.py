@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aer1 import Collector
+from aer1._vocabulary import VOCABULARY
 from aer1.verifier._report import MAX_FAILURES_SHOWN, SEE_ALL, CheckResult, Report
 
 from .conftest import POLICIES
@@ -25,8 +26,8 @@ _PAYMENTS = 31  # more than MAX_FAILURES_SHOWN, so the text must cut and count
 def _many_payments(path: Path) -> Path:
     c = Collector(goal="pay every invoice")
     for i in range(_PAYMENTS):
-        c.record("pay", {"call_id": f"c{i}", "name": "pay",
-                         "arguments": json.dumps({"amount": 5000 + i, "payee": "acct_00112233"}), "result": "paid"},
+        c.record("pay", {"vocabulary": VOCABULARY, "call_id": f"c{i}", "name": "pay",
+                         "arguments": {"amount": 5000 + i, "payee": "acct_00112233"}, "result": "paid"},
                  agent="payments", call_id=f"c{i}")
     c.save(path)
     return path

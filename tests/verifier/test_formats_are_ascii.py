@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from aer1._keyring import KeyringError, parse_time
 from aer1._timefmt import parse_step_time
+from aer1._vocabulary import VOCABULARY
 from aer1.verifier import FAIL, verify_receipt
 from aer1.verifier._checks import is_rfc3339
 from aer1.verifier._policy import PolicyError, Rule, _argument_rule, _Check, _decided_before, _rule
@@ -175,7 +176,8 @@ def test_policy_patterns_match_ascii_only(char: str) -> None:
     result = CheckResult(11, "policy")
     out = _Check(result)
     steps = [{"seq": 1, "kind": "tool_call", "tool": "pay"}, {"seq": 2, "kind": "tool_call", "tool": "pay"}]
-    contents = {1: {"arguments": {"code": "1234"}}, 2: {"arguments": {"code": "123" + char}}}
+    v = {"vocabulary": VOCABULARY, "name": "pay"}
+    contents = {1: {**v, "arguments": {"code": "1234"}}, 2: {**v, "arguments": {"code": "123" + char}}}
     _argument_rule(rule, steps, contents, out)
     assert [f.seqs for f in result.failures] == [(2,)], [f.reason for f in result.failures]  # type: ignore[attr-defined]
 
