@@ -14,11 +14,11 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._tlog import LogTrust
 
-__all__ = ["add_log_arguments", "log_only_run", "log_trust", "prepare_log"]
+__all__ = ["add_log_arguments", "add_log_key_arguments", "log_only_run", "log_trust", "prepare_log"]
 
 
-def add_log_arguments(p: argparse.ArgumentParser) -> None:
-    """Add the options to the verifier's parser."""
+def add_log_key_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the per-receipt log check (also for ``aer1 show`` and ``aer1 report``)."""
     p.add_argument("--log-key", metavar="VKEY", action="append", default=[],
                    help="a trusted log's verifier key (name+id+key, or a file such as log.vkey): adds the log "
                    "check (NAME.tlog-proof beside each receipt); repeatable")
@@ -26,6 +26,11 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
                    help="a trusted witness's cosignature key (type 0x04); repeatable")
     p.add_argument("--min-witnesses", metavar="K", type=int, default=None,
                    help="cosignatures by distinct trusted witnesses every checkpoint needs (default 0)")
+
+
+def add_log_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the options to the verifier's parser."""
+    add_log_key_arguments(p)
     p.add_argument("--log", metavar="DIR", help="a log folder: its checkpoint, tiles and every entry are checked")
     p.add_argument("--complete", metavar="ARCHIVE",
                    help="with --log: the receipts under ARCHIVE against the log's entries (missing, not matching, "
@@ -58,8 +63,10 @@ def log_trust(args: argparse.Namespace, policy: Policy | None) -> LogTrust | Non
         raise CliError(f"--min-witnesses {k} and the policy's [require] min_witnesses {named} disagree: give one")
     k = k if k is not None else named if named is not None else 0
     if not log_keys:
-        for option, given in (("--witness", witnesses), ("--min-witnesses", k), ("--log", args.log),
-                              ("--complete", args.complete), ("--since", args.since)):
+        if policy is not None and "log" in policy.require:
+            raise CliError("log is required, but no log key is trusted: give --log-key or a policy's [trust] log_keys")
+        later = [(o, getattr(args, o[2:], None)) for o in ("--log", "--complete", "--since")]
+        for option, given in [("--witness", witnesses), ("--min-witnesses", k), *later]:
             if given:
                 raise CliError(f"{option} goes with --log-key (the log key that must sign the checkpoint)")
         return None
