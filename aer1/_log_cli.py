@@ -1,6 +1,7 @@
 """``aer1 log``: create a transparency log of receipts and append receipts to it (spec/log.md).
 
-``aer1 log init DIR --origin ORIGIN --key LOGKEY`` and ``aer1 log append DIR RECEIPT...``.
+``aer1 log init DIR --origin ORIGIN --key LOGKEY``, ``aer1 log append DIR RECEIPT...`` and
+``aer1 log prove DIR RECEIPT...`` (the proofs again, against the current checkpoint).
 Further ``aer1 log`` commands register themselves in :data:`LOG_COMMANDS` (each: a help
 line, and what adds its arguments and sets ``func``).
 """
@@ -52,6 +53,24 @@ def _append(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prove(args: argparse.Namespace) -> int:
+    from ._cli import _read_receipt
+    from ._logdir import prove_receipts
+    from ._tlog import proof_path_for
+    from .errors import LogInvalid, LogMalformed
+
+    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    try:
+        done = prove_receipts(args.dir, receipts)
+    except (LogMalformed, LogInvalid) as e:
+        raise CliError(f"log prove: {e}") from e
+    except OSError as e:
+        raise CliError(f"log prove {args.dir}: {e.strerror or e}") from e
+    for path, index in done:
+        print(one_line(f"{path}: entry {index}; proof {proof_path_for(path)} against the current checkpoint"))
+    return 0
+
+
 def _init_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log")
     p.add_argument("--origin", required=True, help="the log's name, e.g. example.com/receipts (no spaces, no '+')")
@@ -66,10 +85,17 @@ def _append_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_append)
 
 
+def _prove_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="the log folder")
+    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
+    p.set_defaults(func=_prove)
+
+
 #: ``aer1 log`` commands: name -> (help line, adds its arguments).
 LOG_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "init": ("create an empty log: DIR --origin ORIGIN --key LOGKEY", _init_arguments),
     "append": ("log receipts as one batch and write NAME.tlog-proof beside each", _append_arguments),
+    "prove": ("write NAME.tlog-proof again against the current (e.g. cosigned) checkpoint", _prove_arguments),
 }
 
 

@@ -28,6 +28,8 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
     append_receipts(dir, [(path, receipt)], key=None) -> [(path, index)]   log parsed receipts as one
                                                    batch, then write each NAME.tlog-proof beside it
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
+    prove_receipts(dir, [(path, receipt)]) -> [(path, index)]  NAME.tlog-proof again, against the current
+                                                   (e.g. newly cosigned) checkpoint
     ReceiptLog(dir, key=None)                      a collector's log: .opened(...), .closed(receipt),
                                                    .write_proof(receipt_path); failures kept, never raised
 """
@@ -50,6 +52,7 @@ from ._signing import load_private_key
 from ._tlog import (
     EMPTY_ROOT,
     MAX_ENTRY_BYTES,
+    MAX_PROOF_BYTES,
     TILE_WIDTH,
     Checkpoint,
     Ed25519Signer,
@@ -90,6 +93,7 @@ __all__ = [
     "ReceiptLog",
     "append_receipts",
     "init_log",
+    "prove_receipts",
     "write_durable",
 ]
 
@@ -299,6 +303,60 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
         write_durable(Path(proof_path_for(path)), format_tlog_proof(proof))
     return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]
+
+
+def _entry_at(log: LogDir, reader: TileHashReader, index: int) -> bytes:
+    """The entry at ``index``, checked against the tiles of ``reader``'s tree."""
+    from ._tlog import check_bundle
+
+    t = index // TILE_WIDTH
+    width = min(TILE_WIDTH, reader.size - t * TILE_WIDTH)
+    return check_bundle(dir_bundle_reader(log.root)(t, width), reader.leaf_hashes(t))[index % TILE_WIDTH]
+
+
+def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[str, dict[str, Any]]]
+                   ) -> list[tuple[str, int]]:
+    """Write each receipt's ``NAME.tlog-proof`` again, against the log's current (perhaps cosigned) checkpoint.
+
+    The entry's index comes from the proof already beside the receipt when it still names
+    the receipt's entry, else from a scan of the log. A receipt the log does not hold is
+    refused (LogInvalid), and no proof is written for it.
+    """
+    from ._tlog import parse_tlog_proof
+
+    log = LogDir(directory)
+    cp, note = log.checkpoint()
+    reader = log.hash_reader(cp)
+    wanted = {entry_for_receipt(r).encode(): path for path, r in receipts}
+    found: dict[str, int] = {}
+    for entry, path in wanted.items():
+        try:
+            with open(proof_path_for(path), "rb") as f:
+                index = parse_tlog_proof(f.read(MAX_PROOF_BYTES + 1)).index
+            if index < cp.size and _entry_at(log, reader, index) == entry:
+                found[path] = index
+        except (OSError, LogMalformed):
+            continue
+    left = {e: p for e, p in wanted.items() if p not in found}
+    for t in range(-(-cp.size // TILE_WIDTH)) if left else ():
+        from ._tlog import check_bundle
+
+        width = min(TILE_WIDTH, cp.size - t * TILE_WIDTH)
+        for k, entry in enumerate(check_bundle(dir_bundle_reader(log.root)(t, width), reader.leaf_hashes(t))):
+            path = left.pop(entry, None)
+            if path is not None:
+                found[path] = t * TILE_WIDTH + k
+        if not left:
+            break
+    if left:
+        raise LogInvalid(f"{next(iter(left.values()))}: its entry is not in the log {log.root} (size {cp.size})")
+    out = []
+    for path, _ in receipts:
+        index = found[path]
+        proof = TlogProof(index, tuple(inclusion_proof(index, cp.size, reader.hash_at)), note)
+        write_durable(Path(proof_path_for(path)), format_tlog_proof(proof))
+        out.append((path, index))
+    return out
 
 
 class ReceiptLog:

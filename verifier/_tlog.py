@@ -197,8 +197,20 @@ def walk_log(directory: str, trust: LogTrust, since: str | None = None) -> LogWa
                   f"{trust.min_witnesses}")
     try:
         reader = TileHashReader(cp.size, cp.root, dir_tile_reader(directory))
-        if since is not None:
+    except LogMalformed as e:
+        walk.fail(f"tiles: {e}", malformed=True)
+        return walk
+    except LogInvalid as e:
+        walk.fail(f"tiles: {e}")
+        return walk
+    if since is not None:
+        try:
             walk.since = _since(since, cp, reader, trust)
+        except LogMalformed as e:
+            walk.fail(f"since: {e}", malformed=True)
+        except LogInvalid as e:
+            walk.fail(f"since: {e}")
+    try:
         _entries(walk, reader, directory)
     except LogMalformed as e:
         walk.fail(f"tiles: {e}", malformed=True)

@@ -68,3 +68,28 @@ def build_go_peer(out: Path) -> Path:
 def run_peer(peer: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the Go checker; the result is returned whatever its exit code."""
     return subprocess.run([str(peer), *args], capture_output=True, text=True, timeout=120)
+
+
+LOG_ORIGIN = "example.com/test-log"
+
+
+def make_log(root: Path, receipts: int = 4, *, opened: bool = True) -> tuple[Path, Path, Path, list[Path]]:
+    """A log and an archive of ``receipts`` receipts logged by their collectors: (log, log.vkey, archive, paths)."""
+    from aer1._logdir import init_log
+    from aer1._signing import generate_key_pair
+
+    from ..helpers import make_collector
+
+    key = root / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    log = root / "log"
+    init_log(log, LOG_ORIGIN, str(key))
+    archive = root / "archive"
+    archive.mkdir()
+    paths = []
+    for i in range(receipts):
+        c = make_collector(log=log, log_opened=opened)
+        r = c.finalize(final_answer="ok TERMINATE")
+        assert c.log is not None and c.log.errors == []
+        paths.append(Path(c.save(archive / f"r{i}.json", workflow=r)))
+    return log, log / "log.vkey", archive, paths
