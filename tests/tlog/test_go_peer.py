@@ -102,3 +102,28 @@ def test_a_note_signed_by_go_opens_here(peer: Path, tmp_path: Path) -> None:
     assert got.returncode == 0, got.stderr
     note, good = open_note(got.stdout, [LOG.verifier()])
     assert len(good) == 1 and note == parse_note(sign_note(note.text, [LOG]))
+
+
+def test_go_checks_a_log_our_writer_wrote_and_its_receipt_proofs(peer: Path, tmp_path: Path) -> None:
+    from aer1._logdir import LogDir
+    from aer1._tlog._entry import entry_for_receipt
+
+    from .helpers import make_log
+
+    log, vkey, _, paths = make_log(tmp_path, 3)
+    d = LogDir(log)
+    old = d.checkpoint()[0]
+    from .test_log_faults import entry
+
+    d.append([entry("go", 0, k) for k in range(700)])  # past a full tile, through the writer
+    got = run_peer(peer, "log", str(log), vkey.read_text().strip(), str(old.size),
+                   base64.b64encode(old.root).decode(), "0,5,255,256,705")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[-1] == f"ok consistency {old.size} 706"
+    import json
+
+    receipt = json.loads(paths[1].read_text())
+    (tmp_path / "entry").write_bytes(entry_for_receipt(receipt).encode())
+    got = run_peer(peer, "proof", str(paths[1].with_suffix(".tlog-proof")), str(tmp_path / "entry"),
+                   vkey.read_text().strip())
+    assert got.returncode == 0 and got.stdout.startswith("ok proof 3 4"), got.stderr
