@@ -59,6 +59,8 @@ LOG_CHECK = "log"
 #: Receipts named per kind of completeness problem (the count is always exact).
 MAX_NAMED = 10
 _MAX_CHECKPOINT_BYTES = 1024 * 1024
+#: Checkpoints a worker remembers as opened (each a few hundred bytes).
+_OPENED_CACHED = 256
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,22 @@ class LogTrust:
     def verifiers(self) -> tuple[list[Verifier], list[Verifier]]:
         """The parsed (log keys, witness keys)."""
         return [parse_vkey(k) for k in self.log_keys], [parse_vkey(k) for k in self.witnesses]
+
+    def open_checkpoint(self, note: bytes, logs: Any, witnesses: Any, origin: str | None) -> Any:
+        """:func:`open_checkpoint` under these keys, remembered per note: the receipts of one batch share it."""
+        cache: dict[bytes, Any] = self.__dict__.setdefault("_opened", {})
+        key = bytes(note)
+        if key not in cache:
+            if len(cache) >= _OPENED_CACHED:
+                cache.clear()
+            try:
+                cache[key] = open_checkpoint(key, logs, witnesses, origin)
+            except (LogMalformed, LogInvalid) as e:
+                cache[key] = e
+        got = cache[key]
+        if isinstance(got, Exception):
+            raise got
+        return got
 
 
 def load_vkey(text_or_path: str) -> str:
@@ -123,7 +141,7 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict
     logs, witnesses = trust.verifiers
     try:
         proof = parse_tlog_proof(data)
-        done = verify_tlog_proof(proof, entry, logs, witnesses, trust.min_witnesses)
+        done = verify_tlog_proof(proof, entry, logs, witnesses, trust.min_witnesses, opener=trust.open_checkpoint)
     except LogMalformed as e:
         result.fail(f"malformed {os.path.basename(proof_path)}: {e}")
         return result

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import LogInvalid, LogMalformed
 from ._checkpoint import Checkpoint, open_checkpoint, parse_checkpoint
@@ -140,15 +141,18 @@ def verify_tlog_proof(
     witnesses: Sequence[Verifier] = (),
     min_witnesses: int = 0,
     origin: str | None = None,
+    *,
+    opener: Callable[..., Any] = open_checkpoint,
 ) -> VerifiedProof:
     """Check ``proof`` for ``entry``: the log's signature, the witness quorum, the inclusion.
 
     The steps of the tlog-proof specification in order: the leaf hash, the checkpoint's
     origin and log signature, the known witnesses' cosignatures (at least
     ``min_witnesses`` distinct ones), the inclusion proof to the checkpoint's root.
+    ``opener``: :func:`open_checkpoint` or a caller's cache of it (many proofs share a checkpoint).
     """
     leaf = leaf_hash(entry)
-    cp, _, log_sigs, cosigned = open_checkpoint(proof.checkpoint, log_verifiers, witnesses, origin)
+    cp, _, log_sigs, cosigned = opener(proof.checkpoint, log_verifiers, witnesses, origin)
     if len(cosigned) < min_witnesses:
         raise LogInvalid(f"checkpoint cosignatures: got {len(cosigned)} by trusted witnesses, want at least "
                          f"{min_witnesses}")
