@@ -12,7 +12,7 @@ AUTOGEN_STAMP := $(AUTOGEN_VENV)/.installed
 # aer1-verify script would shadow ours): installed beside the tests, imported from there.
 PEERS := tests/.peers
 PEER_STAMP := $(PEERS)/.installed
-PEER_PACKAGES := aer1-verify==0.2.19 aer1-autogen==0.1.15
+PEER_PACKAGES := aer1-verify==0.2.19 aer1-autogen==0.1.15 tlog-scales==0.0.3
 # The peer collector's source distribution: its own test suite runs against aer1.collectors
 # (tests/compat, spec/compat.md). Pinned like the wheel; kept beside the peers, not in the project.
 PEER_SDIST_DIR := $(PEERS)/sdist

@@ -273,6 +273,12 @@ def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     rc.set_defaults(func=_recover)
 
 
+def _log_arguments(lg: argparse.ArgumentParser) -> None:
+    from ._log_cli import add_log_arguments
+
+    add_log_arguments(lg)
+
+
 #: Each command: its help line and what adds its arguments and handler. Only the command
 #: that runs gets its arguments, so only its modules load (start-up is most of a short run).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -284,6 +290,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
     "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
+    "log": ("a transparency log of receipts: init, append (spec/log.md)", _log_arguments),
 }
 
 

@@ -59,6 +59,7 @@ from .errors import UsageError
 
 if TYPE_CHECKING:
     from ._bundle import LinkedChild
+    from ._logdir import ReceiptLog
 
 __all__ = ["DEFAULT_AGENT", "LABEL_CACHE_SIZE", "Collector", "CollectorClosedError"]
 
@@ -119,6 +120,10 @@ class Collector:
     ``personal`` (content paths such as ``arguments.email`` or ``*.email``, or a predicate
     over (path, value)) marks fields that are committed with a salt and disclosed beside
     the evidence, so they can be erased later (spec/erasure.md).
+    With ``log`` (a folder made by ``aer1 log init``) it logs an "opened" entry now (unless
+    ``log_opened=False``) and the receipt at finalize; ``save()`` writes ``NAME.tlog-proof``
+    beside the receipt (spec/log.md). ``log_key``: the log's private key file, when not the
+    one named at init.
     """
 
     def __init__(
@@ -135,6 +140,9 @@ class Collector:
         timestamp: TSA | Sequence[TSA] | None = None,
         timestamp_timeout: float = DEFAULT_TSA_TIMEOUT_S,
         personal: Personal | None = None,
+        log: str | os.PathLike[str] | None = None,
+        log_key: str | None = None,
+        log_opened: bool = True,
         _ids: tuple[str, str] | None = None,
     ) -> None:
         self.goal = _check_label("goal", goal)
@@ -202,6 +210,15 @@ class Collector:
                            goal=self.goal, verify_url=self.verify_url, evidence=evidence),
             fsync=fsync, fsync_interval_ms=fsync_interval_ms,
         )
+        #: The transparency log (``log=`` folder, spec/log.md): an "opened" entry now, the receipt at finalize.
+        self.log: ReceiptLog | None = None
+        if log is not None:
+            from ._logdir import ReceiptLog  # only a logging collector loads the log writer
+
+            self.log = ReceiptLog(log, log_key)
+        if self.log is not None and log_opened and not self.log.opened(
+                self.workflow_id, self.receipt_id, timefmt.format_ns(timefmt.now_ns())):
+            self.recording_failures += 1  # the run's start is not in the log: the receipt says so
 
     # ------------------------------------------------------------------ state
 
@@ -603,6 +620,8 @@ class Collector:
             self._final_args = args
             if self.journal is not None:
                 self.journal.finish(receipt)
+        if self.log is not None:
+            self.log.closed(receipt)  # failures are logged and kept in self.log.errors, never raised
         return receipt
 
     def receipt(self) -> dict[str, Any]:
@@ -685,4 +704,6 @@ class Collector:
         replace_file(target, lambda f: write_receipt(f, workflow))
         if keeps_evidence and self._sink is not None:
             self._sink.save_to(evidence_path_for(target))
+        if self.log is not None and workflow.get("receipt_id") == self.receipt_id:
+            self.log.write_proof(target)  # NAME.tlog-proof beside the receipt
         return target

@@ -519,6 +519,9 @@ def add_recover_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, help="receipt file to write; evidence goes beside it")
     p.add_argument("--key", help=f"private key to sign with (PEM file); default ${ENV_SIGNING_KEY} if set")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--log", metavar="DIR", help="also append the recovered receipt to this log (closing the run's "
+                   "opened entry) and write NAME.tlog-proof beside it (spec/log.md)")
+    p.add_argument("--log-key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
     p.epilog = ("Exit codes: 0 every journal line is in the receipt; 1 receipt written, lines left out "
                 "(reported); 2 no receipt written.")
 
@@ -552,8 +555,23 @@ def cli_recover(args: argparse.Namespace) -> int:
         else:
             print(one_line(f"aer1 recover: error: {message}"), file=sys.stderr)
         return EXIT_BAD_INPUT
+    logged = None
+    if getattr(args, "log", None):
+        from ._logdir import append_receipts
+        from .errors import Aer1Error
+
+        try:
+            logged = append_receipts(args.log, [(result.receipt_path, result.receipt)], key=args.log_key)[0][1]
+        except (Aer1Error, OSError) as e:  # the receipt is written; only its logging failed: say so, exit 2
+            message = f"the receipt is written, but it could not be logged in {args.log}: {e}"
+            if args.json:
+                sys.stdout.write(dump_json({**result.to_dict(), "log_error": message, "exit_code": EXIT_BAD_INPUT}))
+            else:
+                print(_text(result))
+                print(one_line(f"aer1 recover: error: {message}"), file=sys.stderr)
+            return EXIT_BAD_INPUT
     if args.json:
-        sys.stdout.write(dump_json(result.to_dict()))
+        sys.stdout.write(dump_json({**result.to_dict(), **({"log_index": logged} if logged is not None else {})}))
     else:
-        print(_text(result))
+        print(_text(result) + (f"\nlogged:   entry {logged} of {args.log}" if logged is not None else ""))
     return result.exit_code

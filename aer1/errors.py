@@ -20,6 +20,8 @@ __all__ = [
     "Aer1Error",
     "CouldNotVerifyError",
     "ErasureError",
+    "LogInvalid",
+    "LogMalformed",
     "MalformedInputError",
     "ToolCallRefused",
     "UsageError",
@@ -56,3 +58,14 @@ class ToolCallRefused(Aer1Error):
 
     The model is shown the refusal as the call's error; the message says why.
     """
+
+
+# ------------------------------------------------------------------ transparency log (aer1._tlog)
+
+
+class LogMalformed(MalformedInputError):
+    """A transparency-log object (note, key, checkpoint, tile, entry bundle, tlog-proof) is malformed."""
+
+
+class LogInvalid(VerificationError):
+    """A well-formed transparency-log object failed a check: a signature, a proof, a root, a size."""

@@ -1,0 +1,161 @@
+"""The transparency log: append rate, a log of 10^6 entries built and checked, completeness's share.
+
+Usage: ``python bench/bench_log.py [--entries N] [--receipts N] [--batch N]``
+(defaults 1,000,000 entries, 2,000 receipts, batches of 1,000; ``--quick``: 100,000 and 300)
+
+Measured in one run, side by side:
+
+* append rate into a local log (``LogDir.append``: tiles, bundles, fsync, a signed
+  checkpoint per batch), batched, in entries/s, and one entry per append (a collector's
+  finalize) in appends/s; target: at least 10,000 entries/s batched;
+* building a log of N entries (batches of 100,000) and checking it whole as the verifier
+  does (``walk_log``: checkpoint, every tile and bundle, every entry parsed): time, disk;
+* the completeness walk of an archive of R receipts (real collector runs of 10 steps,
+  signed, logged in one batch): ``aer1-verify ARCHIVE`` against ``aer1-verify --log DIR
+  --log-key VKEY --complete ARCHIVE`` (each receipt's proof checked too), both ``-j 1`` in
+  fresh processes; target: at most 10% more;
+* the size of one ``.tlog-proof`` in the N-entry log.
+
+Not part of ``run_all.py``: the default run takes about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO
+from _table import machine
+
+sys.path.insert(0, str(REPO))
+
+from aer1 import Collector  # noqa: E402
+from aer1._logdir import LogDir, append_receipts, init_log  # noqa: E402
+from aer1._signing import generate_key_pair  # noqa: E402
+from aer1._tlog import TlogProof, format_tlog_proof, inclusion_proof  # noqa: E402
+from aer1._tlog._entry import LogEntry  # noqa: E402
+from aer1.verifier._tlog import LogTrust, walk_log  # noqa: E402
+
+_TIMEOUT_S = 3600
+
+
+def _entries(start: int, n: int) -> list[bytes]:
+    """Closed entries as a real receipt's (about 420 bytes), with distinct ids."""
+    out = []
+    for i in range(start, start + n):
+        u = f"{i:032x}"
+        wf = f"{u[:8]}-{u[8:12]}-4{u[13:16]}-8{u[17:20]}-{u[20:]}"
+        out.append(LogEntry("closed", wf, wf, "2026-01-01T00:00:00.000000Z", "ok", u * 2, u * 2, u * 2,
+                            "2026-01-01T00:00:01.000000Z").encode())
+    return out
+
+
+def _new_log(folder: Path) -> LogDir:
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    init_log(folder / "log", "bench.example/log", str(key))
+    return LogDir(folder / "log")
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+def append_rate(folder: Path, total: int, batch: int) -> dict[str, float]:
+    log = _new_log(folder / "rate")
+    entries = _entries(0, total)
+    t = time.perf_counter()
+    for k in range(0, total, batch):
+        log.append(entries[k:k + batch])
+    batched = total / (time.perf_counter() - t)
+    singles = 200
+    t = time.perf_counter()
+    for e in _entries(total, singles):
+        log.append([e])
+    return {"batched_entries_per_s": batched, "single_appends_per_s": singles / (time.perf_counter() - t)}
+
+
+def build_and_check(folder: Path, n: int) -> dict[str, float]:
+    log = _new_log(folder / "big")
+    t = time.perf_counter()
+    step = 100_000
+    for k in range(0, n, step):
+        log.append(_entries(k, min(step, n - k)))
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    walk = walk_log(str(log.root), LogTrust((log.verifier.vkey,)))
+    check = time.perf_counter() - t
+    assert walk.problems == [] and walk.entries == n, walk.problems[:3]
+    cp, note = log.checkpoint()
+    proof = format_tlog_proof(TlogProof(n // 3, tuple(inclusion_proof(n // 3, n, log.hash_reader(cp).hash_at)), note))
+    return {"entries": n, "build_s": build, "check_s": check, "disk_mib": _du(log.root) / 2**20,
+            "proof_bytes": len(proof)}
+
+
+def _run(argv: list[str]) -> float:
+    t = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=_TIMEOUT_S)
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:3]} exited {done.returncode}: {done.stderr[-500:]}")
+    return wall
+
+
+def completeness_share(folder: Path, receipts: int) -> dict[str, float]:
+    archive = folder / "archive"
+    archive.mkdir()
+    key = folder / "signing.key"
+    key.write_bytes(generate_key_pair()[0])
+    made = []
+    for i in range(receipts):
+        c = Collector(goal="bench", signing_key=str(key))
+        for s in range(9):
+            c.record("message", {"content": f"step {s} of run {i}"}, agent="alice" if s % 2 else "bob")
+        r = c.finalize(final_answer="done")
+        made.append((c.save(archive / f"r{i:06d}.json", workflow=r), r))
+    log = _new_log(folder / "completeness")
+    append_receipts(log.root, made)
+    verify = str(Path(sys.executable).with_name("aer1-verify"))
+    alone = min(_run([verify, str(archive), "-j", "1"]) for _ in range(2))
+    walked = min(_run([verify, "--log", str(log.root), "--log-key", log.verifier.vkey, "--complete", str(archive),
+                       "-j", "1"]) for _ in range(2))
+    return {"receipts": receipts, "verify_s": alone, "verify_complete_s": walked, "share": walked / alone - 1}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--entries", type=int, default=1_000_000)
+    p.add_argument("--receipts", type=int, default=2_000)
+    p.add_argument("--batch", type=int, default=1_000)
+    p.add_argument("--quick", action="store_true", help="100,000 entries, 300 receipts")
+    args = p.parse_args()
+    if args.quick:
+        args.entries, args.receipts = 100_000, 300
+    print(f"# bench_log on {machine()}")
+    with tempfile.TemporaryDirectory(prefix="aer1-bench-log-") as tmp:
+        folder = Path(tmp)
+        rate = append_rate(folder, min(args.entries, 100_000), args.batch)
+        print(f"append, batches of {args.batch}: {rate['batched_entries_per_s']:,.0f} entries/s "
+              f"(target >= 10,000); one entry per append: {rate['single_appends_per_s']:,.0f} appends/s")
+        shutil.rmtree(folder / "rate")
+        big = build_and_check(folder, args.entries)
+        print(f"log of {big['entries']:,} entries: built in {big['build_s']:.1f} s, checked whole in "
+              f"{big['check_s']:.1f} s ({big['entries'] / big['check_s']:,.0f} entries/s), "
+              f"{big['disk_mib']:.0f} MiB on disk; a .tlog-proof is {big['proof_bytes']} bytes")
+        shutil.rmtree(folder / "big")
+        share = completeness_share(folder, args.receipts)
+        print(f"archive of {share['receipts']:,} receipts: verify {share['verify_s']:.2f} s, with --log --complete "
+              f"{share['verify_complete_s']:.2f} s: +{share['share'] * 100:.1f}% (target <= 10%)")
+        print(json.dumps({"append": rate, "log": big, "completeness": share, "cpus": os.cpu_count()}))
+
+
+if __name__ == "__main__":
+    main()

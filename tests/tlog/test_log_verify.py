@@ -1,0 +1,409 @@
+"""The verifier against a log: the per-receipt ``log`` check, the log walk, completeness, and the attacks.
+
+Each attack is a test named after its defect: the log is built by real collectors with
+``Collector(log=DIR)``, then one thing is changed the way an operator could change it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from aer1._logdir import LogDir, init_log
+from aer1._tlog import (
+    Checkpoint,
+    CosignatureSigner,
+    Ed25519Signer,
+    Signature,
+    encode_bundle,
+    entries_path,
+    format_note,
+    parse_note,
+    sign_note,
+    tile_path,
+)
+from aer1.verifier._cli import main
+
+from ..helpers import make_collector
+from .helpers import LOG_ORIGIN, make_log
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "spec" / "verdict-schema.json").read_text())
+WITNESS = CosignatureSigner("witness.example/w1", Ed25519PrivateKey.from_private_bytes(b"\x05" * 32))
+OTHER_WITNESS = CosignatureSigner("witness.example/w2", Ed25519PrivateKey.from_private_bytes(b"\x06" * 32))
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, dict[str, Any]]:
+    code, out = run(capsys, *args, "--json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, SCHEMA)
+    return code, doc
+
+
+@pytest.fixture
+def logged(tmp_path: Path) -> tuple[Path, Path, Path, list[Path]]:
+    return make_log(tmp_path, 4)
+
+
+def _complete(capsys: pytest.CaptureFixture[str], log: Path, vkey: Path, archive: Path,
+              *more: str | Path) -> tuple[int, dict[str, Any]]:
+    return run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "1", *more)
+
+
+def _counts(doc: dict[str, Any]) -> dict[str, int]:
+    c = doc["log"]["complete"]
+    return {k: c[k]["count"] for k in ("missing", "not_matching", "not_listed", "never_closed")}
+
+
+def test_an_honest_archive_is_complete(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _paths = logged
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 0 and doc["verdict"] == "VALID", doc["log"]
+    assert _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    assert doc["log"]["entries_checked"] == 8 and doc["log"]["checkpoint"]["size"] == 8
+    assert all(next(c for c in r["checks"] if c["name"] == "log")["status"] == "PASS" for r in doc["results"])
+    code, text = run(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "1")
+    assert code == 0 and "completeness over 4 receipts" in text and text.rstrip().endswith("(of 4)")
+
+
+def test_one_receipt_with_its_proof_alone(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    _, vkey, _, paths = logged
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for suffix in (".json", ".evidence.jsonl", ".tlog-proof"):
+        shutil.copy(paths[2].with_suffix(suffix), alone / f"r{suffix}")
+    code, doc = run_json(capsys, alone / "r.json", "--log-key", vkey, "--require", "log")
+    log_check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 0 and log_check["status"] == "PASS", log_check
+    assert doc["basis"]["log"].startswith("entry 5 of example.com/test-log (checkpoint size 6")
+
+
+def test_a_receipt_deleted_from_the_archive(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, paths = logged
+    for suffix in (".json", ".evidence.jsonl", ".tlog-proof"):
+        paths[1].with_suffix(suffix).unlink()
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and doc["verdict"] == "INVALID"
+    assert _counts(doc) == {"missing": 1, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    receipt = json.loads(json.dumps(doc["log"]["complete"]["missing"]["named"]))
+    assert "(entry 3)" in receipt[0]
+
+
+def test_a_receipt_edited_after_logging(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    log, vkey, archive, paths = logged
+    # the operator re-records the run with another result, same ids, and re-signs nothing: a new valid receipt
+    wf = json.loads(paths[0].read_text())
+    c = make_collector(_ids=(wf["workflow_id"], wf["receipt_id"]))
+    c.save(paths[0], workflow=c.finalize(final_answer="a different answer"))
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and _counts(doc)["not_matching"] == 1, doc["log"]
+    assert doc["log"]["complete"]["not_matching"]["named"][0].startswith(str(paths[0]))
+    edited = next(r for r in doc["results"] if r["source"] == str(paths[0]))
+    assert edited["verdict"] == "INVALID"  # its own proof no longer proves it either
+    assert next(c for c in edited["checks"] if c["name"] == "log")["status"] == "FAIL"
+
+
+def test_a_receipt_the_log_does_not_list(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _ = logged
+    c = make_collector()
+    c.save(archive / "unlogged.json", workflow=c.finalize(final_answer="x"))
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and _counts(doc)["not_listed"] == 1
+    assert doc["log"]["complete"]["not_listed"]["named"] == [str(archive / "unlogged.json")]
+
+
+def test_an_opened_run_never_closed(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _ = logged
+    crashed = make_collector(log=log)  # started, logged as opened, never finalized
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 1}
+    assert crashed.workflow_id in doc["log"]["complete"]["never_closed"]["named"][0]
+
+
+def test_a_recovered_run_closes_its_opened_entry(capsys: pytest.CaptureFixture[str], logged: Any,
+                                                  tmp_path: Path) -> None:
+    from aer1._cli import main as aer1_main
+
+    log, vkey, archive, _ = logged
+    c = make_collector(log=log, journal=tmp_path / "run.journal")  # the run crashes: never finalized
+    assert c.journal is not None
+    c.journal.close()
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and _counts(doc)["never_closed"] == 1
+    code = aer1_main(["recover", str(tmp_path / "run.journal"), "-o", str(archive / "recovered.json"),
+                      "--log", str(log)])
+    out = capsys.readouterr().out
+    assert code == 0 and "logged:   entry 9 of" in out, out
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 0, doc["log"]
+    recovered = next(r for r in doc["results"] if r["source"].endswith("recovered.json"))
+    assert recovered["basis"]["closed_by"] == "recovery" and recovered["basis"]["log"].startswith("entry 9")
+
+
+def _rebuild_without(log: Path, key: Path, drop: int, more: int = 0) -> None:
+    """The operator drops one entry and rebuilds the log from the others (and ``more`` new ones), with the real key."""
+    entries = []
+    size = LogDir(log).checkpoint()[0].size
+    from aer1._tlog import decode_bundle, dir_bundle_reader
+
+    for t in range(-(-size // 256)):
+        entries.extend(decode_bundle(dir_bundle_reader(log)(t, min(256, size - t * 256))))
+    shutil.rmtree(log)
+    init_log(log, LOG_ORIGIN, str(key))
+    LogDir(log).append([e for i, e in enumerate(entries) if i != drop] + [b"filler %d" % i for i in range(more)])
+
+
+def test_an_entry_dropped_and_the_tree_rebuilt(capsys: pytest.CaptureFixture[str], logged: Any,
+                                               tmp_path: Path) -> None:
+    log, vkey, archive, paths = logged
+    kept = tmp_path / "kept-checkpoint"
+    shutil.copy(log / "checkpoint", kept)
+    vkey_text = vkey.read_text()
+    _rebuild_without(log, tmp_path / "log.key", drop=3, more=2)  # the closed entry of r1; the log grows on
+    (tmp_path / "vkey").write_text(vkey_text)
+    code, doc = _complete(capsys, log, tmp_path / "vkey", archive)
+    assert code == 1 and _counts(doc)["not_listed"] == 1  # the receipt is not in the rebuilt log
+    assert "entry 7: log entry" in doc["log"]["problems"][0]  # the fillers are no entries of ours
+    r1 = next(r for r in doc["results"] if r["source"] == str(paths[1]))
+    # its proof still shows the log once signed a tree holding it: the two signed trees are the fork's evidence
+    assert next(c for c in r1["checks"] if c["name"] == "log")["detail"].startswith("entry 3 of")
+    code, doc = run_json(capsys, "--log", log, "--log-key", tmp_path / "vkey", "--since", kept)
+    assert code == 1 and "consistency proof" in doc["log"]["problems"][0]
+
+
+def test_a_log_rolled_back(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    log, vkey, archive, _ = logged
+    early = tmp_path / "early"
+    shutil.copytree(log, early)
+    c = make_collector(log=log)
+    c.save(archive / "late.json", workflow=c.finalize(final_answer="x"))
+    kept = tmp_path / "kept"
+    shutil.copy(log / "checkpoint", kept)
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--since", kept)
+    assert code == 0 and doc["log"]["since"]["size"] == 10
+    code, doc = run_json(capsys, "--log", early, "--log-key", vkey, "--since", kept)
+    assert code == 1 and "rolled back" in doc["log"]["problems"][0]
+
+
+def test_a_tampered_tile(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log, vkey, _archive, _ = make_log(tmp_path, 150)  # 300 entries: one full level-0 tile
+    tile = log / tile_path(0, 0)
+    data = bytearray(tile.read_bytes())
+    data[40] ^= 1
+    tile.write_bytes(bytes(data))
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and "from the tile above" in doc["log"]["problems"][0]
+
+
+def test_a_tampered_partial_tile(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, _, _ = logged
+    tile = log / tile_path(0, 0, 8)
+    tile.write_bytes(tile.read_bytes()[32:] + tile.read_bytes()[:32])
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and "got root" in doc["log"]["problems"][0]
+
+
+def test_a_tampered_entry_bundle(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _ = logged
+    bundle = log / entries_path(0, 8)
+    bundle.write_bytes(bundle.read_bytes().replace(b"status ok", b"status xx", 1))
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and "leaf hash" in doc["log"]["problems"][0]
+    bundle.write_bytes(encode_bundle([b"x"] * 8))
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and doc["log"]["problems"]
+
+
+def test_a_cut_entry_bundle_is_malformed(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, _, _ = logged
+    bundle = log / entries_path(0, 8)
+    bundle.write_bytes(bundle.read_bytes()[:-3])
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 2 and doc["verdict"] == "MALFORMED" and "cut off" in doc["log"]["problems"][0]
+
+
+def test_a_tampered_checkpoint(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _ = logged
+    cp = log / "checkpoint"
+    cp.write_bytes(cp.read_bytes().replace(b"\n8\n", b"\n7\n"))
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 1 and "does not verify" in doc["log"]["problems"][0]
+
+
+def test_a_checkpoint_signed_by_another_key(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, _, _ = logged
+    cp = log / "checkpoint"
+    other = Ed25519Signer(LOG_ORIGIN, Ed25519PrivateKey.generate())
+    cp.write_bytes(sign_note(parse_note(cp.read_bytes()).text, [other]))
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and "no signature by a trusted key" in doc["log"]["problems"][0]
+
+
+def test_an_unknown_key_signature_is_ignored(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, _paths = logged
+    cp = log / "checkpoint"
+    stranger = Ed25519Signer("stranger.example", Ed25519PrivateKey.generate())
+    note = parse_note(cp.read_bytes())
+    junk = Signature(LOG_ORIGIN, 0x12345678, b"\x00" * 64)  # the log's name with another key id: unknown
+    cp.write_bytes(sign_note(note.text, [stranger], existing=[*note.signatures, junk]))
+    code, doc = _complete(capsys, log, vkey, archive)
+    assert code == 0, doc["log"]
+
+
+def test_a_known_key_bad_signature_is_rejected(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, _, _paths = logged
+    cp = log / "checkpoint"
+    note = parse_note(cp.read_bytes())
+    good = note.signatures[0]
+    bad = Signature(good.name, good.key_id, bytes([good.sig[0] ^ 1]) + good.sig[1:])
+    cp.write_bytes(format_note(type(note)(note.text, (good, bad))))
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and "does not verify" in doc["log"]["problems"][0]
+
+
+def test_a_tampered_proof(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    _, vkey, _, paths = logged
+    proof = paths[3].with_suffix(".tlog-proof")
+    lines = proof.read_bytes().split(b"\n")
+    lines[2] = base64.b64encode(b"\x00" * 32)
+    proof.write_bytes(b"\n".join(lines))
+    code, doc = run_json(capsys, paths[3], "--log-key", vkey)
+    log_check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 1 and log_check["status"] == "FAIL" and "got root" in log_check["detail"]
+    proof.write_bytes(b"c2sp.org/tlog-proof@v1\nindex x\n\n")
+    code, doc = run_json(capsys, paths[3], "--log-key", vkey)
+    assert code == 1 and "malformed" in next(c for c in doc["checks"] if c["name"] == "log")["detail"]
+
+
+def test_a_proof_for_another_receipt(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    _, vkey, _, paths = logged
+    shutil.copy(paths[0].with_suffix(".tlog-proof"), paths[1].with_suffix(".tlog-proof"))
+    code, doc = run_json(capsys, paths[1], "--log-key", vkey)
+    assert code == 1 and "got root" in next(c for c in doc["checks"] if c["name"] == "log")["detail"]
+
+
+def test_a_missing_proof_is_not_checked_and_fails_a_requirement(capsys: pytest.CaptureFixture[str],
+                                                                 logged: Any) -> None:
+    _, vkey, _, paths = logged
+    paths[0].with_suffix(".tlog-proof").unlink()
+    code, doc = run_json(capsys, paths[0], "--log-key", vkey)
+    assert code == 0 and next(c for c in doc["checks"] if c["name"] == "log")["status"] == "NOT CHECKED"
+    code, doc = run_json(capsys, paths[0], "--log-key", vkey, "--require", "log")
+    assert code == 1 and doc["failures"][0]["rule"] == "require.log"
+
+
+def _cosign(log: Path, *witnesses: CosignatureSigner) -> None:
+    cp = log / "checkpoint"
+    note = parse_note(cp.read_bytes())
+    cp.write_bytes(sign_note(note.text, witnesses, existing=note.signatures))
+
+
+def test_witness_quorum(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    from aer1._cli import main as aer1_main
+
+    log, vkey, archive, paths = logged
+    wargs = ["--witness", WITNESS.verifier().vkey, "--witness", OTHER_WITNESS.verifier().vkey]
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, *wargs, "--min-witnesses", "1")
+    assert code == 1 and "want at least 1" in doc["log"]["problems"][0]
+    _cosign(log, WITNESS)
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, *wargs, "--min-witnesses", "1")
+    assert code == 0 and doc["log"]["witnesses"] == ["witness.example/w1"]
+    code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
+    assert code == 1  # the proofs beside the receipts predate the cosignature
+    assert aer1_main(["log", "prove", str(log), *map(str, paths)]) == 0
+    assert "against the current checkpoint" in capsys.readouterr().out
+    code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
+    assert code == 0, [r["failures"] for r in doc["results"]]
+    code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "2")
+    assert code == 1
+    code, text = run(capsys, "--log", log, "--log-key", vkey, *wargs, "--min-witnesses", "3")
+    assert code == 2 and "want 0 to the number of trusted witnesses (2)" in text
+
+
+def test_log_prove_refuses_a_receipt_the_log_lacks(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    from aer1._cli import main as aer1_main
+
+    log, _, archive, _ = logged
+    c = make_collector()
+    path = c.save(archive / "unlogged.json", workflow=c.finalize(final_answer="x"))
+    assert aer1_main(["log", "prove", str(log), path]) == 2
+    assert "not in the log" in capsys.readouterr().err
+
+
+def test_a_witness_cosigned_proof_verifies_offline(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, _, paths = logged
+    _cosign(log, WITNESS)
+    c = make_collector(log=log)
+    path = Path(c.save(paths[0].parent / "late.json", workflow=c.finalize(final_answer="x")))
+    proof = path.with_suffix(".tlog-proof")  # written from the checkpoint the append signed: no cosignature yet
+    code, doc = run_json(capsys, path, "--log-key", vkey, "--witness", WITNESS.verifier().vkey,
+                         "--min-witnesses", "1")
+    assert code == 1 and "want at least 1" in next(c for c in doc["checks"] if c["name"] == "log")["detail"]
+    note = parse_note(proof.read_bytes().split(b"\n\n", 1)[1])
+    head = proof.read_bytes().split(b"\n\n", 1)[0]
+    proof.write_bytes(head + b"\n\n" + sign_note(note.text, [WITNESS], existing=note.signatures))
+    code, doc = run_json(capsys, path, "--log-key", vkey, "--witness", WITNESS.verifier().vkey,
+                         "--min-witnesses", "1")
+    assert code == 0, doc["checks"]
+
+
+def test_a_policy_names_the_log_keys(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    log, vkey, _archive, paths = logged
+    _cosign(log, WITNESS)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'format = "aer1-policy-v1"\n[require]\nlog = true\nmin_witnesses = 0\n'
+                      f'[trust]\nlog_keys = ["{vkey}"]\nwitnesses = ["{WITNESS.verifier().vkey}"]\n')
+    code, doc = run_json(capsys, paths[0], "--policy", policy)
+    assert code == 0 and next(c for c in doc["checks"] if c["name"] == "log")["status"] == "PASS"
+    code, text = run(capsys, paths[0], "--policy", policy, "--min-witnesses", "1")
+    assert code == 2 and "disagree" in text
+    bare = tmp_path / "bare.toml"
+    bare.write_text('format = "aer1-policy-v1"\n[require]\nlog = true\n')
+    code, text = run(capsys, paths[0], "--policy", bare)
+    assert code == 2 and "no log key is trusted" in text
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--complete", "ARCHIVE", "--log-key", "VKEY"], "go with --log DIR"),
+    (["--log", "LOG"], "goes with --log-key"),
+    (["--log", "LOG", "--log-key", "VKEY", "RECEIPT"], "not with PATHs"),
+    (["--log-key", "nonsense", "RECEIPT"], "3"),
+    (["--log-key", "WITNESSKEY", "RECEIPT"], "type 0x01"),
+    (["--log-key", "VKEY", "--witness", "VKEY", "RECEIPT"], "type 0x04"),
+    (["--log-key", "VKEY", "-"], "standard input"),
+    (["--log-key", "VKEY", "--proof", "RECEIPT"], "not with --bundle or --proof"),
+])
+def test_misused_log_options_are_one_line_usage_errors(capsys: pytest.CaptureFixture[str], logged: Any,
+                                                       args: list[str], why: str) -> None:
+    log, vkey, archive, paths = logged
+    names = {"ARCHIVE": str(archive), "VKEY": str(vkey), "LOG": str(log), "RECEIPT": str(paths[0]),
+             "WITNESSKEY": WITNESS.verifier().vkey}
+    code, text = run(capsys, *[names.get(a, a) for a in args])
+    assert code == 2 and why in text and "Traceback" not in text
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_a_log_folder_that_is_not_a_log(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    _, vkey, _, _ = logged
+    (tmp_path / "empty").mkdir()
+    code, doc = run_json(capsys, "--log", tmp_path / "empty", "--log-key", vkey)
+    assert code == 2 and "missing" in doc["log"]["problems"][0]
+    shutil.copy(vkey, tmp_path / "empty" / "checkpoint")
+    code, doc = run_json(capsys, "--log", tmp_path / "empty", "--log-key", vkey)
+    assert code == 2 and doc["verdict"] == "MALFORMED"
+
+
+def test_checkpoint_of_the_log_uses_checkpoint_dataclass() -> None:
+    assert Checkpoint(LOG_ORIGIN, 0, b"\x00" * 32).origin == LOG_ORIGIN
