@@ -266,6 +266,12 @@ def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     rc.set_defaults(func=_recover)
 
 
+def _witness_arguments(w: argparse.ArgumentParser) -> None:
+    from ._witness_server import add_witness_arguments
+
+    add_witness_arguments(w)
+
+
 #: Each command: its help line and what adds its arguments and handler. Only the command
 #: that runs gets its arguments, so only its modules load (start-up is most of a short run).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -276,6 +282,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+    "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)", _witness_arguments),
 }
 
 

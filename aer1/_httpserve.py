@@ -41,7 +41,7 @@ DEFAULT_TIMEOUT_S = 10.0
 #: Longest error message sent to a client (characters; the rest is cut).
 MAX_MESSAGE_CHARS = 300
 #: How often a serving loop looks for a stop request (seconds).
-_POLL_S = 0.2
+_POLL_S = 0.05
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
          b"Content-Length: 32\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
          b"too many connections, try again\n")

@@ -122,15 +122,14 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> str:
     buf = b""
     while not buf.endswith(b"\n"):
         left = deadline - time.monotonic()
-        if left <= 0 or proc.poll() is not None and not select.select([fd], [], [], 0)[0]:
+        ready = select.select([fd], [], [], min(left, 0.5))[0] if left > 0 else []
+        chunk = os.read(fd, 1) if ready else b""
+        if chunk:
+            buf += chunk
+        elif left <= 0 or ready:  # out of time, or end of output: the server is not starting
+            proc.wait(timeout=10) if ready else proc.kill()
             err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
             raise AssertionError(f"server gave no line in time (exit {proc.poll()}): {err}")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-        if ready:
-            chunk = os.read(fd, 1)
-            if not chunk:
-                continue
-            buf += chunk
     return buf.decode()
 
 
