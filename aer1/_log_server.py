@@ -1,0 +1,248 @@
+"""``aer1 log serve``: a log's files served read-only over HTTP, and entries taken in through a bounded queue.
+
+GET (c2sp.org/tlog-tiles): ``/checkpoint`` (``text/plain; charset=utf-8``, not cached),
+``/tile/<L>/<N>[.p/<W>]`` and ``/tile/entries/<N>[.p/<W>]`` (``application/octet-stream``;
+a full tile or bundle is immutable and cached for a year, a partial one for an hour).
+Only paths in the canonical tile form are served, read through the log's own tile
+readers; every other path is 404, so no path reaches outside the log.
+
+POST ``/add``: one receipt (``application/json``) or one log entry
+(``application/octet-stream``). The entry joins a queue of at most ``queue_size``
+(full: 503 with ``Retry-After``); one sequencer thread appends the queue in batches with
+the log's own writer, which takes the log's lock, so ``aer1 log append`` in other
+processes stays safe beside it. The answer comes once a checkpoint includes the entry:
+200 with the entry's offline proof (c2sp.org/tlog-proof@v1, its ``index`` line gives the
+index). If that takes longer than ``answer_timeout`` seconds the answer is 503 when the
+entry was never taken from the queue (it is not in the log; send it again) or 504 when
+it was being appended (it may be in the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+
+from ._httpserve import BoundedHandler, HttpFailure
+from .errors import LogInvalid, LogMalformed
+
+__all__ = [
+    "DEFAULT_ANSWER_TIMEOUT_S",
+    "DEFAULT_BATCH_MAX",
+    "DEFAULT_BATCH_WAIT_S",
+    "DEFAULT_QUEUE_SIZE",
+    "MAX_RECEIPT_POST_BYTES",
+    "PROOF_CONTENT_TYPE",
+    "Sequencer",
+    "log_handler",
+]
+
+#: Most entries waiting to be appended; one more is answered 503.
+DEFAULT_QUEUE_SIZE = 32
+#: Most entries appended in one batch (one checkpoint).
+DEFAULT_BATCH_MAX = 256
+#: Longest the sequencer waits for more entries before appending a batch (seconds).
+DEFAULT_BATCH_WAIT_S = 0.05
+#: Longest a POST waits for its entry to be in a checkpoint (seconds).
+DEFAULT_ANSWER_TIMEOUT_S = 30.0
+#: Largest receipt taken by POST (bytes); a larger one is logged by sending its entry instead.
+MAX_RECEIPT_POST_BYTES = 16 * 1024 * 1024
+#: The content type of the 200 answer to a POST: an offline inclusion proof.
+PROOF_CONTENT_TYPE = "text/plain; charset=utf-8"
+_FULL_CACHE = "public, max-age=31536000, immutable"
+_PARTIAL_CACHE = "public, max-age=3600"
+_OCTETS = "application/octet-stream"
+_TEXT = "text/plain; charset=utf-8"
+
+_log = logging.getLogger("aer1.log.serve")
+
+#: Appends a batch of entries with the log's writer: their indexes, once a checkpoint covers them.
+AppendBatch = Callable[[Sequence[bytes]], list[int]]
+#: The offline proof (tlog-proof text) of the entry at an index, against the log's checkpoint.
+ProveIndex = Callable[[int], bytes]
+
+
+@dataclass
+class _Pending:
+    """One entry waiting for its index: the request's thread waits on ``done``."""
+
+    entry: bytes
+    done: threading.Event = field(default_factory=threading.Event)
+    index: int | None = None
+    error: str | None = None
+    taken: bool = False
+    cancelled: bool = False
+
+
+class Sequencer:
+    """The one thread that appends queued entries in batches; requests wait for their entry's index."""
+
+    def __init__(self, append: AppendBatch, *, queue_size: int = DEFAULT_QUEUE_SIZE,
+                 batch_max: int = DEFAULT_BATCH_MAX, batch_wait: float = DEFAULT_BATCH_WAIT_S) -> None:
+        if queue_size < 1 or batch_max < 1 or batch_wait < 0:
+            raise ValueError("queue_size and batch_max must be at least 1, batch_wait not negative")
+        self._append = append
+        self._queue: queue.Queue[_Pending] = queue.Queue(maxsize=queue_size)
+        self._batch_max = batch_max
+        self._batch_wait = batch_wait
+        self._state = threading.Lock()  # guards taken/cancelled, so a timed-out request knows which it was
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="aer1-log-sequencer", daemon=True)
+        self.appended = 0
+        self.batches = 0
+
+    def start(self) -> Sequencer:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the batch in hand; entries still queued are answered as not logged."""
+        self._stop.set()
+        self._thread.join(timeout=timeout)
+        while True:
+            try:
+                pending = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            pending.error = "the log server stopped before appending the entry"
+            pending.done.set()
+
+    def submit(self, entry: bytes, timeout: float) -> int:
+        """Queue ``entry`` and wait for its index; HttpFailure 503 (queue full, or never taken) or 504."""
+        pending = _Pending(entry)
+        if self._stop.is_set():
+            raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, "the log server is stopping", [("Retry-After", "5")])
+        try:
+            self._queue.put_nowait(pending)
+        except queue.Full:
+            raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, "the queue of entries is full: try again shortly",
+                              [("Retry-After", "1")]) from None
+        if not pending.done.wait(timeout):
+            with self._state:
+                if not pending.taken:
+                    pending.cancelled = True
+            if pending.cancelled:
+                raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE,
+                                  f"not logged: the entry waited {timeout:g} s in the queue; send it again",
+                                  [("Retry-After", "5")])
+            raise HttpFailure(HTTPStatus.GATEWAY_TIMEOUT,
+                              f"the entry was being appended after {timeout:g} s: it may be in the log; "
+                              "look for it before sending it again")
+        if pending.index is None:
+            raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, f"not logged: {pending.error}", [("Retry-After", "5")])
+        return pending.index
+
+    def _next_batch(self) -> list[_Pending]:
+        try:
+            first = self._queue.get(timeout=0.1)
+        except queue.Empty:
+            return []
+        batch = [first]
+        deadline = time.monotonic() + self._batch_wait
+        while len(batch) < self._batch_max:
+            left = deadline - time.monotonic()
+            try:
+                batch.append(self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait())
+            except queue.Empty:
+                break
+        with self._state:
+            batch = [p for p in batch if not p.cancelled]
+            for p in batch:
+                p.taken = True
+        return batch
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            batch = self._next_batch()
+            if not batch:
+                continue
+            try:
+                indexes = self._append([p.entry for p in batch])
+                if len(indexes) != len(batch):
+                    raise LogInvalid(f"the writer gave {len(indexes)} indexes, want {len(batch)}")
+            except Exception as e:  # the writer's failure is every waiting request's answer, never a crash
+                _log.error("append of %d entries failed: %s: %s", len(batch), type(e).__name__, e)
+                for p in batch:
+                    p.error = f"the log could not append it: {type(e).__name__}: {e}"
+                    p.done.set()
+                continue
+            self.appended += len(batch)
+            self.batches += 1
+            for p, index in zip(batch, indexes):
+                p.index = index
+                p.done.set()
+
+
+def _tile_request(path: str) -> tuple[int | None, int, int]:
+    """(level or None for entries, index, width) of a canonical tile path, or 404."""
+    from ._tlog._tiles import parse_tile_path
+
+    try:
+        return parse_tile_path(path)
+    except LogMalformed:
+        raise HttpFailure(HTTPStatus.NOT_FOUND, "not found") from None
+
+
+def log_handler(directory: Path, sequencer: Sequencer, prove: ProveIndex, receipt_entry: Callable[[bytes], bytes],
+                check_entry: Callable[[bytes], None], answer_timeout: float = DEFAULT_ANSWER_TIMEOUT_S,
+                ) -> type[BoundedHandler]:
+    """The request handler class for the log in ``directory``.
+
+    ``receipt_entry``: a POSTed receipt's bytes to its log entry (LogMalformed if not a
+    receipt); ``check_entry``: refuses (LogMalformed) a POSTed entry that is not one.
+    """
+    from ._tlog._note import MAX_NOTE_BYTES
+    from ._tlog._tiles import MAX_ENTRY_BYTES, TILE_WIDTH, dir_bundle_reader, dir_tile_reader, read_file_bounded
+
+    read_tile = dir_tile_reader(directory)
+    read_bundle = dir_bundle_reader(directory)
+
+    class LogHandler(BoundedHandler):
+        methods = ("GET", "POST")
+
+        def get(self, path: str) -> None:
+            if path == "/checkpoint":
+                try:
+                    data = read_file_bounded(directory / "checkpoint", MAX_NOTE_BYTES)
+                except (FileNotFoundError, LogMalformed):
+                    raise HttpFailure(HTTPStatus.NOT_FOUND, "the log has no checkpoint") from None
+                self.reply(HTTPStatus.OK, data, _TEXT, [("Cache-Control", "no-cache")])
+                return
+            if not path.startswith("/tile/"):
+                raise HttpFailure(HTTPStatus.NOT_FOUND, "not found")
+            level, index, width = _tile_request(path[1:])
+            try:
+                data = read_bundle(index, width) if level is None else read_tile(level, index, width)
+            except (FileNotFoundError, LogMalformed):
+                raise HttpFailure(HTTPStatus.NOT_FOUND, "not found") from None
+            cache = _FULL_CACHE if width == TILE_WIDTH else _PARTIAL_CACHE
+            self.reply(HTTPStatus.OK, data, _OCTETS, [("Cache-Control", cache)])
+
+        def post(self, path: str) -> None:
+            if path != "/add":
+                raise HttpFailure(HTTPStatus.NOT_FOUND, "not found: POST /add takes a receipt or an entry")
+            kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+            if kind == "application/json":
+                body = self.read_body(MAX_RECEIPT_POST_BYTES)
+                try:
+                    entry = receipt_entry(body)
+                except LogMalformed as e:
+                    raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
+            elif kind == "application/octet-stream":
+                entry = self.read_body(MAX_ENTRY_BYTES)
+                try:
+                    check_entry(entry)
+                except LogMalformed as e:
+                    raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a log entry: {e}") from e
+            else:
+                raise HttpFailure(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                                  "send a receipt as application/json or an entry as application/octet-stream")
+            index = sequencer.submit(entry, answer_timeout)
+            self.reply(HTTPStatus.OK, prove(index), PROOF_CONTENT_TYPE, [("Cache-Control", "no-store")])
+
+    return LogHandler
