@@ -19,6 +19,8 @@ from __future__ import annotations
 __all__ = [
     "Aer1Error",
     "CouldNotVerifyError",
+    "LogInvalid",
+    "LogMalformed",
     "MalformedInputError",
     "UsageError",
     "VerificationError",
@@ -43,3 +45,14 @@ class CouldNotVerifyError(Aer1Error, ValueError):
 
 class UsageError(Aer1Error):
     """The API or a command was used in a way it does not allow."""
+
+
+# ------------------------------------------------------------------ transparency log (aer1._tlog)
+
+
+class LogMalformed(MalformedInputError):
+    """A transparency-log object (note, key, checkpoint, tile, entry bundle, tlog-proof) is malformed."""
+
+
+class LogInvalid(VerificationError):
+    """A well-formed transparency-log object failed a check: a signature, a proof, a root, a size."""
