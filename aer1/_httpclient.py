@@ -8,7 +8,6 @@ unread past the limit; every connect, read and write waits at most ``timeout`` s
 from __future__ import annotations
 
 import http.client
-import socket
 import urllib.parse
 from dataclasses import dataclass
 
@@ -63,7 +62,7 @@ def request(method: str, url: str, path: str, *, body: bytes | None = None, cont
             raise HttpClientError(f"{url}{path}: answer longer than {max_answer} bytes")
         kind = (response.getheader("Content-Type") or "").split(";", 1)[0].strip().lower()
         return Answer(response.status, kind, data, response.getheader("Retry-After"))
-    except (OSError, http.client.HTTPException, socket.timeout) as e:
+    except (OSError, http.client.HTTPException) as e:
         if isinstance(e, HttpClientError):
             raise
         raise HttpClientError(f"{url}{path}: {type(e).__name__}: {e}") from e

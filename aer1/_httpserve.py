@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -137,8 +136,8 @@ class BoundedHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         """Bound every socket read and write by the server's timeout."""
-        self.timeout = self.server.client_timeout
         super().setup()
+        self.connection.settimeout(self.server.client_timeout)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -172,7 +171,7 @@ class BoundedHandler(BaseHTTPRequestHandler):
             handle(path)
         except HttpFailure as e:
             self.fail(e)
-        except (ConnectionError, socket.timeout, TimeoutError) as e:
+        except (ConnectionError, TimeoutError) as e:
             self.close_connection = True
             _log.info("client %s gone: %s", self.client_address[0], _one_line(str(e)))
         except Exception as e:  # the invariant: a client never sees a traceback, the log gets one line

@@ -173,7 +173,7 @@ class Sequencer:
                 continue
             self.appended += len(batch)
             self.batches += 1
-            for p, index in zip(batch, indexes):
+            for p, index in zip(batch, indexes, strict=True):
                 p.index = index
                 p.done.set()
 

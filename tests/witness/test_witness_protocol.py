@@ -51,7 +51,7 @@ def add(url: str, old: int, proof: list[bytes], note: bytes) -> tuple[int, str, 
 def cosigned(note: bytes, answer: bytes, log: MemoryLog, cosigner: CosignatureSigner) -> int:
     """The cosignature's timestamp, after checking the note with it appended verifies under both keys."""
     assert answer.startswith("\u2014 ".encode()) and answer.endswith(b"\n") and answer.count(b"\n") == 1
-    cp, _, log_sigs, cosigs = open_checkpoint(note + answer, [log.signer.verifier()], [cosigner.verifier()])
+    _, _, log_sigs, cosigs = open_checkpoint(note + answer, [log.signer.verifier()], [cosigner.verifier()])
     assert len(log_sigs) == 1 and len(cosigs) == 1
     return cosignature_timestamp(cosigs[0][1].sig)
 
