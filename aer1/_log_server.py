@@ -19,6 +19,7 @@ it was being appended (it may be in the log).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import queue
 import threading
@@ -26,10 +27,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from pathlib import Path
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ._httpserve import BoundedHandler, HttpFailure
-from .errors import LogInvalid, LogMalformed
+from .errors import LogInvalid, LogMalformed, UsageError
+from .verifier._output import CliError
+
+if TYPE_CHECKING:
+    from ._logdir import Appended, LogDir
 
 __all__ = [
     "DEFAULT_ANSWER_TIMEOUT_S",
@@ -39,6 +44,8 @@ __all__ = [
     "MAX_RECEIPT_POST_BYTES",
     "PROOF_CONTENT_TYPE",
     "Sequencer",
+    "add_serve_arguments",
+    "batch_appender",
     "log_handler",
 ]
 
@@ -58,36 +65,38 @@ _FULL_CACHE = "public, max-age=31536000, immutable"
 _PARTIAL_CACHE = "public, max-age=3600"
 _OCTETS = "application/octet-stream"
 _TEXT = "text/plain; charset=utf-8"
+_DEFAULT_LISTEN = "127.0.0.1:8481"
 
 _log = logging.getLogger("aer1.log.serve")
 
-#: Appends a batch of entries with the log's writer: their indexes, once a checkpoint covers them.
-AppendBatch = Callable[[Sequence[bytes]], list[int]]
-#: The offline proof (tlog-proof text) of the entry at an index, against the log's checkpoint.
-ProveIndex = Callable[[int], bytes]
+#: What the writer reports of one appended batch (the log server's: the checkpoint that covers it).
+R = TypeVar("R")
+#: Appends a batch of entries with the log's writer, durably: the index of each entry and the batch's report.
+AppendBatch = Callable[[Sequence[bytes]], tuple[list[int], R]]
 
 
 @dataclass
-class _Pending:
+class _Pending(Generic[R]):
     """One entry waiting for its index: the request's thread waits on ``done``."""
 
     entry: bytes
     done: threading.Event = field(default_factory=threading.Event)
     index: int | None = None
+    report: R | None = None
     error: str | None = None
     taken: bool = False
     cancelled: bool = False
 
 
-class Sequencer:
+class Sequencer(Generic[R]):
     """The one thread that appends queued entries in batches; requests wait for their entry's index."""
 
-    def __init__(self, append: AppendBatch, *, queue_size: int = DEFAULT_QUEUE_SIZE,
+    def __init__(self, append: AppendBatch[R], *, queue_size: int = DEFAULT_QUEUE_SIZE,
                  batch_max: int = DEFAULT_BATCH_MAX, batch_wait: float = DEFAULT_BATCH_WAIT_S) -> None:
         if queue_size < 1 or batch_max < 1 or batch_wait < 0:
             raise ValueError("queue_size and batch_max must be at least 1, batch_wait not negative")
         self._append = append
-        self._queue: queue.Queue[_Pending] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[_Pending[R]] = queue.Queue(maxsize=queue_size)
         self._batch_max = batch_max
         self._batch_wait = batch_wait
         self._state = threading.Lock()  # guards taken/cancelled, so a timed-out request knows which it was
@@ -96,7 +105,7 @@ class Sequencer:
         self.appended = 0
         self.batches = 0
 
-    def start(self) -> Sequencer:
+    def start(self) -> Sequencer[R]:
         self._thread.start()
         return self
 
@@ -112,9 +121,10 @@ class Sequencer:
             pending.error = "the log server stopped before appending the entry"
             pending.done.set()
 
-    def submit(self, entry: bytes, timeout: float) -> int:
-        """Queue ``entry`` and wait for its index; HttpFailure 503 (queue full, or never taken) or 504."""
-        pending = _Pending(entry)
+    def submit(self, entry: bytes, timeout: float) -> tuple[int, R]:
+        """Queue ``entry`` and wait for its index and its batch's report; HttpFailure 503 (queue full, or
+        never taken) or 504 (taken, not appended in time)."""
+        pending: _Pending[R] = _Pending(entry)
         if self._stop.is_set():
             raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, "the log server is stopping", [("Retry-After", "5")])
         try:
@@ -133,11 +143,11 @@ class Sequencer:
             raise HttpFailure(HTTPStatus.GATEWAY_TIMEOUT,
                               f"the entry was being appended after {timeout:g} s: it may be in the log; "
                               "look for it before sending it again")
-        if pending.index is None:
+        if pending.index is None or pending.report is None:
             raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, f"not logged: {pending.error}", [("Retry-After", "5")])
-        return pending.index
+        return pending.index, pending.report
 
-    def _next_batch(self) -> list[_Pending]:
+    def _next_batch(self) -> list[_Pending[R]]:
         try:
             first = self._queue.get(timeout=0.1)
         except queue.Empty:
@@ -162,7 +172,7 @@ class Sequencer:
             if not batch:
                 continue
             try:
-                indexes = self._append([p.entry for p in batch])
+                indexes, report = self._append([p.entry for p in batch])
                 if len(indexes) != len(batch):
                     raise LogInvalid(f"the writer gave {len(indexes)} indexes, want {len(batch)}")
             except Exception as e:  # the writer's failure is every waiting request's answer, never a crash
@@ -174,7 +184,7 @@ class Sequencer:
             self.appended += len(batch)
             self.batches += 1
             for p, index in zip(batch, indexes, strict=True):
-                p.index = index
+                p.index, p.report = index, report
                 p.done.set()
 
 
@@ -188,19 +198,52 @@ def _tile_request(path: str) -> tuple[int | None, int, int]:
         raise HttpFailure(HTTPStatus.NOT_FOUND, "not found") from None
 
 
-def log_handler(directory: Path, sequencer: Sequencer, prove: ProveIndex, receipt_entry: Callable[[bytes], bytes],
-                check_entry: Callable[[bytes], None], answer_timeout: float = DEFAULT_ANSWER_TIMEOUT_S,
-                ) -> type[BoundedHandler]:
-    """The request handler class for the log in ``directory``.
+def _receipt_entry(body: bytes) -> bytes:
+    """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one)."""
+    from ._tlog._entry import entry_for_receipt
+    from .verifier._parse import MalformedInput, parse_strict
 
-    ``receipt_entry``: a POSTed receipt's bytes to its log entry (LogMalformed if not a
-    receipt); ``check_entry``: refuses (LogMalformed) a POSTed entry that is not one.
-    """
+    try:
+        receipt = parse_strict(body, what="the receipt")
+        if not isinstance(receipt, dict):
+            raise LogMalformed("not a JSON object")
+        return entry_for_receipt(receipt).encode()
+    except (MalformedInput, LogMalformed) as e:
+        raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
+
+
+def _posted_entry(body: bytes) -> bytes:
+    """A POSTed log entry, refused (400) unless it is one byte for byte."""
+    from ._tlog._entry import parse_entry
+
+    try:
+        parse_entry(body)
+    except LogMalformed as e:
+        raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a log entry: {e}") from e
+    return body
+
+
+def batch_appender(log: LogDir) -> AppendBatch[Appended]:
+    """The sequencer's writer: one ``LogDir.append`` per batch (it takes the log's lock)."""
+
+    def append(entries: Sequence[bytes]) -> tuple[list[int], Appended]:
+        appended = log.append(entries)
+        return [appended.index(k) for k in range(len(entries))], appended
+
+    return append
+
+
+def log_handler(log: LogDir, sequencer: Sequencer[Appended],
+                answer_timeout: float = DEFAULT_ANSWER_TIMEOUT_S) -> type[BoundedHandler]:
+    """The request handler class for ``log``: its files read-only, entries through ``sequencer``."""
+    from ._logdir import CHECKPOINT
+    from ._tlog._entry import MAX_LOG_ENTRY_BYTES
     from ._tlog._note import MAX_NOTE_BYTES
-    from ._tlog._tiles import MAX_ENTRY_BYTES, TILE_WIDTH, dir_bundle_reader, dir_tile_reader, read_file_bounded
+    from ._tlog._proof import format_tlog_proof
+    from ._tlog._tiles import TILE_WIDTH, dir_bundle_reader, dir_tile_reader, read_file_bounded
 
-    read_tile = dir_tile_reader(directory)
-    read_bundle = dir_bundle_reader(directory)
+    read_tile = dir_tile_reader(log.root)
+    read_bundle = dir_bundle_reader(log.root)
 
     class LogHandler(BoundedHandler):
         methods = ("GET", "POST")
@@ -208,7 +251,7 @@ def log_handler(directory: Path, sequencer: Sequencer, prove: ProveIndex, receip
         def get(self, path: str) -> None:
             if path == "/checkpoint":
                 try:
-                    data = read_file_bounded(directory / "checkpoint", MAX_NOTE_BYTES)
+                    data = read_file_bounded(log.root / CHECKPOINT, MAX_NOTE_BYTES)
                 except (FileNotFoundError, LogMalformed):
                     raise HttpFailure(HTTPStatus.NOT_FOUND, "the log has no checkpoint") from None
                 self.reply(HTTPStatus.OK, data, _TEXT, [("Cache-Control", "no-cache")])
@@ -228,21 +271,49 @@ def log_handler(directory: Path, sequencer: Sequencer, prove: ProveIndex, receip
                 raise HttpFailure(HTTPStatus.NOT_FOUND, "not found: POST /add takes a receipt or an entry")
             kind = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
             if kind == "application/json":
-                body = self.read_body(MAX_RECEIPT_POST_BYTES)
-                try:
-                    entry = receipt_entry(body)
-                except LogMalformed as e:
-                    raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
+                entry = _receipt_entry(self.read_body(MAX_RECEIPT_POST_BYTES))
             elif kind == "application/octet-stream":
-                entry = self.read_body(MAX_ENTRY_BYTES)
-                try:
-                    check_entry(entry)
-                except LogMalformed as e:
-                    raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a log entry: {e}") from e
+                entry = _posted_entry(self.read_body(MAX_LOG_ENTRY_BYTES))
             else:
                 raise HttpFailure(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                                   "send a receipt as application/json or an entry as application/octet-stream")
-            index = sequencer.submit(entry, answer_timeout)
-            self.reply(HTTPStatus.OK, prove(index), PROOF_CONTENT_TYPE, [("Cache-Control", "no-store")])
+            index, appended = sequencer.submit(entry, answer_timeout)
+            proof = format_tlog_proof(log.proof(index, appended))
+            self.reply(HTTPStatus.OK, proof, PROOF_CONTENT_TYPE, [("Cache-Control", "no-store")])
 
     return LogHandler
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ._httpserve import BoundedServer, parse_listen, serve_until_stopped
+    from ._logdir import LogDir
+
+    for option, value in (("--queue-size", args.queue_size), ("--timeout", args.timeout),
+                          ("--stop-after", args.stop_after)):
+        if value is not None and value <= 0:
+            raise CliError(f"{option}: got {value}, want a positive number")
+    try:
+        host, port = parse_listen(args.listen)
+        log = LogDir(args.dir)
+        log.checkpoint()  # a log that cannot be read is refused now, not at the first request
+        log.signer  # noqa: B018 - and one that cannot sign (its key file missing or another key's)
+    except (ValueError, LogMalformed, LogInvalid, UsageError) as e:
+        raise CliError(str(e)) from e
+    sequencer = Sequencer(batch_appender(log), queue_size=args.queue_size).start()
+    server = BoundedServer((host, port), log_handler(log, sequencer, args.timeout))
+    print(f"listening on {server.url}", flush=True)
+    serve_until_stopped(server, args.stop_after, on_stop=sequencer.stop)
+    return 0
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """``aer1 log serve`` arguments and handler."""
+    p.add_argument("dir", metavar="DIR", help="the log folder (made by `aer1 log init`)")
+    p.add_argument("--listen", default=_DEFAULT_LISTEN, metavar="HOST:PORT",
+                   help=f"address to serve on (default {_DEFAULT_LISTEN}; port 0: any free port)")
+    p.add_argument("--queue-size", type=int, default=DEFAULT_QUEUE_SIZE, metavar="N",
+                   help=f"most entries waiting to be appended (default {DEFAULT_QUEUE_SIZE}); more: 503")
+    p.add_argument("--timeout", type=float, default=DEFAULT_ANSWER_TIMEOUT_S, metavar="SECONDS",
+                   help=f"longest a POST waits for its entry's checkpoint (default {DEFAULT_ANSWER_TIMEOUT_S:g})")
+    p.add_argument("--stop-after", type=float, metavar="SECONDS", help="stop serving after this many seconds")
+    p.set_defaults(func=_serve)

@@ -18,19 +18,23 @@ does not know. A line by the same key as one already there replaces it.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._httpclient import HttpClientError, request
+from ._httpclient import HttpClientError, base_url, request
 from ._witness import SIZE_CONTENT_TYPE, format_add_checkpoint
-from .errors import Aer1Error, LogInvalid, LogMalformed
+from .errors import Aer1Error, LogInvalid, LogMalformed, UsageError
 
 if TYPE_CHECKING:
+    from ._logdir import LogDir
     from ._tlog._checkpoint import Checkpoint
     from ._tlog._note import Note, Signature, Verifier
+    from ._tlog._tree import HashAt
 
 __all__ = [
     "DEFAULT_WITNESS_TIMEOUT_S",
@@ -38,6 +42,7 @@ __all__ = [
     "MAX_WITNESS_ANSWER_BYTES",
     "WitnessOutcome",
     "WitnessRun",
+    "add_log_witness_arguments",
     "cosign_once",
     "gather_cosignatures",
 ]
@@ -74,17 +79,12 @@ class WitnessRun:
     written: int = 0
 
 
-def _read_checkpoint(directory: Path) -> tuple[bytes, Note, Checkpoint]:
-    from ._tlog._checkpoint import parse_checkpoint
-    from ._tlog._note import MAX_NOTE_BYTES, parse_note
-    from ._tlog._tiles import read_file_bounded
+def _current(log: LogDir) -> tuple[bytes, Note, Checkpoint]:
+    """The log's checkpoint (its log signature checked): its bytes, note and body."""
+    from ._tlog._note import parse_note
 
-    try:
-        data = read_file_bounded(directory / "checkpoint", MAX_NOTE_BYTES)
-    except FileNotFoundError as e:
-        raise LogMalformed(f"{directory}: no checkpoint (not a log: run `aer1 log init` first)") from e
-    note = parse_note(data)
-    return data, note, parse_checkpoint(note.text)
+    checkpoint, data = log.checkpoint()
+    return data, parse_note(data), checkpoint
 
 
 def _parse_answer(note_bytes: bytes, note: Note, answer: bytes, keys: Sequence[Verifier]) -> list[Signature]:
@@ -112,14 +112,14 @@ def _parse_answer(note_bytes: bytes, note: Note, answer: bytes, keys: Sequence[V
     return [s for _, s in good]
 
 
-def cosign_once(url: str, note_bytes: bytes, note: Note, checkpoint: Checkpoint, hash_at: object,
+def cosign_once(url: str, note_bytes: bytes, note: Note, checkpoint: Checkpoint, hash_at: HashAt,
                 keys: Sequence[Verifier], timeout: float) -> list[Signature]:
     """Ask one witness to cosign ``checkpoint``: the verified cosignature lines, or _WitnessFailed."""
     from ._tlog._tree import consistency_proof
 
     old = 0
     for _ in range(MAX_ATTEMPTS):
-        proof = consistency_proof(old, checkpoint.size, hash_at) if 0 < old < checkpoint.size else []  # type: ignore[arg-type]
+        proof = consistency_proof(old, checkpoint.size, hash_at) if 0 < old < checkpoint.size else []
         try:
             answer = request("POST", url, "/add-checkpoint", body=format_add_checkpoint(old, proof, note_bytes),
                              content_type="text/plain; charset=utf-8", timeout=timeout,
@@ -151,12 +151,12 @@ def _witness_size(body: bytes, size: int) -> int:
 def gather_cosignatures(directory: str | Path, urls: Sequence[str], keys: Sequence[Verifier] = (),
                         timeout: float = DEFAULT_WITNESS_TIMEOUT_S) -> WitnessRun:
     """Ask every witness in ``urls`` to cosign the log's checkpoint and write their cosignatures onto it."""
-    from ._tlog._tiles import TileHashReader, dir_tile_reader
+    from ._logdir import LogDir
 
-    base = Path(directory)
+    log = LogDir(directory)
     for _ in range(MAX_ROUNDS):
-        note_bytes, note, checkpoint = _read_checkpoint(base)
-        reader = TileHashReader(checkpoint.size, checkpoint.root, dir_tile_reader(base))
+        note_bytes, note, checkpoint = _current(log)
+        reader = log.hash_reader(checkpoint)
         outcomes: list[WitnessOutcome] = []
         for url in urls:
             outcome = WitnessOutcome(url)
@@ -168,7 +168,7 @@ def gather_cosignatures(directory: str | Path, urls: Sequence[str], keys: Sequen
         new = [s for o in outcomes for s in o.signatures]
         if not new:
             return WitnessRun(checkpoint, outcomes)
-        written = _write_cosignatures(base, note.text, new)
+        written = _write_cosignatures(log, note.text, new)
         if written is not None:
             return WitnessRun(checkpoint, outcomes, written)
     raise LogInvalid(f"the log's checkpoint changed during each of {MAX_ROUNDS} rounds: run again when it is quiet")
@@ -183,15 +183,61 @@ def _merged(note: Note, new: Sequence[Signature]) -> Note:
     return NoteType(note.text, (*kept, *new))
 
 
-def _write_cosignatures(base: Path, text: str, new: Sequence[Signature]) -> int | None:
+def _write_cosignatures(log: LogDir, text: str, new: Sequence[Signature]) -> int | None:
     """Add ``new`` to the checkpoint file under the log's lock, if it still has ``text``; the lines written,
     or None when the log moved on (the cosignatures are for a checkpoint it no longer serves)."""
     from ._tlog._note import format_note
-    from ._tlog_log import locked, write_checkpoint_file
 
-    with locked(base):
-        _, current, _ = _read_checkpoint(base)
+    with log.locked():
+        _, current, _ = _current(log)
         if current.text != text:
             return None
-        write_checkpoint_file(base, format_note(_merged(current, new)))
+        log.replace_checkpoint(format_note(_merged(current, new)))
     return len(new)
+
+
+def _witness_command(args: argparse.Namespace) -> int:
+    """``aer1 log witness``: one line per witness; exit 0 if all cosigned, 1 if some did not."""
+    from ._tlog._cosig import CosignatureVerifier
+    from ._witness_server import load_vkey
+    from .verifier._output import CliError, one_line
+
+    keys: list[Verifier] = []
+    for text in args.witness_key:
+        key = load_vkey(text, "--witness-key")
+        if not isinstance(key, CosignatureVerifier):
+            raise CliError(f"--witness-key {text[:200]!r}: a witness key is a cosignature key (type 0x04)")
+        keys.append(key)
+    for url in args.witness:
+        try:
+            base_url(url)
+        except ValueError as e:
+            raise CliError(f"--witness: {e}") from e
+    if args.timeout <= 0:
+        raise CliError(f"--timeout: got {args.timeout}, want a positive number of seconds")
+    try:
+        run = gather_cosignatures(args.dir, args.witness, keys, args.timeout)
+    except (LogMalformed, LogInvalid, UsageError) as e:
+        raise CliError(str(e)) from e
+    note = "" if keys else " (not verified: no --witness-key)"
+    for outcome in run.outcomes:
+        if outcome.error is None:
+            names = ", ".join(f"{s.name}+{s.key_id:08x}" for s in outcome.signatures)
+            print(one_line(f"cosigned: {outcome.url} ({names}){note}"))
+        else:
+            print(one_line(f"failed: {outcome.url}: {outcome.error}"), file=sys.stderr)
+    print(f"checkpoint {run.checkpoint.origin} size {run.checkpoint.size}: {run.written} cosignature(s) written")
+    return 0 if all(o.error is None for o in run.outcomes) else 1
+
+
+def add_log_witness_arguments(p: argparse.ArgumentParser) -> None:
+    """``aer1 log witness`` arguments and handler."""
+    p.add_argument("dir", metavar="DIR", help="the log folder (made by `aer1 log init`)")
+    p.add_argument("--witness", action="append", required=True, metavar="URL",
+                   help="a witness's submission prefix (http://HOST:PORT); repeat for more witnesses")
+    p.add_argument("--witness-key", action="append", default=[], metavar="VKEY",
+                   help="a trusted witness verifier key (type 0x04), inline or in a file: only cosignatures "
+                        "by these keys are kept, each checked; repeat for more")
+    p.add_argument("--timeout", type=float, default=DEFAULT_WITNESS_TIMEOUT_S, metavar="SECONDS",
+                   help=f"longest one request to a witness may take (default {DEFAULT_WITNESS_TIMEOUT_S:g})")
+    p.set_defaults(func=_witness_command)

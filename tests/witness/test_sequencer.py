@@ -28,7 +28,7 @@ class GatedTree:
         self.fail: Exception | None = None
         self.entered = threading.Event()
 
-    def __call__(self, entries: Sequence[bytes]) -> list[int]:
+    def __call__(self, entries: Sequence[bytes]) -> tuple[list[int], int]:
         self.entered.set()
         assert self.gate.wait(30)
         if self.fail is not None:
@@ -36,7 +36,7 @@ class GatedTree:
         first = len(self.leaves)
         self.leaves.extend(leaf_hash(e) for e in entries)
         self.calls.append(len(entries))
-        return list(range(first, len(self.leaves)))
+        return list(range(first, len(self.leaves))), len(self.leaves)
 
 
 @pytest.fixture
@@ -45,19 +45,20 @@ def tree() -> GatedTree:
 
 
 @pytest.fixture
-def sequencer(tree: GatedTree) -> Iterator[Sequencer]:
+def sequencer(tree: GatedTree) -> Iterator[Sequencer[int]]:
     s = Sequencer(tree, queue_size=4, batch_max=8, batch_wait=0.02).start()
     yield s
     tree.gate.set()
     s.stop()
 
 
-def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Sequencer, tree: GatedTree) -> None:
+def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Sequencer[int], tree: GatedTree) -> None:
     got: dict[bytes, int] = {}
     lock = threading.Lock()
 
     def one(entry: bytes) -> None:
-        index = sequencer.submit(entry, timeout=20)
+        index, size = sequencer.submit(entry, timeout=20)
+        assert index < size
         with lock:
             got[entry] = index
 
@@ -73,7 +74,7 @@ def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Seque
     assert root_of(tree.leaves)  # the tree is whole
 
 
-def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer, tree: GatedTree) -> None:
+def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer[int], tree: GatedTree) -> None:
     tree.gate.clear()
     first = threading.Thread(target=lambda: sequencer.submit(b"held", timeout=20))
     first.start()
@@ -94,7 +95,7 @@ def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer, tree: GatedT
     assert len(tree.leaves) == 5  # the refused entry was never appended
 
 
-def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer, tree: GatedTree) -> None:
+def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer[int], tree: GatedTree) -> None:
     tree.gate.clear()
     held = threading.Thread(target=lambda: sequencer.submit(b"held", timeout=20))
     held.start()
@@ -108,7 +109,7 @@ def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer, tr
     assert leaf_hash(b"late") not in tree.leaves
 
 
-def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer, tree: GatedTree) -> None:
+def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer[int], tree: GatedTree) -> None:
     tree.gate.clear()
     with pytest.raises(HttpFailure) as e:
         sequencer.submit(b"slow", timeout=0.5)
@@ -116,10 +117,10 @@ def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer, tr
     tree.gate.set()
 
 
-def test_a_writer_failure_is_every_waiter_s_answer(sequencer: Sequencer, tree: GatedTree) -> None:
+def test_a_writer_failure_is_every_waiter_s_answer(sequencer: Sequencer[int], tree: GatedTree) -> None:
     tree.fail = OSError(28, "No space left on device")
     with pytest.raises(HttpFailure) as e:
         sequencer.submit(b"x", timeout=20)
     assert e.value.status == 503 and "No space left" in e.value.message
     tree.fail = None
-    assert sequencer.submit(b"y", timeout=20) == 0  # the sequencer survived it
+    assert sequencer.submit(b"y", timeout=20) == (0, 1)  # the sequencer survived it
