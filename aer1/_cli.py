@@ -266,6 +266,12 @@ def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     rc.set_defaults(func=_recover)
 
 
+def _log_arguments(lg: argparse.ArgumentParser) -> None:
+    from ._log_cli import add_log_arguments
+
+    add_log_arguments(lg)
+
+
 def _witness_arguments(w: argparse.ArgumentParser) -> None:
     from ._witness_server import add_witness_arguments
 
@@ -282,6 +288,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+    "log": ("a transparency log of receipts: init, append (spec/log.md)", _log_arguments),
     "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)", _witness_arguments),
 }
 

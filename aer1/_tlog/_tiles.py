@@ -21,12 +21,15 @@ API:
     grow_tiles(size, edge, leaf_hashes) -> (written, new_edge)
         appending: ``edge`` maps level -> the current partial tile's bytes; ``written`` lists
         (level, index, width, data) of each tile completed and each new partial tile
+    edge_tiles_needed(size) -> list[(level, index, width)]   the partial tiles a tree's root rests on
+    edge_root(size, edge) -> bytes                the root from those tiles alone (level -> bytes)
     TileReader = Callable[[level, index, width], bytes]
     TileHashReader(size, root, read_tile)         checks the right-edge tiles against ``root`` at
         once, and every full tile against the tile above it when first read
         .hash_at(level, n) -> bytes               a hash source for aer1._tlog._tree
         .tile(level, index) -> bytes              a verified tile
         .leaf_hashes(index) -> list[bytes]        the level-0 hashes of tile ``index``
+        .edge -> dict[level, bytes]               the checked right-edge tiles
     check_bundle(data, leaf_hashes) -> list[bytes]   the entries, each checked against its leaf hash
     dir_tile_reader(root) -> TileReader           read tiles under a directory (a partial tile
         missing falls back to the prefix of the full one); dir_bundle_reader(root) likewise
@@ -58,6 +61,8 @@ __all__ = [
     "decode_bundle",
     "dir_bundle_reader",
     "dir_tile_reader",
+    "edge_root",
+    "edge_tiles_needed",
     "encode_bundle",
     "encode_index",
     "entries_path",
@@ -225,6 +230,37 @@ def grow_tiles(size: int, edge: Mapping[int, bytes], leaf_hashes: Sequence[bytes
     return written, new_edge
 
 
+def edge_tiles_needed(size: int) -> list[tuple[int, int, int]]:
+    """The right-edge (partial) tiles of a tree of ``size``: (level, index, width), lowest level first."""
+    out = []
+    level = 0
+    while (count := size >> (TILE_HEIGHT * level)) > 0:
+        if count % TILE_WIDTH:
+            out.append((level, count // TILE_WIDTH, count % TILE_WIDTH))
+        level += 1
+    return out
+
+
+def edge_root(size: int, edge: Mapping[int, bytes]) -> bytes:
+    """The root of a tree of ``size`` leaves from its right-edge tiles alone (level -> tile bytes).
+
+    The root splits into complete subtrees, one per set bit of ``size``; those of heights
+    8L to 8L+7 are made of the hashes of level L's partial tile, so nothing else is needed.
+    """
+    def at(height: int, n: int) -> bytes:
+        level, r = divmod(height, TILE_HEIGHT)
+        tile = edge.get(level)
+        if tile is None:
+            raise LogMalformed(f"tree {size}: no partial tile at level {level}")
+        start = ((n << r) % TILE_WIDTH) * HASH_SIZE
+        part = tile[start : start + (HASH_SIZE << r)]
+        if len(part) != HASH_SIZE << r:
+            raise LogMalformed(f"tree {size}: the partial tile at level {level} is too short")
+        return root_of(_hashes(part))
+
+    return root_hash(size, at)
+
+
 class TileHashReader:
     """A hash source over the tiles of one tree, each tile checked before its hashes are used.
 
@@ -239,13 +275,8 @@ class TileHashReader:
         self.size = size
         self._read = read_tile
         self._cache: OrderedDict[tuple[int, int], bytes] = OrderedDict()
-        self._edge: dict[int, bytes] = {}
-        level = 0
-        while (count := size >> (TILE_HEIGHT * level)) > 0:
-            if count % TILE_WIDTH:
-                self._edge[level] = self._load(level, count // TILE_WIDTH, count % TILE_WIDTH)
-            level += 1
-        got = root_hash(size, self._edge_hash)
+        self._edge = {level: self._load(level, index, width) for level, index, width in edge_tiles_needed(size)}
+        got = edge_root(size, self._edge)
         if got != root:
             raise LogInvalid(f"tiles of tree {size}: got root {got.hex()}, want {root.hex()}")
 
@@ -254,13 +285,6 @@ class TileHashReader:
         if len(data) != width * HASH_SIZE:
             raise LogMalformed(f"{tile_path(level, index, width)}: got {len(data)} bytes, want {width * HASH_SIZE}")
         return bytes(data)
-
-    def _edge_hash(self, height: int, n: int) -> bytes:
-        level, r = divmod(height, TILE_HEIGHT)
-        first = n << r
-        tile = self._edge[level]
-        start = (first % TILE_WIDTH) * HASH_SIZE
-        return root_of(_hashes(tile[start : start + (HASH_SIZE << r)]))
 
     def tile(self, level: int, index: int) -> bytes:
         """Tile ``index`` at ``level`` (its width as in this tree), checked."""
@@ -296,6 +320,11 @@ class TileHashReader:
         if r == 0:
             return tile[start : start + HASH_SIZE]
         return root_of(_hashes(tile[start : start + (HASH_SIZE << r)]))
+
+    @property
+    def edge(self) -> dict[int, bytes]:
+        """The right-edge tiles (level -> bytes), checked: what :func:`grow_tiles` extends."""
+        return dict(self._edge)
 
     def leaf_hashes(self, index: int) -> list[bytes]:
         """The leaf hashes of level-0 tile ``index``, checked."""

@@ -1,0 +1,79 @@
+"""``aer1 log``: create a transparency log of receipts and append receipts to it (spec/log.md).
+
+``aer1 log init DIR --origin ORIGIN --key LOGKEY`` and ``aer1 log append DIR RECEIPT...``.
+Further ``aer1 log`` commands register themselves in :data:`LOG_COMMANDS` (each: a help
+line, and what adds its arguments and sets ``func``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+
+from .verifier._output import CliError, one_line
+
+__all__ = ["LOG_COMMANDS", "add_log_arguments"]
+
+
+def _init(args: argparse.Namespace) -> int:
+    from ._logdir import LOG_VKEY, init_log
+    from ._signing import KeyFileError
+    from .errors import LogMalformed, UsageError
+
+    try:
+        vkey = init_log(args.dir, args.origin, args.key)
+    except (KeyFileError, LogMalformed, UsageError) as e:
+        raise CliError(f"log init: {e}") from e
+    except OSError as e:
+        raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
+    where = os.path.join(args.dir, LOG_VKEY)
+    print(one_line(f"created log {args.origin} in {args.dir}; verifier key (also in {where}):"))
+    print(one_line(vkey))
+    return 0
+
+
+def _append(args: argparse.Namespace) -> int:
+    from ._cli import _read_receipt
+    from ._logdir import append_receipts, tlog_proof_path
+    from ._signing import KeyFileError
+    from .errors import LogInvalid, LogMalformed, UsageError
+
+    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    try:
+        done = append_receipts(args.dir, receipts, key=args.key)
+    except (KeyFileError, LogMalformed, LogInvalid, UsageError) as e:
+        raise CliError(f"log append: {e}") from e
+    except OSError as e:
+        raise CliError(f"log append {args.dir}: {e.strerror or e}") from e
+    for path, index in done:
+        print(one_line(f"{path}: logged at index {index}; proof {tlog_proof_path(path)}"))
+    return 0
+
+
+def _init_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log")
+    p.add_argument("--origin", required=True, help="the log's name, e.g. example.com/receipts (no spaces, no '+')")
+    p.add_argument("--key", required=True, metavar="LOGKEY", help="the log's Ed25519 private key (from aer1 keygen)")
+    p.set_defaults(func=_init)
+
+
+def _append_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="the log folder")
+    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
+    p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
+    p.set_defaults(func=_append)
+
+
+#: ``aer1 log`` commands: name -> (help line, adds its arguments).
+LOG_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "init": ("create an empty log: DIR --origin ORIGIN --key LOGKEY", _init_arguments),
+    "append": ("log receipts as one batch and write NAME.tlog-proof beside each", _append_arguments),
+}
+
+
+def add_log_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``aer1 log`` command and its subcommands."""
+    sub = p.add_subparsers(dest="log_command", required=True, metavar="COMMAND")
+    for name, (help_line, add) in LOG_COMMANDS.items():
+        add(sub.add_parser(name, help=help_line, description=help_line))

@@ -1,0 +1,303 @@
+"""The log writer: a transparency log of receipts as a directory of C2SP tiles (spec/log.md).
+
+``DIR/checkpoint`` (the signed checkpoint), ``DIR/tile/...`` (hash tiles and entry
+bundles), ``DIR/log.vkey`` (the log's verifier key), ``DIR/log-config.json`` (origin and
+where the signing key is: never served), ``DIR/lock`` (held by the one sequencer at a time).
+
+One sequencer at a time holds ``DIR/lock`` (``flock``), so processes on one machine may
+append at once; each append is one batch and one new checkpoint. Crash safety: the tiles
+and bundles an append adds are written (temporary file, fsync, rename) and their folders
+synced before the new checkpoint is written and renamed into place, so a SIGKILL at any
+point leaves a checkpoint that describes only what is on disk; the next append starts from
+that checkpoint. A tile or bundle a checkpoint covers is never written again (files beyond
+the checkpoint are an interrupted append's leftovers and are replaced); the checkpoint's
+size never goes down.
+
+API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
+    LOG_CONFIG, LOG_VKEY, CHECKPOINT, LOCK
+    init_log(dir, origin, key_path) -> vkey        create an empty log (size 0, signed)
+    LogDir(dir, key=None)                          an existing log; ``key`` overrides the configured key file
+        .origin, .verifier, .signer
+        .locked() -> context manager               hold the sequencer lock (blocking)
+        .checkpoint() -> (Checkpoint, note bytes)  the current one (read under the lock or not)
+        .append(entries) -> Appended               sequence a batch (takes the lock itself)
+        .hash_reader() -> TileHashReader           over the current checkpoint's tiles
+        .proofs(appended, indexes) -> [TlogProof]  inclusion proofs in ``appended``'s checkpoint
+        .replace_checkpoint(note)                  under the lock: the same checkpoint body with more
+                                                   signatures (a witness's cosignatures), atomically
+    append_receipts(dir, [(path, receipt)], key=None) -> [(path, index)]   log parsed receipts as one
+                                                   batch, then write each NAME.tlog-proof beside it
+    write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
+    tlog_proof_path(receipt_path) -> str           ``dir/name.json`` -> ``dir/name.tlog-proof``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._outfile import TEMP_FLAGS, temp_path
+from ._signing import load_private_key
+from ._tlog import (
+    EMPTY_ROOT,
+    MAX_ENTRY_BYTES,
+    TILE_WIDTH,
+    Checkpoint,
+    Ed25519Signer,
+    Ed25519Verifier,
+    TileHashReader,
+    TlogProof,
+    check_key_name,
+    decode_bundle,
+    dir_bundle_reader,
+    dir_tile_reader,
+    edge_root,
+    encode_bundle,
+    entries_path,
+    format_tlog_proof,
+    grow_tiles,
+    inclusion_proof,
+    leaf_hash,
+    open_checkpoint,
+    parse_checkpoint,
+    parse_note,
+    parse_vkey,
+    read_file_bounded,
+    sign_note,
+    tile_path,
+)
+from ._tlog._entry import entry_for_receipt
+from .errors import LogInvalid, LogMalformed, UsageError
+
+__all__ = [
+    "CHECKPOINT",
+    "LOCK",
+    "LOG_CONFIG",
+    "LOG_FORMAT",
+    "LOG_VKEY",
+    "Appended",
+    "LogDir",
+    "append_receipts",
+    "init_log",
+    "tlog_proof_path",
+    "write_durable",
+]
+
+CHECKPOINT = "checkpoint"
+LOG_VKEY = "log.vkey"
+LOG_CONFIG = "log-config.json"
+LOCK = "lock"
+LOG_FORMAT = "aer1-log-v1"
+PROOF_SUFFIX = ".tlog-proof"
+#: Most entries one append takes (bounds the memory of one batch).
+MAX_BATCH = 1_000_000
+_MAX_CONFIG_BYTES = 64 * 1024
+_MAX_CHECKPOINT_BYTES = 1024 * 1024
+
+
+def tlog_proof_path(receipt_path: str) -> str:
+    """``dir/name.json`` -> ``dir/name.tlog-proof``: where a receipt's log proof is written and looked for."""
+    base = receipt_path[:-5] if receipt_path.endswith(".json") else receipt_path
+    return base + PROOF_SUFFIX
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Write ``path`` whole: a temporary file beside it, fsync, rename over it (and fsync the folder)."""
+    tmp = temp_path(str(path))
+    fd = os.open(tmp, TEMP_FLAGS, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if sync_dir:
+        _fsync_dir(path.parent)
+
+
+def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> str:
+    """Create an empty log in ``directory`` (made if missing, else it must be empty); returns its vkey."""
+    check_key_name(origin)
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise UsageError(f"{root}: not empty (a log is created in a new or empty folder)")
+    signer = Ed25519Signer(origin, load_private_key(key_path))
+    config = {"format": LOG_FORMAT, "origin": origin, "key": os.path.abspath(key_path)}
+    write_durable(root / LOG_CONFIG, orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    vkey = signer.verifier().vkey
+    write_durable(root / LOG_VKEY, vkey.encode("ascii") + b"\n")
+    write_durable(root / CHECKPOINT, sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer]))
+    return vkey
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What one append did: the old and new tree sizes, the first new index, the new checkpoint's note."""
+
+    old_size: int
+    size: int
+    first: int
+    note: bytes
+
+    def index(self, k: int) -> int:
+        """The log index of the batch's ``k``-th entry."""
+        return self.first + k
+
+
+class LogDir:
+    """An existing log directory, for appending and reading its own tiles."""
+
+    def __init__(self, directory: str | os.PathLike[str], key: str | None = None) -> None:
+        self.root = Path(directory)
+        try:
+            raw = read_file_bounded(self.root / LOG_CONFIG, _MAX_CONFIG_BYTES)
+            config = orjson.loads(raw)
+        except FileNotFoundError as e:
+            raise LogMalformed(f"{self.root}: not a log (no {LOG_CONFIG}; create one with `aer1 log init`)") from e
+        except orjson.JSONDecodeError as e:
+            raise LogMalformed(f"{self.root / LOG_CONFIG}: not JSON: {e}") from e
+        if not isinstance(config, dict) or config.get("format") != LOG_FORMAT:
+            raise LogMalformed(f"{self.root / LOG_CONFIG}: want format {LOG_FORMAT!r}")
+        origin, key_file = config.get("origin"), key or config.get("key")
+        check_key_name(origin)
+        if not isinstance(key_file, str):
+            raise LogMalformed(f"{self.root / LOG_CONFIG}: no signing key file named")
+        self.origin: str = origin
+        self._key_file = key_file
+        self._signer: Ed25519Signer | None = None
+        try:
+            self.verifier = Ed25519Verifier(origin, _vkey_public(self.root / LOG_VKEY, origin))
+        except FileNotFoundError as e:
+            raise LogMalformed(f"{self.root}: no {LOG_VKEY}") from e
+
+    @property
+    def signer(self) -> Ed25519Signer:
+        """The log's signer (the key is loaded on first use: reading a log never needs it)."""
+        if self._signer is None:
+            signer = Ed25519Signer(self.origin, load_private_key(self._key_file))
+            if signer.key_id != self.verifier.key_id or signer.public != self.verifier.public:
+                raise UsageError(f"signing key {self._key_file} is not the key of {self.root / LOG_VKEY}")
+            self._signer = signer
+        return self._signer
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the sequencer lock of this log (blocks until it is free)."""
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def checkpoint(self) -> tuple[Checkpoint, bytes]:
+        """The current checkpoint, its log signature checked, and its note's bytes."""
+        try:
+            note = read_file_bounded(self.root / CHECKPOINT, _MAX_CHECKPOINT_BYTES)
+        except FileNotFoundError as e:
+            raise LogMalformed(f"{self.root}: no {CHECKPOINT}") from e
+        cp, _, _, _ = open_checkpoint(note, [self.verifier], origin=self.origin)
+        return cp, note
+
+    def hash_reader(self, cp: Checkpoint | None = None) -> TileHashReader:
+        """A checked hash source over the tiles of ``cp`` (default: the current checkpoint)."""
+        cp = cp or self.checkpoint()[0]
+        return TileHashReader(cp.size, cp.root, dir_tile_reader(self.root))
+
+    def append(self, entries: Sequence[bytes]) -> Appended:
+        """Sequence ``entries`` as one batch under the lock; durable when this returns."""
+        if not entries:
+            raise UsageError("nothing to append")
+        if len(entries) > MAX_BATCH:
+            raise UsageError(f"got {len(entries)} entries, want at most {MAX_BATCH} per append")
+        for i, e in enumerate(entries):
+            if len(e) > MAX_ENTRY_BYTES:
+                raise LogMalformed(f"entry {i}: got {len(e)} bytes, want at most {MAX_ENTRY_BYTES}")
+        signer = self.signer  # a wrong key is refused before anything is written
+        with self.locked():
+            cp, _ = self.checkpoint()
+            reader = self.hash_reader(cp)
+            size = cp.size + len(entries)
+            tiles, edge = grow_tiles(cp.size, reader.edge, [leaf_hash(e) for e in entries])
+            files = {self.root / tile_path(level, index, width): data for level, index, width, data in tiles}
+            files.update(self._bundles(cp.size, entries))
+            for path, data in files.items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_durable(path, data, sync_dir=False)
+            for folder in {p.parent for p in files}:  # every new file durable before the checkpoint names it
+                _fsync_dir(folder)
+            note = sign_note(Checkpoint(self.origin, size, edge_root(size, edge)).text(), [signer])
+            write_durable(self.root / CHECKPOINT, note)
+        return Appended(cp.size, size, cp.size, note)
+
+    def _bundles(self, size: int, entries: Sequence[bytes]) -> dict[Path, bytes]:
+        """The entry bundles an append writes: the partial one extended, then new ones."""
+        first = size // TILE_WIDTH
+        have = size % TILE_WIDTH
+        pending = list(entries)
+        if have:
+            pending = decode_bundle(dir_bundle_reader(self.root)(first, have), have) + pending
+        return {self.root / entries_path(first + k // TILE_WIDTH, len(pending[k:k + TILE_WIDTH])):
+                encode_bundle(pending[k:k + TILE_WIDTH]) for k in range(0, len(pending), TILE_WIDTH)}
+
+    def proofs(self, appended: Appended, indexes: Sequence[int]) -> list[TlogProof]:
+        """Inclusion proofs of ``indexes`` in the checkpoint ``appended`` wrote (read back from the tiles)."""
+        cp = parse_checkpoint(parse_note(appended.note).text)
+        reader = TileHashReader(cp.size, cp.root, dir_tile_reader(self.root))
+        return [TlogProof(i, tuple(inclusion_proof(i, cp.size, reader.hash_at)), appended.note) for i in indexes]
+
+    def replace_checkpoint(self, note: bytes) -> None:
+        """Replace the checkpoint with ``note``: the same body, the log's signature, more signatures.
+
+        Call it holding :meth:`locked`. For gathering witness cosignatures: the tree is not
+        changed, so nothing but the signature lines may differ.
+        """
+        _, current = self.checkpoint()
+        if parse_note(note).text != parse_note(current).text:
+            raise LogInvalid("new checkpoint: got another body than the current checkpoint's, want the same")
+        open_checkpoint(note, [self.verifier], origin=self.origin)
+        write_durable(self.root / CHECKPOINT, note)
+
+
+def _vkey_public(path: Path, origin: str) -> bytes:
+    text = read_file_bounded(path, 8192).decode("ascii", "replace").strip()
+    v = parse_vkey(text)
+    if not isinstance(v, Ed25519Verifier) or v.name != origin:
+        raise LogMalformed(f"{path}: want the Ed25519 verifier key of {origin!r}")
+    return v.public
+
+
+def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[str, dict[str, Any]]],
+                    key: str | None = None) -> list[tuple[str, int]]:
+    """Log each (path, parsed receipt) as one batch, then write ``NAME.tlog-proof`` beside each.
+
+    The entries are durable in the log before any proof is written; a proof is written
+    whole (temporary file, rename).
+    """
+    log = LogDir(directory, key)
+    entries = [entry_for_receipt(r).encode() for _, r in receipts]
+    done = log.append(entries)
+    indexes = [done.index(k) for k in range(len(receipts))]
+    for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
+        write_durable(Path(tlog_proof_path(path)), format_tlog_proof(proof))
+    return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]

@@ -1,0 +1,187 @@
+"""The log entry of a receipt (spec/log.md): what identifies it and what binds it, as text.
+
+An entry is ASCII lines, each ending in a newline, in a fixed order; nothing else is
+allowed (a parser rebuilds the bytes and must get the same). Two kinds:
+
+    aer1-log-entry/v1            aer1-log-entry/v1
+    closed                       opened
+    workflow_id <uuid>           workflow_id <uuid>
+    receipt_id <uuid>            receipt_id <uuid>
+    status <ok|error|incomplete> started_at <time>
+    merkle_root <hex64>
+    chain_head <hex64>
+    signer <hex64 key id | none>
+    started_at <time>
+    ended_at <time>
+
+A "closed" entry is a finished receipt (its first step's ``started_at``, its last step's
+``ended_at``); an "opened" entry says a run with those ids started, and is closed by a
+"closed" entry with the same ids (from finalize or from recovery).
+
+API:
+    ENTRY_HEADER, OPENED, CLOSED, MAX_LOG_ENTRY_BYTES
+    LogEntry(kind, workflow_id, receipt_id, started_at, status=None, merkle_root=None,
+             chain_head=None, signer=None, ended_at=None)    .encode() -> bytes; .ids
+    entry_for_receipt(receipt) -> LogEntry         the "closed" entry of a parsed receipt (LogMalformed if
+                                                   it lacks what an entry binds)
+    opened_entry(workflow_id, receipt_id, started_at) -> LogEntry
+    parse_entry(data) -> LogEntry                  LogMalformed unless canonical entry bytes
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._receipt import HEX64_PATTERN, TIMESTAMP_PATTERN, UUID_PATTERN, WORKFLOW_STATUSES
+from ..errors import LogMalformed
+
+__all__ = [
+    "CLOSED",
+    "ENTRY_HEADER",
+    "MAX_LOG_ENTRY_BYTES",
+    "OPENED",
+    "LogEntry",
+    "entry_for_receipt",
+    "opened_entry",
+    "parse_entry",
+]
+
+ENTRY_HEADER = "aer1-log-entry/v1"
+OPENED = "opened"
+CLOSED = "closed"
+#: Longest entry bytes read (ours are under 500 bytes).
+MAX_LOG_ENTRY_BYTES = 4096
+_UUID = re.compile(UUID_PATTERN)
+_HEX64 = re.compile(HEX64_PATTERN)
+_TIME = re.compile(TIMESTAMP_PATTERN)
+_NO_SIGNER = "none"
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One entry: a run opened, or a receipt closed (with what binds it)."""
+
+    kind: str
+    workflow_id: str
+    receipt_id: str
+    started_at: str
+    status: str | None = None
+    merkle_root: str | None = None
+    chain_head: str | None = None
+    signer: str | None = None
+    ended_at: str | None = None
+
+    @property
+    def ids(self) -> tuple[str, str]:
+        """(workflow_id, receipt_id): what an opened and a closed entry share."""
+        return self.workflow_id, self.receipt_id
+
+    def _lines(self) -> list[tuple[str, str | None]]:
+        if self.kind == OPENED:
+            return [("workflow_id", self.workflow_id), ("receipt_id", self.receipt_id),
+                    ("started_at", self.started_at)]
+        return [("workflow_id", self.workflow_id), ("receipt_id", self.receipt_id), ("status", self.status),
+                ("merkle_root", self.merkle_root), ("chain_head", self.chain_head),
+                ("signer", self.signer if self.signer is not None else _NO_SIGNER),
+                ("started_at", self.started_at), ("ended_at", self.ended_at)]
+
+    def encode(self) -> bytes:
+        """The entry's bytes; refuses values an entry cannot hold."""
+        self._check()
+        return (f"{ENTRY_HEADER}\n{self.kind}\n" + "".join(f"{k} {v}\n" for k, v in self._lines())).encode("ascii")
+
+    def _check(self) -> None:
+        if self.kind not in (OPENED, CLOSED):
+            raise LogMalformed(f"log entry kind: got {self.kind!r}, want {OPENED!r} or {CLOSED!r}")
+        _want(_UUID, self.workflow_id, "workflow_id", "a lowercase UUID")
+        _want(_UUID, self.receipt_id, "receipt_id", "a lowercase UUID")
+        _want(_TIME, self.started_at, "started_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
+        extra = (self.status, self.merkle_root, self.chain_head, self.signer, self.ended_at)
+        if self.kind == OPENED:
+            if any(v is not None for v in extra):
+                raise LogMalformed("an opened log entry carries only workflow_id, receipt_id and started_at")
+            return
+        if self.status not in WORKFLOW_STATUSES:
+            want = ", ".join(WORKFLOW_STATUSES)
+            raise LogMalformed(f"log entry status: got {_short(self.status)}, want one of {want}")
+        _want(_HEX64, self.merkle_root, "merkle_root", "64 lowercase hex digits")
+        _want(_HEX64, self.chain_head, "chain_head", "64 lowercase hex digits")
+        if self.signer is not None:
+            _want(_HEX64, self.signer, "signer", "a 64-hex key id")
+        _want(_TIME, self.ended_at, "ended_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
+
+
+def _short(value: Any) -> str:
+    return repr(value)[:80]
+
+
+def _want(pattern: re.Pattern[str], value: Any, what: str, want: str) -> None:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise LogMalformed(f"log entry {what}: got {_short(value)}, want {want}")
+
+
+def opened_entry(workflow_id: str, receipt_id: str, started_at: str) -> LogEntry:
+    """The entry that says a run with these ids started at ``started_at``."""
+    entry = LogEntry(OPENED, workflow_id, receipt_id, started_at)
+    entry._check()
+    return entry
+
+
+def entry_for_receipt(receipt: Mapping[str, Any]) -> LogEntry:
+    """The "closed" entry of a parsed receipt.
+
+    The receipt must carry what an entry binds: ids, status, merkle_root, chain_head (a
+    receipt of the aer1-chain-v1 profile) and steps with times; a signature's key id, if
+    signed. Nothing here checks the receipt itself: that is the verifier's job.
+    """
+    if not isinstance(receipt, Mapping):
+        raise LogMalformed("log entry: the receipt is not a JSON object")
+    steps = receipt.get("steps")
+    if not isinstance(steps, list) or not steps or not isinstance(steps[0], Mapping) or not isinstance(
+            steps[-1], Mapping):
+        raise LogMalformed("log entry: the receipt has no steps")
+    sig = receipt.get("signature")
+    signer = sig.get("key_id") if isinstance(sig, Mapping) else None
+    if sig is not None and not isinstance(signer, str):
+        raise LogMalformed("log entry: the receipt's signature has no key_id")
+    entry = LogEntry(CLOSED, receipt.get("workflow_id"), receipt.get("receipt_id"),  # type: ignore[arg-type]
+                     steps[0].get("started_at"), receipt.get("status"), receipt.get("merkle_root"),
+                     receipt.get("chain_head"), signer, steps[-1].get("ended_at"))
+    entry._check()
+    return entry
+
+
+def parse_entry(data: bytes) -> LogEntry:
+    """The entry in ``data``: exactly the bytes :meth:`LogEntry.encode` gives for it."""
+    if len(data) > MAX_LOG_ENTRY_BYTES:
+        raise LogMalformed(f"log entry: got {len(data)} bytes, want at most {MAX_LOG_ENTRY_BYTES}")
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as e:
+        raise LogMalformed(f"log entry: a non-ASCII byte at {e.start}") from e
+    lines = text.split("\n")
+    if len(lines) < 3 or lines[0] != ENTRY_HEADER or lines[-1] != "":
+        raise LogMalformed(f"log entry: want {ENTRY_HEADER!r}, a kind, then member lines, each ending in a newline")
+    kind = lines[1]
+    values: dict[str, str] = {}
+    for line in lines[2:-1]:
+        key, sep, value = line.partition(" ")
+        if not sep or key in values:
+            raise LogMalformed(f"log entry: line {_short(line)}: want one 'name value' line per member")
+        values[key] = value
+    if kind == OPENED:
+        entry = LogEntry(OPENED, values.get("workflow_id", ""), values.get("receipt_id", ""),
+                         values.get("started_at", ""))
+    elif kind == CLOSED:
+        signer = values.get("signer")
+        entry = LogEntry(CLOSED, values.get("workflow_id", ""), values.get("receipt_id", ""),
+                         values.get("started_at", ""), values.get("status"), values.get("merkle_root"),
+                         values.get("chain_head"), None if signer == _NO_SIGNER else signer, values.get("ended_at"))
+    else:
+        raise LogMalformed(f"log entry kind: got {_short(kind)}, want {OPENED!r} or {CLOSED!r}")
+    if entry.encode() != data:
+        raise LogMalformed("log entry: not in canonical form (members missing, extra or out of order)")
+    return entry
