@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._httpserve import BoundedHandler, HttpFailure
 from .errors import LogInvalid, LogMalformed, UsageError
 from .verifier._output import CliError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # http.server is loaded when a server starts, not for every `aer1 log` command
+    from ._httpserve import BoundedHandler
     from ._logdir import Appended, LogDir
 
 __all__ = [
@@ -124,6 +124,8 @@ class Sequencer(Generic[R]):
     def submit(self, entry: bytes, timeout: float) -> tuple[int, R]:
         """Queue ``entry`` and wait for its index and its batch's report; HttpFailure 503 (queue full, or
         never taken) or 504 (taken, not appended in time)."""
+        from ._httpserve import HttpFailure
+
         pending: _Pending[R] = _Pending(entry)
         if self._stop.is_set():
             raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, "the log server is stopping", [("Retry-After", "5")])
@@ -190,6 +192,7 @@ class Sequencer(Generic[R]):
 
 def _tile_request(path: str) -> tuple[int | None, int, int]:
     """(level or None for entries, index, width) of a canonical tile path, or 404."""
+    from ._httpserve import HttpFailure
     from ._tlog._tiles import parse_tile_path
 
     try:
@@ -200,6 +203,7 @@ def _tile_request(path: str) -> tuple[int | None, int, int]:
 
 def _receipt_entry(body: bytes) -> bytes:
     """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one)."""
+    from ._httpserve import HttpFailure
     from ._tlog._entry import entry_for_receipt
     from .verifier._parse import MalformedInput, parse_strict
 
@@ -214,6 +218,7 @@ def _receipt_entry(body: bytes) -> bytes:
 
 def _posted_entry(body: bytes) -> bytes:
     """A POSTed log entry, refused (400) unless it is one byte for byte."""
+    from ._httpserve import HttpFailure
     from ._tlog._entry import parse_entry
 
     try:
@@ -236,6 +241,7 @@ def batch_appender(log: LogDir) -> AppendBatch[Appended]:
 def log_handler(log: LogDir, sequencer: Sequencer[Appended],
                 answer_timeout: float = DEFAULT_ANSWER_TIMEOUT_S) -> type[BoundedHandler]:
     """The request handler class for ``log``: its files read-only, entries through ``sequencer``."""
+    from ._httpserve import BoundedHandler, HttpFailure
     from ._logdir import CHECKPOINT
     from ._tlog._entry import MAX_LOG_ENTRY_BYTES
     from ._tlog._note import MAX_NOTE_BYTES

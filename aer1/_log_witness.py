@@ -26,7 +26,6 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._httpclient import HttpClientError, base_url, request
 from ._witness import SIZE_CONTENT_TYPE, format_add_checkpoint
 from .errors import Aer1Error, LogInvalid, LogMalformed, UsageError
 
@@ -115,6 +114,7 @@ def _parse_answer(note_bytes: bytes, note: Note, answer: bytes, keys: Sequence[V
 def cosign_once(url: str, note_bytes: bytes, note: Note, checkpoint: Checkpoint, hash_at: HashAt,
                 keys: Sequence[Verifier], timeout: float) -> list[Signature]:
     """Ask one witness to cosign ``checkpoint``: the verified cosignature lines, or _WitnessFailed."""
+    from ._httpclient import HttpClientError, request
     from ._tlog._tree import consistency_proof
 
     old = 0
@@ -198,6 +198,7 @@ def _write_cosignatures(log: LogDir, text: str, new: Sequence[Signature]) -> int
 
 def _witness_command(args: argparse.Namespace) -> int:
     """``aer1 log witness``: one line per witness; exit 0 if all cosigned, 1 if some did not."""
+    from ._httpclient import base_url
     from ._tlog._cosig import CosignatureVerifier
     from ._witness_server import load_vkey
     from .verifier._output import CliError, one_line

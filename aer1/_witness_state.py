@@ -1,10 +1,11 @@
 """The witness's durable state: the last checkpoint it cosigned, one file per log origin.
 
 ``DIR/<hex SHA-256 of the origin>.checkpoint`` holds that checkpoint as a signed note
-(the log's signature and the witness's cosignature). A new one is written to a temporary
-file, synced, renamed over the old one and the folder synced, so a crash leaves the old
-state or the new, never a torn one. :meth:`WitnessState.locked` is the one lock the
-witness holds from reading a state to persisting the next: a thread lock for the
+(the log's signature and the witness's cosignature). A new one is written as the log
+writer writes its checkpoint (a temporary file, synced, renamed over the old one, the
+folder synced), so a crash leaves the old state or the new, never a torn one.
+:meth:`WitnessState.locked` is the one lock the witness holds from reading a state to
+persisting the next: a thread lock for the
 requests of one process and an exclusive ``flock`` on ``DIR/lock`` for other processes
 sharing the folder, so two requests can never both advance a log from the same size.
 """
@@ -18,9 +19,9 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from ._infile import NotRegularFile, open_regular
-from ._outfile import TEMP_FLAGS, temp_path
 from .errors import Aer1Error
 
 __all__ = ["MAX_STATE_BYTES", "WitnessState", "WitnessStateError", "origin_hash"]
@@ -41,12 +42,6 @@ def origin_hash(origin: str) -> str:
     """Lowercase hex SHA-256 of the origin line (without its newline): the state's file name, and the
     monitoring path of tlog-witness."""
     return hashlib.sha256(origin.encode("utf-8")).hexdigest()
-
-
-def _sync(fd: int) -> None:
-    from ._journal import durable_sync
-
-    durable_sync(fd)
 
 
 class WitnessState:
@@ -97,27 +92,6 @@ class WitnessState:
 
     def store(self, origin: str, note: bytes) -> None:
         """Make ``note`` the state of ``origin``, durably, before returning (call inside :meth:`locked`)."""
-        target = self.path_for(origin)
-        tmp = temp_path(target)
-        fd = os.open(tmp, TEMP_FLAGS, _FILE_MODE)
-        try:
-            view = memoryview(note)
-            while view:
-                view = view[os.write(fd, view):]
-            _sync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(tmp, target)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        dfd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)  # the rename itself is durable once the folder is
-        finally:
-            os.close(dfd)
+        from ._logdir import write_durable
+
+        write_durable(Path(self.path_for(origin)), note)
