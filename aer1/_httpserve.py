@@ -71,6 +71,8 @@ class BoundedServer(ThreadingHTTPServer):
     daemon_threads = True
     #: A restarted server can bind the port its predecessor just left.
     allow_reuse_address = True
+    #: Connections the kernel holds before they are accepted (socketserver's 5 resets a burst of clients).
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], handler: type[BoundedHandler], *,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS, timeout: float = DEFAULT_TIMEOUT_S) -> None:

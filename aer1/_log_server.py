@@ -34,7 +34,7 @@ from .verifier._output import CliError
 
 if TYPE_CHECKING:  # http.server is loaded when a server starts, not for every `aer1 log` command
     from ._httpserve import BoundedHandler
-    from ._logdir import Appended, LogDir
+    from ._logdir import LogDir
 
 __all__ = [
     "DEFAULT_ANSWER_TIMEOUT_S",
@@ -69,10 +69,10 @@ _DEFAULT_LISTEN = "127.0.0.1:8481"
 
 _log = logging.getLogger("aer1.log.serve")
 
-#: What the writer reports of one appended batch (the log server's: the checkpoint that covers it).
+#: What the writer gives back for one appended entry (the log server's: the entry's offline proof).
 R = TypeVar("R")
-#: Appends a batch of entries with the log's writer, durably: the index of each entry and the batch's report.
-AppendBatch = Callable[[Sequence[bytes]], tuple[list[int], R]]
+#: Appends a batch of entries with the log's writer, durably: one result per entry, in order.
+AppendBatch = Callable[[Sequence[bytes]], list[R]]
 
 
 @dataclass
@@ -81,8 +81,7 @@ class _Pending(Generic[R]):
 
     entry: bytes
     done: threading.Event = field(default_factory=threading.Event)
-    index: int | None = None
-    report: R | None = None
+    result: R | None = None
     error: str | None = None
     taken: bool = False
     cancelled: bool = False
@@ -121,9 +120,9 @@ class Sequencer(Generic[R]):
             pending.error = "the log server stopped before appending the entry"
             pending.done.set()
 
-    def submit(self, entry: bytes, timeout: float) -> tuple[int, R]:
-        """Queue ``entry`` and wait for its index and its batch's report; HttpFailure 503 (queue full, or
-        never taken) or 504 (taken, not appended in time)."""
+    def submit(self, entry: bytes, timeout: float) -> R:
+        """Queue ``entry`` and wait for the writer's result for it; HttpFailure 503 (queue full, or never
+        taken) or 504 (taken, not appended in time)."""
         from ._httpserve import HttpFailure
 
         pending: _Pending[R] = _Pending(entry)
@@ -145,9 +144,9 @@ class Sequencer(Generic[R]):
             raise HttpFailure(HTTPStatus.GATEWAY_TIMEOUT,
                               f"the entry was being appended after {timeout:g} s: it may be in the log; "
                               "look for it before sending it again")
-        if pending.index is None or pending.report is None:
+        if pending.result is None:
             raise HttpFailure(HTTPStatus.SERVICE_UNAVAILABLE, f"not logged: {pending.error}", [("Retry-After", "5")])
-        return pending.index, pending.report
+        return pending.result
 
     def _next_batch(self) -> list[_Pending[R]]:
         try:
@@ -174,9 +173,9 @@ class Sequencer(Generic[R]):
             if not batch:
                 continue
             try:
-                indexes, report = self._append([p.entry for p in batch])
-                if len(indexes) != len(batch):
-                    raise LogInvalid(f"the writer gave {len(indexes)} indexes, want {len(batch)}")
+                results = self._append([p.entry for p in batch])
+                if len(results) != len(batch):
+                    raise LogInvalid(f"the writer gave {len(results)} results, want {len(batch)}")
             except Exception as e:  # the writer's failure is every waiting request's answer, never a crash
                 _log.error("append of %d entries failed: %s: %s", len(batch), type(e).__name__, e)
                 for p in batch:
@@ -185,8 +184,8 @@ class Sequencer(Generic[R]):
                 continue
             self.appended += len(batch)
             self.batches += 1
-            for p, index in zip(batch, indexes, strict=True):
-                p.index, p.report = index, report
+            for p, result in zip(batch, results, strict=True):
+                p.result = result
                 p.done.set()
 
 
@@ -228,24 +227,26 @@ def _posted_entry(body: bytes) -> bytes:
     return body
 
 
-def batch_appender(log: LogDir) -> AppendBatch[Appended]:
-    """The sequencer's writer: one ``LogDir.append`` per batch (it takes the log's lock)."""
+def batch_appender(log: LogDir) -> AppendBatch[bytes]:
+    """The sequencer's writer: one ``LogDir.append`` per batch (it takes the log's lock), then each
+    entry's tlog-proof against the checkpoint that append wrote."""
+    from ._tlog._proof import format_tlog_proof
 
-    def append(entries: Sequence[bytes]) -> tuple[list[int], Appended]:
+    def append(entries: Sequence[bytes]) -> list[bytes]:
         appended = log.append(entries)
-        return [appended.index(k) for k in range(len(entries))], appended
+        proofs = log.proofs(appended, [appended.index(k) for k in range(len(entries))])
+        return [format_tlog_proof(p) for p in proofs]
 
     return append
 
 
-def log_handler(log: LogDir, sequencer: Sequencer[Appended],
+def log_handler(log: LogDir, sequencer: Sequencer[bytes],
                 answer_timeout: float = DEFAULT_ANSWER_TIMEOUT_S) -> type[BoundedHandler]:
     """The request handler class for ``log``: its files read-only, entries through ``sequencer``."""
     from ._httpserve import BoundedHandler, HttpFailure
     from ._logdir import CHECKPOINT
     from ._tlog._entry import MAX_LOG_ENTRY_BYTES
     from ._tlog._note import MAX_NOTE_BYTES
-    from ._tlog._proof import format_tlog_proof
     from ._tlog._tiles import TILE_WIDTH, dir_bundle_reader, dir_tile_reader, read_file_bounded
 
     read_tile = dir_tile_reader(log.root)
@@ -283,8 +284,7 @@ def log_handler(log: LogDir, sequencer: Sequencer[Appended],
             else:
                 raise HttpFailure(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
                                   "send a receipt as application/json or an entry as application/octet-stream")
-            index, appended = sequencer.submit(entry, answer_timeout)
-            proof = format_tlog_proof(log.proof(index, appended))
+            proof = sequencer.submit(entry, answer_timeout)
             self.reply(HTTPStatus.OK, proof, PROOF_CONTENT_TYPE, [("Cache-Control", "no-store")])
 
     return LogHandler

@@ -28,7 +28,7 @@ class GatedTree:
         self.fail: Exception | None = None
         self.entered = threading.Event()
 
-    def __call__(self, entries: Sequence[bytes]) -> tuple[list[int], int]:
+    def __call__(self, entries: Sequence[bytes]) -> list[tuple[int, int]]:
         self.entered.set()
         assert self.gate.wait(30)
         if self.fail is not None:
@@ -36,7 +36,7 @@ class GatedTree:
         first = len(self.leaves)
         self.leaves.extend(leaf_hash(e) for e in entries)
         self.calls.append(len(entries))
-        return list(range(first, len(self.leaves))), len(self.leaves)
+        return [(i, len(self.leaves)) for i in range(first, len(self.leaves))]
 
 
 @pytest.fixture
@@ -45,14 +45,15 @@ def tree() -> GatedTree:
 
 
 @pytest.fixture
-def sequencer(tree: GatedTree) -> Iterator[Sequencer[int]]:
+def sequencer(tree: GatedTree) -> Iterator[Sequencer[tuple[int, int]]]:
     s = Sequencer(tree, queue_size=4, batch_max=8, batch_wait=0.02).start()
     yield s
     tree.gate.set()
     s.stop()
 
 
-def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Sequencer[int], tree: GatedTree) -> None:
+def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Sequencer[tuple[int, int]],
+                                                                tree: GatedTree) -> None:
     got: dict[bytes, int] = {}
     lock = threading.Lock()
 
@@ -74,7 +75,7 @@ def test_concurrent_entries_get_distinct_indexes_in_few_batches(sequencer: Seque
     assert root_of(tree.leaves)  # the tree is whole
 
 
-def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer[int], tree: GatedTree) -> None:
+def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer[tuple[int, int]], tree: GatedTree) -> None:
     tree.gate.clear()
     first = threading.Thread(target=lambda: sequencer.submit(b"held", timeout=20))
     first.start()
@@ -95,7 +96,7 @@ def test_a_full_queue_is_503_with_retry_after(sequencer: Sequencer[int], tree: G
     assert len(tree.leaves) == 5  # the refused entry was never appended
 
 
-def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer[int], tree: GatedTree) -> None:
+def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer[tuple[int, int]], tree: GatedTree) -> None:
     tree.gate.clear()
     held = threading.Thread(target=lambda: sequencer.submit(b"held", timeout=20))
     held.start()
@@ -109,7 +110,7 @@ def test_an_entry_never_taken_is_503_and_never_appended(sequencer: Sequencer[int
     assert leaf_hash(b"late") not in tree.leaves
 
 
-def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer[int], tree: GatedTree) -> None:
+def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer[tuple[int, int]], tree: GatedTree) -> None:
     tree.gate.clear()
     with pytest.raises(HttpFailure) as e:
         sequencer.submit(b"slow", timeout=0.5)
@@ -117,7 +118,7 @@ def test_an_entry_being_appended_at_the_deadline_is_504(sequencer: Sequencer[int
     tree.gate.set()
 
 
-def test_a_writer_failure_is_every_waiter_s_answer(sequencer: Sequencer[int], tree: GatedTree) -> None:
+def test_a_writer_failure_is_every_waiter_s_answer(sequencer: Sequencer[tuple[int, int]], tree: GatedTree) -> None:
     tree.fail = OSError(28, "No space left on device")
     with pytest.raises(HttpFailure) as e:
         sequencer.submit(b"x", timeout=20)
