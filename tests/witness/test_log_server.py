@@ -177,7 +177,7 @@ def test_the_client_appends_from_another_process(log_dir: Path) -> None:
     script = ("import sys\nfrom aer1._log_client import append_entry\nfrom aer1._tlog._entry import opened_entry\n"
               "import uuid\nfor i in range(20):\n"
               "    e = opened_entry(str(uuid.UUID(int=i, version=4)), str(uuid.UUID(int=99 + i, version=4)),"
-              " '2026-12-02T08:00:00Z').encode()\n"
+              " '2026-12-02T08:00:00.000000Z').encode()\n"
               "    proof = append_entry(sys.argv[1], e, timeout=30)\n"
               "    print(proof.split(b'\\n')[1].decode())\n")
     with server_process(["log", "serve", str(log_dir)]) as server:
