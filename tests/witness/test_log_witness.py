@@ -70,7 +70,7 @@ def log_dir(tmp_path: Path) -> Path:
 
 
 def cosigners(log_dir: Path, *witnesses: CosignatureVerifier) -> list[str]:
-    cp, _, _, cosigs = open_checkpoint((log_dir / "checkpoint").read_bytes(), [LogDir(log_dir).verifier],
+    _, _, _, cosigs = open_checkpoint((log_dir / "checkpoint").read_bytes(), [LogDir(log_dir).verifier],
                                        list(witnesses))
     return [v.name for v, _ in cosigs]
 
