@@ -58,6 +58,7 @@ from .errors import UsageError
 
 if TYPE_CHECKING:
     from ._bundle import LinkedChild
+    from ._logdir import ReceiptLog
 
 __all__ = ["DEFAULT_AGENT", "LABEL_CACHE_SIZE", "Collector", "CollectorClosedError"]
 
@@ -113,6 +114,10 @@ class Collector:
     signing key is given or ``$AER1_SIGNING_KEY`` is set). With ``timestamp`` (a TSA URL,
     a callable from DER request to DER response, or a list of them) it first asks for
     RFC 3161 tokens, waiting at most ``timestamp_timeout`` seconds (spec/timestamp.md).
+    With ``log`` (a folder made by ``aer1 log init``) it logs an "opened" entry now (unless
+    ``log_opened=False``) and the receipt at finalize; ``save()`` writes ``NAME.tlog-proof``
+    beside the receipt (spec/log.md). ``log_key``: the log's private key file, when not the
+    one named at init.
     """
 
     def __init__(
@@ -128,6 +133,9 @@ class Collector:
         fsync_interval_ms: int = DEFAULT_FSYNC_INTERVAL_MS,
         timestamp: TSA | Sequence[TSA] | None = None,
         timestamp_timeout: float = DEFAULT_TSA_TIMEOUT_S,
+        log: str | os.PathLike[str] | None = None,
+        log_key: str | None = None,
+        log_opened: bool = True,
         _ids: tuple[str, str] | None = None,
     ) -> None:
         self.goal = _check_label("goal", goal)
@@ -186,6 +194,15 @@ class Collector:
                            goal=self.goal, verify_url=self.verify_url, evidence=evidence),
             fsync=fsync, fsync_interval_ms=fsync_interval_ms,
         )
+        #: The transparency log (``log=`` folder, spec/log.md): an "opened" entry now, the receipt at finalize.
+        self.log: ReceiptLog | None = None
+        if log is not None:
+            from ._logdir import ReceiptLog  # only a logging collector loads the log writer
+
+            self.log = ReceiptLog(log, log_key)
+        if self.log is not None and log_opened and not self.log.opened(
+                self.workflow_id, self.receipt_id, timefmt.format_ns(timefmt.now_ns())):
+            self.recording_failures += 1  # the run's start is not in the log: the receipt says so
 
     # ------------------------------------------------------------------ state
 
@@ -541,6 +558,8 @@ class Collector:
             self._final_args = args
             if self.journal is not None:
                 self.journal.finish(receipt)
+        if self.log is not None:
+            self.log.closed(receipt)  # failures are logged and kept in self.log.errors, never raised
         return receipt
 
     def _finalized(self) -> dict[str, Any]:
@@ -616,4 +635,6 @@ class Collector:
         replace_file(target, lambda f: write_receipt(f, workflow))
         if keeps_evidence and self._sink is not None:
             self._sink.save_to(evidence_path_for(target))
+        if self.log is not None and workflow.get("receipt_id") == self.receipt_id:
+            self.log.write_proof(target)  # NAME.tlog-proof beside the receipt
         return target

@@ -35,8 +35,9 @@ def _init(args: argparse.Namespace) -> int:
 
 def _append(args: argparse.Namespace) -> int:
     from ._cli import _read_receipt
-    from ._logdir import append_receipts, tlog_proof_path
+    from ._logdir import append_receipts
     from ._signing import KeyFileError
+    from ._tlog import proof_path_for
     from .errors import LogInvalid, LogMalformed, UsageError
 
     receipts = [(path, _read_receipt(path)) for path in args.receipts]
@@ -47,7 +48,7 @@ def _append(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"log append {args.dir}: {e.strerror or e}") from e
     for path, index in done:
-        print(one_line(f"{path}: logged at index {index}; proof {tlog_proof_path(path)}"))
+        print(one_line(f"{path}: logged at index {index}; proof {proof_path_for(path)}"))
     return 0
 
 

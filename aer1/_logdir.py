@@ -28,13 +28,15 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
     append_receipts(dir, [(path, receipt)], key=None) -> [(path, index)]   log parsed receipts as one
                                                    batch, then write each NAME.tlog-proof beside it
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
-    tlog_proof_path(receipt_path) -> str           ``dir/name.json`` -> ``dir/name.tlog-proof``
+    ReceiptLog(dir, key=None)                      a collector's log: .opened(...), .closed(receipt),
+                                                   .write_proof(receipt_path); failures kept, never raised
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,6 +71,7 @@ from ._tlog import (
     parse_checkpoint,
     parse_note,
     parse_vkey,
+    proof_path_for,
     read_file_bounded,
     sign_note,
     tile_path,
@@ -84,28 +87,23 @@ __all__ = [
     "LOG_VKEY",
     "Appended",
     "LogDir",
+    "ReceiptLog",
     "append_receipts",
     "init_log",
-    "tlog_proof_path",
     "write_durable",
 ]
+
+_logger = logging.getLogger("aer1")
 
 CHECKPOINT = "checkpoint"
 LOG_VKEY = "log.vkey"
 LOG_CONFIG = "log-config.json"
 LOCK = "lock"
 LOG_FORMAT = "aer1-log-v1"
-PROOF_SUFFIX = ".tlog-proof"
 #: Most entries one append takes (bounds the memory of one batch).
 MAX_BATCH = 1_000_000
 _MAX_CONFIG_BYTES = 64 * 1024
 _MAX_CHECKPOINT_BYTES = 1024 * 1024
-
-
-def tlog_proof_path(receipt_path: str) -> str:
-    """``dir/name.json`` -> ``dir/name.tlog-proof``: where a receipt's log proof is written and looked for."""
-    base = receipt_path[:-5] if receipt_path.endswith(".json") else receipt_path
-    return base + PROOF_SUFFIX
 
 
 def _fsync_dir(path: Path) -> None:
@@ -299,5 +297,70 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     done = log.append(entries)
     indexes = [done.index(k) for k in range(len(receipts))]
     for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
-        write_durable(Path(tlog_proof_path(path)), format_tlog_proof(proof))
+        write_durable(Path(proof_path_for(path)), format_tlog_proof(proof))
     return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]
+
+
+class ReceiptLog:
+    """A collector's log (``Collector(log=DIR)``): the run's opened entry, then its receipt at finalize.
+
+    A failure to log never breaks the run and is never silent: it is logged as a warning,
+    kept in :attr:`errors`, and (for the opened entry, which comes before the receipt is
+    closed) counted by the collector as a recording failure.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], key: str | None = None) -> None:
+        self.directory = os.fspath(directory)
+        self._key = key
+        self.errors: list[str] = []
+        self.proof: bytes | None = None
+        self.index: int | None = None
+
+    def _append(self, entry: bytes) -> tuple[LogDir, Appended] | None:
+        try:
+            log = LogDir(self.directory, self._key)
+            return log, log.append([entry])
+        except Exception as e:  # logging must never break the run
+            self.errors.append(f"{type(e).__name__}: {e}")
+            _logger.warning("aer1: could not append to the log %s: %s", self.directory, e)
+            return None
+
+    def opened(self, workflow_id: str, receipt_id: str, started_at: str) -> bool:
+        """Log that the run started; False (and the error kept) when it could not be logged."""
+        from ._tlog._entry import opened_entry
+
+        return self._append(opened_entry(workflow_id, receipt_id, started_at).encode()) is not None
+
+    def closed(self, receipt: dict[str, Any]) -> bool:
+        """Log the finished receipt and keep its proof for :meth:`write_proof`."""
+        try:
+            entry = entry_for_receipt(receipt).encode()
+        except LogMalformed as e:
+            self.errors.append(str(e))
+            _logger.warning("aer1: the receipt cannot be logged: %s", e)
+            return False
+        done = self._append(entry)
+        if done is None:
+            return False
+        log, appended = done
+        try:
+            self.index = appended.first
+            self.proof = format_tlog_proof(log.proofs(appended, [appended.first])[0])
+        except Exception as e:  # the entry is logged; only its proof could not be read back
+            self.errors.append(f"proof: {type(e).__name__}: {e}")
+            _logger.warning("aer1: logged the receipt in %s but could not build its proof: %s", self.directory, e)
+            return False
+        return True
+
+    def write_proof(self, receipt_path: str) -> str | None:
+        """Write the kept proof beside the saved receipt (``NAME.tlog-proof``); its path, or None."""
+        if self.proof is None:
+            return None
+        target = proof_path_for(receipt_path)
+        try:
+            write_durable(Path(target), self.proof)
+        except OSError as e:
+            self.errors.append(f"{target}: {e.strerror or e}")
+            _logger.warning("aer1: could not write %s: %s", target, e.strerror or e)
+            return None
+        return target

@@ -26,6 +26,7 @@ from ._time_cli import load_time_options
 
 if TYPE_CHECKING:  # a policy's module loads only when one is given
     from ._policy import Policy
+    from ._tlog import LogTrust
 
 __all__ = ["SCHEMA", "ArchiveOptions", "Outcome", "Tally", "run_archive", "verify_file"]
 
@@ -61,6 +62,8 @@ class ArchiveOptions:
     #: Processes for the steps of one large receipt (a run of one file; in a folder run the
     #: files are spread over the processes instead, so each is checked in one).
     steps_jobs: int = 1
+    #: The log check's trusted keys (``--log-key``, ``--witness``): adds check ``log``.
+    log: LogTrust | None = None
 
 
 @dataclass
@@ -72,6 +75,9 @@ class Outcome:
     rules: list[str] = field(default_factory=list)
     sha256: str | None = None
     evidence_sha256: str | None = None
+    #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
+    log_entry: bytes | None = None
+    log_why: str = ""
 
 
 def file_sha256(path: str) -> str:
@@ -127,6 +133,15 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
         from ._policy import load_workflow
 
         wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
+    if opts.log is not None:
+        from ._policy import load_workflow
+        from ._tlog import check_receipt_log, receipt_entry
+
+        if wf is None and not report.malformed and chain.status == PASS:
+            wf, _ = load_workflow(path, report)
+        check_receipt_log(report, path, opts.log, wf)
+        outcome.log_entry, outcome.log_why = receipt_entry(wf) if chain.status == PASS else (
+            None, "its chain check did not pass")
     if opts.policy is not None:
         from ._policy import apply_policy
 
@@ -195,6 +210,10 @@ class Tally:
         self.rules: Counter[str] = Counter()
         self.unreadable: list[str] = []
         self.unreadable_count = 0
+        #: Sections a sink adds when the run ends (``log``), and the exit code they ask for.
+        self.sections: dict[str, dict[str, Any]] = {}
+        self.section_text: list[str] = []
+        self.section_code = 0
 
     def add(self, o: Outcome) -> None:
         r = o.report
@@ -216,7 +235,8 @@ class Tally:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.verdicts["MALFORMED"] else 1 if self.verdicts["INVALID"] else 0
+        code = 2 if self.verdicts["MALFORMED"] else 1 if self.verdicts["INVALID"] else 0
+        return max(code, self.section_code)
 
     @property
     def verdict(self) -> str:
@@ -245,6 +265,7 @@ class Tally:
             lines.extend(f"  {u}" for u in self.unreadable)
             if self.unreadable_count > len(self.unreadable):
                 lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more")
+        lines.extend(self.section_text)
         # the counts last: a script reading the last line gets them
         lines.append(f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})")
         return lines
@@ -310,9 +331,13 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
     finally:
         if bar is not None:
             bar.close()
+    for sink in sinks:  # a sink that judges the run as a whole (the log's completeness) speaks last
+        finish = getattr(sink, "finish_run", None)
+        if finish is not None:
+            finish(tally)
     if as_json:
-        tail = {"summary": dict(tally.verdicts), "breakdown": tally.breakdown(), "verdict": tally.verdict,
-                "exit_code": tally.exit_code}
+        tail = {"summary": dict(tally.verdicts), "breakdown": tally.breakdown(), **tally.sections,
+                "verdict": tally.verdict, "exit_code": tally.exit_code}
         rest = dump_json(tail).strip()[1:-1].rstrip()
         out.write(("\n  ],") + rest + "\n}\n")
     else:

@@ -131,7 +131,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
         policy=policy, digests=args.attest is not None,
         tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
-        steps_jobs=jobs if single else 1,
+        steps_jobs=jobs if single else 1, log=getattr(args, "log_trust", None),
     )
     sinks: list[Any] = []
     junit = None
@@ -148,8 +148,8 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
             "expected_root": expected_root, "expected_head": expected_head,
             **_trust_files(args),
         })
-    sinks = [s for s in (junit, summary) if s is not None]
-    if single:
+    sinks = [s for s in (junit, summary, getattr(args, "log_sink", None)) if s is not None]
+    if single and getattr(args, "log_sink", None) is None:
         tally = Tally()
         outcome = verify_file(files[0], opts)
         tally.add(outcome)

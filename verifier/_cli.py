@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
                    "key (--key/--trusted-keys) that pins its root")
     add_time_arguments(p)
     add_auditor_options(p)
+    from ._tlog_cli import add_log_arguments
+
+    add_log_arguments(p)
     return p
 
 
@@ -272,7 +275,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.summary is not None:
         _refuse_beside_summary(parser, args)
         return check_summary_file(args, _trusted_ids(args))
-    if not args.paths:
+    if not args.paths and not (args.log or args.complete):
         raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")
     if args.evidence and len(args.paths) != 1:
         raise CliError("--evidence goes with exactly one receipt")
@@ -282,6 +285,15 @@ def _run(argv: Sequence[str] | None) -> int:
     policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
+    if (args.log_key or args.witness or args.log or args.complete or args.since or args.min_witnesses is not None
+            or getattr(policy, "log_keys", None)):
+        from ._tlog_cli import log_only_run, log_trust, prepare_log
+
+        if args.bundle or args.proof:
+            raise CliError("the log options apply to receipts: not with --bundle or --proof")
+        prepare_log(args, log_trust(args, policy))
+        if not args.paths:
+            return log_only_run(args)
     if args.bundle:
         return _run_bundle(args, trusted, expected_root, expected_head)
     files = _expand(args.paths)

@@ -48,7 +48,7 @@ POLICY_CHECK = "policy"
 #: The one policy file format this verifier reads.
 FORMAT = "aer1-policy-v1"
 #: ``--require`` shorthands: each demands the check of that name with status PASS.
-REQUIREMENTS = ("chain", "signature", "evidence", "timestamp")
+REQUIREMENTS = ("chain", "signature", "evidence", "timestamp", "log")
 #: A policy file is read whole: it is a short, human-written file.
 MAX_POLICY_BYTES = 1024 * 1024
 #: Trace rules and allow-list patterns per policy.
@@ -66,11 +66,13 @@ FORMS: dict[str, frozenset[str]] = {
 }
 _CONTENT_FORMS = frozenset({"approved_before", "argument"})
 _REQUIRE_KEYS = frozenset({*REQUIREMENTS, "signers", "root_pinned", "head_pinned", "profile", "status", "max_steps",
-                           "tsa_signers"})
+                           "tsa_signers", "min_witnesses"})
 _ALLOW_KEYS = frozenset({"agents", "tools"})
 _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule", "trust"})
 #: ``[trust]``: the files checks 9 and 10 trust, named by the policy (paths relative to it).
-_TRUST_KEYS = frozenset({"keyring", "tsa_roots", "tsa_policy"})
+_TRUST_KEYS = frozenset({"keyring", "tsa_roots", "tsa_policy", "log_keys", "witnesses"})
+#: ``[trust]`` members that list verifier keys (spec/log.md): key strings, or files relative to the policy.
+_KEY_LISTS = ("log_keys", "witnesses")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL = "approval"
 _TIMESTAMP = "timestamp"
@@ -138,6 +140,10 @@ class Policy:
     agents: tuple[str, ...] | None = None
     tools: tuple[str, ...] | None = None
     rules: tuple[Rule, ...] = field(default=())
+    #: ``[trust] log_keys`` / ``witnesses`` and ``[require] min_witnesses``: the log check's trust.
+    log_keys: tuple[str, ...] = ()
+    witnesses: tuple[str, ...] = ()
+    min_witnesses: int | None = None
 
     @property
     def needs_workflow(self) -> bool:
@@ -268,7 +274,9 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
     _only(doc, _TOP_KEYS, "top level")
     trust = _typed(doc.get("trust", {}), dict, "[trust]", "a table")
     _only(trust, _TRUST_KEYS, "[trust]")
-    named = {k: _typed(v, str, f"[trust] {k}", "a string") for k, v in trust.items()}
+    named = {k: _typed(v, str, f"[trust] {k}", "a string") for k, v in trust.items() if k not in _KEY_LISTS}
+    keys = {k: tuple(v if "+" in v else os.path.join(folder, v) for v in _strings(trust[k], f"[trust] {k}"))
+            for k in _KEY_LISTS if k in trust}
     for key in ("keyring", "tsa_roots"):
         if key in named:
             named[key] = os.path.join(folder, named[key])  # relative to the policy file
@@ -302,6 +310,11 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
         tsa_signers = _typed(req["tsa_signers"], int, "[require] tsa_signers", "an integer >= 1")
         if tsa_signers < 1:
             raise PolicyError(f"[require] tsa_signers: got {tsa_signers}, want an integer >= 1")
+    min_witnesses = None
+    if "min_witnesses" in req:
+        min_witnesses = _typed(req["min_witnesses"], int, "[require] min_witnesses", "an integer >= 0")
+        if min_witnesses < 0:
+            raise PolicyError(f"[require] min_witnesses: got {min_witnesses}, want an integer >= 0")
     allow = _typed(doc.get("allow", {}), dict, "[allow]", "a table")
     _only(allow, _ALLOW_KEYS, "[allow]")
     rules_doc = _typed(doc.get("rule", []), list, "[[rule]]", "an array of tables")
@@ -328,6 +341,9 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
         agents=_strings(allow["agents"], "[allow] agents") if "agents" in allow else None,
         tools=_strings(allow["tools"], "[allow] tools") if "tools" in allow else None,
         rules=rules,
+        log_keys=keys.get("log_keys", ()),
+        witnesses=keys.get("witnesses", ()),
+        min_witnesses=min_witnesses,
     )
 
 

@@ -209,7 +209,19 @@ class Report:
             "head": "pinned" if facts.get("head") else "not pinned",
             "closed_by": chain.facts.get("closed_by") if chain else None,
             **self._time_basis(),
+            **self._log_basis(),
         }
+
+    def _log_basis(self) -> dict[str, Any]:
+        """The transparency log check (when one ran): the entry and checkpoint it established."""
+        log = next((c for c in self.checks if c.name == "log"), None)
+        if log is None:
+            return {}
+        if log.status != PASS:
+            return {"log": "not checked" if log.status != FAIL else "failed"}
+        f = log.facts
+        return {"log": f"entry {f['index']} of {f['origin']} (checkpoint size {f['size']}, "
+                       f"{len(f['witnesses'])} trusted witness cosignatures)"}
 
     def _time_basis(self) -> dict[str, Any]:
         """Independent time (check 9) and the key's validity at it (check 10), as established."""
@@ -255,6 +267,8 @@ class Report:
             parts.append("key valid at TSA time (keyring)")
         elif b["key_validity"] == "not established":
             parts.append("key validity at signing NOT established (no independent time)")
+        if b.get("log", "not checked") not in ("not checked", "failed"):
+            parts.append(f"logged as {b['log']}")
         parts.append(f"{self.steps if self.steps is not None else '-'} steps")
         return "; ".join(parts)
 

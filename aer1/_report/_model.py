@@ -121,6 +121,8 @@ def _basis(report: Report) -> list[tuple[str, str]]:
     pairs = [("chain", chain), ("signer", signer), ("evidence", shown("evidence", b["evidence"])),
              ("root", b["root"]), ("timestamp", b["timestamp"] + (f" at {b['tsa_time']}" if b["tsa_time"] else "")),
              ("key validity", b["key_validity"])]
+    if "log" in b:  # a transparency log check ran (spec/log.md)
+        pairs.append(("log", shown("log", b["log"])))
     policy = next((c for c in report.checks if c.name == POLICY_CHECK), None)
     pairs.append(("policy", "not given" if policy is None else policy.status))
     return [(k, clip(v)) for k, v in pairs]

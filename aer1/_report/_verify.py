@@ -29,8 +29,11 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trusted-keys", metavar="DIR", help="directory of trusted public keys (*.pub, *.pem)")
     p.add_argument("--policy", metavar="FILE", help="a TOML policy file (spec/policy.md)")
     p.add_argument("--require", metavar="LIST", action="append", default=[],
-                   help="checks that must PASS, comma-separated: chain, signature, evidence, timestamp")
+                   help="checks that must PASS, comma-separated: chain, signature, evidence, timestamp, log")
     add_time_arguments(p)
+    from ..verifier._tlog_cli import add_log_key_arguments
+
+    add_log_key_arguments(p)
 
 
 def view_options(args: argparse.Namespace) -> ViewOptions:
@@ -40,9 +43,11 @@ def view_options(args: argparse.Namespace) -> ViewOptions:
     timing = time_options(args)
     policy: Policy | None
     policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
+    from ..verifier._tlog_cli import log_trust
+
     return ArchiveOptions(evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
                           policy=policy, tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy,
-                          keyring=args.keyring, run_id=os.urandom(8).hex())
+                          keyring=args.keyring, run_id=os.urandom(8).hex(), log=log_trust(args, policy))
 
 
 def expand_paths(path: str) -> list[tuple[str, bool, str | None]]:

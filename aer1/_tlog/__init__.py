@@ -20,7 +20,9 @@ One module per format; every name below is importable from ``aer1._tlog`` itself
   :func:`grow_tiles` (the tiles an append writes), :class:`TileHashReader` (a checked hash
   source over tiles), :func:`dir_tile_reader` / :func:`dir_bundle_reader`.
 * ``_proof``: offline proofs (c2sp.org/tlog-proof@v1): :class:`TlogProof`,
-  :func:`parse_tlog_proof`, :func:`format_tlog_proof`, :func:`verify_tlog_proof`.
+  :func:`parse_tlog_proof`, :func:`format_tlog_proof`, :func:`verify_tlog_proof`,
+  :func:`proof_path_for` (``name.json`` -> ``name.tlog-proof``).
+* ``_entry`` (imported from ``aer1._tlog._entry``): the entry bytes of a receipt (spec/log.md).
 
 Errors: :class:`aer1.errors.LogMalformed` (the input is not the format: nothing was
 checked) and :class:`aer1.errors.LogInvalid` (a well-formed input failed a check), each
@@ -71,10 +73,12 @@ from ._note import (
 from ._proof import (
     MAX_PROOF_BYTES,
     PROOF_HEADER,
+    PROOF_SUFFIX,
     TlogProof,
     VerifiedProof,
     format_tlog_proof,
     parse_tlog_proof,
+    proof_path_for,
     verify_tlog_proof,
 )
 from ._tiles import (
@@ -137,6 +141,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "MAX_TREE_SIZE",
     "PROOF_HEADER",
+    "PROOF_SUFFIX",
     "TILE_BYTES",
     "TILE_HEIGHT",
     "TILE_WIDTH",
@@ -189,6 +194,7 @@ __all__ = [
     "parse_tile_path",
     "parse_tlog_proof",
     "parse_vkey",
+    "proof_path_for",
     "read_file_bounded",
     "root_from_inclusion",
     "root_hash",

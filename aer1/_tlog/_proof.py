@@ -5,7 +5,8 @@ the inclusion proof hashes in base64 one a line (leaf's sibling first), an empty
 then the signed (and perhaps cosigned) checkpoint note verbatim.
 
 API:
-    PROOF_HEADER, MAX_PROOF_BYTES
+    PROOF_HEADER, PROOF_SUFFIX, MAX_PROOF_BYTES
+    proof_path_for(receipt_path) -> str               ``dir/name.json`` -> ``dir/name.tlog-proof``
     TlogProof(index, path, checkpoint, extra=None)   checkpoint: the note's bytes
     parse_tlog_proof(data) -> TlogProof               LogMalformed on a malformed file
     format_tlog_proof(proof) -> bytes
@@ -30,14 +31,18 @@ from ._tree import HASH_SIZE, MAX_PROOF_HASHES, leaf_hash, verify_inclusion
 __all__ = [
     "MAX_PROOF_BYTES",
     "PROOF_HEADER",
+    "PROOF_SUFFIX",
     "TlogProof",
     "VerifiedProof",
     "format_tlog_proof",
     "parse_tlog_proof",
+    "proof_path_for",
     "verify_tlog_proof",
 ]
 
 PROOF_HEADER = "c2sp.org/tlog-proof@v1"
+#: The file name ending of a receipt's proof: ``dir/name.json`` has ``dir/name.tlog-proof``.
+PROOF_SUFFIX = ".tlog-proof"
 #: Largest tlog-proof read (bytes): the checkpoint note and a few kilobytes of lines.
 MAX_PROOF_BYTES = MAX_NOTE_BYTES + 64 * 1024
 _MAX_EXTRA_BYTES = 16 * 1024
@@ -61,6 +66,12 @@ class VerifiedProof:
     index: int
     log_key: str
     cosigners: tuple[tuple[str, int], ...]  # (witness name, cosignature timestamp)
+
+
+def proof_path_for(receipt_path: str) -> str:
+    """``dir/name.json`` -> ``dir/name.tlog-proof``: where a receipt's log proof is written and looked for."""
+    base = receipt_path[:-5] if receipt_path.endswith(".json") else receipt_path
+    return base + PROOF_SUFFIX
 
 
 def _b64(text: str, what: str) -> bytes:

@@ -341,7 +341,7 @@ def check_bundle(data: bytes, leaf_hashes: Sequence[bytes]) -> list[bytes]:
     return entries
 
 
-def read_file_bounded(path: Path, limit: int) -> bytes:
+def read_file_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     """A regular file's bytes, at most ``limit`` of them (FileNotFoundError when it is missing)."""
     try:
         with open_regular(path) as f:
