@@ -11,13 +11,16 @@ the caller's time budget.
 
 from __future__ import annotations
 
+import logging
 import time
 from http import HTTPStatus
+from typing import Any
 
 from ._httpclient import HttpClientError, base_url, request
+from ._logdir import ReceiptLog
 from .errors import Aer1Error, LogInvalid, LogMalformed
 
-__all__ = ["DEFAULT_LOG_TIMEOUT_S", "MAX_ATTEMPTS", "LogServerError", "append_entry", "is_log_url"]
+__all__ = ["DEFAULT_LOG_TIMEOUT_S", "MAX_ATTEMPTS", "LogServerError", "RemoteReceiptLog", "append_entry", "is_log_url"]
 
 #: Longest one ``append_entry`` may take in all (seconds): the server's own answer time and a margin.
 DEFAULT_LOG_TIMEOUT_S = 40.0
@@ -25,6 +28,8 @@ DEFAULT_LOG_TIMEOUT_S = 40.0
 MAX_ATTEMPTS = 3
 #: Longest wait between two of them (seconds), whatever ``Retry-After`` asks.
 _MAX_BACKOFF_S = 5.0
+
+_logger = logging.getLogger("aer1")
 
 
 class LogServerError(Aer1Error, OSError):
@@ -90,3 +95,45 @@ def append_entry(url: str, entry: bytes, timeout: float = DEFAULT_LOG_TIMEOUT_S)
             break
         time.sleep(pause)
     raise LogServerError(f"the log server did not take the entry within {timeout:g} s ({why})")
+
+
+class RemoteReceiptLog(ReceiptLog):
+    """A collector's log on a log server (``Collector(log="http://...")``): the same duties as the folder
+    case (the opened entry, then the receipt at finalize, the proof written beside the saved receipt),
+    each entry sent with :func:`append_entry`. A failure never breaks the run and is never silent."""
+
+    def __init__(self, url: str, timeout: float = DEFAULT_LOG_TIMEOUT_S) -> None:
+        super().__init__(url)
+        self.url = url
+        self._timeout = timeout
+
+    def _send(self, entry: bytes) -> bytes | None:
+        try:
+            return append_entry(self.url, entry, self._timeout)
+        except Exception as e:  # logging must never break the run
+            self.errors.append(f"{type(e).__name__}: {e}")
+            _logger.warning("aer1: could not append to the log server %s: %s", self.url, e)
+            return None
+
+    def opened(self, workflow_id: str, receipt_id: str, started_at: str) -> bool:
+        """Log that the run started; False (and the error kept) when the server did not take it."""
+        from ._tlog._entry import opened_entry
+
+        return self._send(opened_entry(workflow_id, receipt_id, started_at).encode()) is not None
+
+    def closed(self, receipt: dict[str, Any]) -> bool:
+        """Log the finished receipt and keep the proof the server answered for :meth:`write_proof`."""
+        from ._tlog._entry import entry_for_receipt
+        from ._tlog._proof import parse_tlog_proof
+
+        try:
+            entry = entry_for_receipt(receipt).encode()
+        except LogMalformed as e:
+            self.errors.append(str(e))
+            _logger.warning("aer1: the receipt cannot be logged: %s", e)
+            return False
+        proof = self._send(entry)
+        if proof is None:
+            return False
+        self.proof, self.index = proof, parse_tlog_proof(proof).index
+        return True

@@ -35,6 +35,7 @@ from .verifier._output import CliError
 if TYPE_CHECKING:  # http.server is loaded when a server starts, not for every `aer1 log` command
     from ._httpserve import BoundedHandler
     from ._logdir import LogDir
+    from ._tlog._note import Verifier
 
 __all__ = [
     "DEFAULT_ANSWER_TIMEOUT_S",
@@ -227,15 +228,39 @@ def _posted_entry(body: bytes) -> bytes:
     return body
 
 
-def batch_appender(log: LogDir) -> AppendBatch[bytes]:
-    """The sequencer's writer: one ``LogDir.append`` per batch (it takes the log's lock), then each
-    entry's tlog-proof against the checkpoint that append wrote."""
+def batch_appender(log: LogDir, witnesses: Sequence[str] = (), witness_keys: Sequence[Verifier] = (),
+                   witness_timeout: float = 10.0) -> AppendBatch[bytes]:
+    """The sequencer's writer: one ``LogDir.append`` per batch (it takes the log's lock), then, with
+    ``witnesses``, their cosignatures gathered onto the new checkpoint (``aer1 log witness``), then each
+    entry's tlog-proof against that checkpoint, cosigned as far as the witnesses did."""
+    from dataclasses import replace
+
+    from ._tlog._note import parse_note
     from ._tlog._proof import format_tlog_proof
 
     def append(entries: Sequence[bytes]) -> list[bytes]:
         appended = log.append(entries)
         proofs = log.proofs(appended, [appended.index(k) for k in range(len(entries))])
+        if witnesses:
+            note = _cosigned(log, appended.note, witnesses, witness_keys, witness_timeout)
+            proofs = [replace(p, checkpoint=note) for p in proofs]
         return [format_tlog_proof(p) for p in proofs]
+
+    def _cosigned(log: LogDir, note: bytes, urls: Sequence[str], keys: Sequence[Verifier], timeout: float) -> bytes:
+        """The checkpoint ``note`` with the cosignatures the witnesses gave (``note`` itself if none did,
+        or if the log moved on meanwhile: the proofs are against ``note``'s tree)."""
+        from ._log_witness import gather_for
+
+        try:
+            run = gather_for(log, urls, keys, timeout)
+        except (LogInvalid, LogMalformed, OSError) as e:
+            _log.warning("witnesses: %s", e)
+            return note
+        for outcome in run.outcomes:
+            if outcome.error is not None:
+                _log.warning("witness %s did not cosign size %d: %s", outcome.url, run.checkpoint.size, outcome.error)
+        _, current = log.checkpoint()
+        return current if parse_note(current).text == parse_note(note).text else note
 
     return append
 
@@ -305,7 +330,19 @@ def _serve(args: argparse.Namespace) -> int:
         log.signer  # noqa: B018 - and one that cannot sign (its key file missing or another key's)
     except (ValueError, LogMalformed, LogInvalid, UsageError) as e:
         raise CliError(str(e)) from e
-    sequencer = Sequencer(batch_appender(log), queue_size=args.queue_size).start()
+    from ._witness_server import load_witness_keys
+
+    keys = load_witness_keys(args.witness_key)
+    if args.witness_key and not args.witness:
+        raise CliError("--witness-key goes with --witness URL")
+    from ._httpclient import base_url
+
+    for url in args.witness:
+        try:
+            base_url(url)
+        except ValueError as e:
+            raise CliError(f"--witness: {e}") from e
+    sequencer = Sequencer(batch_appender(log, args.witness, keys), queue_size=args.queue_size).start()
     server = BoundedServer((host, port), log_handler(log, sequencer, args.timeout))
     print(f"listening on {server.url}", flush=True)
     serve_until_stopped(server, args.stop_after, on_stop=sequencer.stop)
@@ -321,5 +358,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"most entries waiting to be appended (default {DEFAULT_QUEUE_SIZE}); more: 503")
     p.add_argument("--timeout", type=float, default=DEFAULT_ANSWER_TIMEOUT_S, metavar="SECONDS",
                    help=f"longest a POST waits for its entry's checkpoint (default {DEFAULT_ANSWER_TIMEOUT_S:g})")
+    p.add_argument("--witness", action="append", default=[], metavar="URL",
+                   help="a witness asked to cosign each new checkpoint before the answer (as `aer1 log witness`); "
+                        "repeat for more")
+    p.add_argument("--witness-key", action="append", default=[], metavar="VKEY",
+                   help="a trusted witness key (type 0x04): only cosignatures by these keys are kept, each checked")
     p.add_argument("--stop-after", type=float, metavar="SECONDS", help="stop serving after this many seconds")
     p.set_defaults(func=_serve)

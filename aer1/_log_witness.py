@@ -44,6 +44,7 @@ __all__ = [
     "add_log_witness_arguments",
     "cosign_once",
     "gather_cosignatures",
+    "gather_for",
 ]
 
 #: Requests sent to one witness for one checkpoint: old 0, then the size it names (twice, if it moves).
@@ -153,7 +154,12 @@ def gather_cosignatures(directory: str | Path, urls: Sequence[str], keys: Sequen
     """Ask every witness in ``urls`` to cosign the log's checkpoint and write their cosignatures onto it."""
     from ._logdir import LogDir
 
-    log = LogDir(directory)
+    return gather_for(LogDir(directory), urls, keys, timeout)
+
+
+def gather_for(log: LogDir, urls: Sequence[str], keys: Sequence[Verifier] = (),
+               timeout: float = DEFAULT_WITNESS_TIMEOUT_S) -> WitnessRun:
+    """:func:`gather_cosignatures` for an open log (the log server keeps one)."""
     for _ in range(MAX_ROUNDS):
         note_bytes, note, checkpoint = _current(log)
         reader = log.hash_reader(checkpoint)
@@ -199,16 +205,10 @@ def _write_cosignatures(log: LogDir, text: str, new: Sequence[Signature]) -> int
 def _witness_command(args: argparse.Namespace) -> int:
     """``aer1 log witness``: one line per witness; exit 0 if all cosigned, 1 if some did not."""
     from ._httpclient import base_url
-    from ._tlog._cosig import CosignatureVerifier
-    from ._witness_server import load_vkey
+    from ._witness_server import load_witness_keys
     from .verifier._output import CliError, one_line
 
-    keys: list[Verifier] = []
-    for text in args.witness_key:
-        key = load_vkey(text, "--witness-key")
-        if not isinstance(key, CosignatureVerifier):
-            raise CliError(f"--witness-key {text[:200]!r}: a witness key is a cosignature key (type 0x04)")
-        keys.append(key)
+    keys = load_witness_keys(args.witness_key)
     for url in args.witness:
         try:
             base_url(url)

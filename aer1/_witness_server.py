@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ._tlog._note import Verifier
     from ._witness import Witness
 
-__all__ = ["MAX_KEY_ARG_BYTES", "add_witness_arguments", "load_cosigner", "load_vkey", "witness_handler"]
+__all__ = ["MAX_KEY_ARG_BYTES", "add_witness_arguments", "load_cosigner", "load_vkey", "load_witness_keys",
+           "witness_handler"]
 
 #: Largest key file read for ``--key`` or a ``--log`` verifier key (bytes).
 MAX_KEY_ARG_BYTES = 64 * 1024
@@ -62,6 +63,19 @@ def load_vkey(text: str, what: str) -> Verifier:
         return parse_vkey(value)
     except LogMalformed as e:
         raise CliError(f"{what} {text[:200]!r}: {e}") from e
+
+
+def load_witness_keys(texts: list[str]) -> list[Verifier]:
+    """``--witness-key`` values: cosignature verifier keys (type 0x04), inline or in files."""
+    from ._tlog._cosig import CosignatureVerifier
+
+    keys: list[Verifier] = []
+    for text in texts:
+        key = load_vkey(text, "--witness-key")
+        if not isinstance(key, CosignatureVerifier):
+            raise CliError(f"--witness-key {text[:200]!r}: a witness key is a cosignature key (type 0x04)")
+        keys.append(key)
+    return keys
 
 
 def load_cosigner(key: str, name: str | None) -> CosignatureSigner:
