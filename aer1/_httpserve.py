@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -140,6 +141,9 @@ class BoundedHandler(BaseHTTPRequestHandler):
         """Bound every socket read and write by the server's timeout."""
         super().setup()
         self.connection.settimeout(self.server.client_timeout)
+        # Headers and body leave in two writes: without this, Nagle's algorithm holds the body until the
+        # client's delayed ACK of the headers (40 ms a keep-alive request).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # ------------------------------------------------------------------ dispatch
 

@@ -54,8 +54,9 @@ __all__ = [
 DEFAULT_QUEUE_SIZE = 32
 #: Most entries appended in one batch (one checkpoint).
 DEFAULT_BATCH_MAX = 256
-#: Longest the sequencer waits for more entries before appending a batch (seconds).
-DEFAULT_BATCH_WAIT_S = 0.05
+#: Longest the sequencer waits for more entries before appending a batch (seconds). 0: a batch is what
+#: is queued when the writer is free (entries arriving while it writes form the next one).
+DEFAULT_BATCH_WAIT_S = 0.0
 #: Longest a POST waits for its entry to be in a checkpoint (seconds).
 DEFAULT_ANSWER_TIMEOUT_S = 30.0
 #: Largest receipt taken by POST (bytes); a larger one is logged by sending its entry instead.
