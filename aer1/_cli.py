@@ -279,6 +279,12 @@ def _log_arguments(lg: argparse.ArgumentParser) -> None:
     add_log_arguments(lg)
 
 
+def _witness_arguments(w: argparse.ArgumentParser) -> None:
+    from ._witness_server import add_witness_arguments
+
+    add_witness_arguments(w)
+
+
 #: Each command: its help line and what adds its arguments and handler. Only the command
 #: that runs gets its arguments, so only its modules load (start-up is most of a short run).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
@@ -291,6 +297,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
     "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
     "log": ("a transparency log of receipts: init, append (spec/log.md)", _log_arguments),
+    "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)", _witness_arguments),
 }
 
 

@@ -120,7 +120,8 @@ class Collector:
     ``personal`` (content paths such as ``arguments.email`` or ``*.email``, or a predicate
     over (path, value)) marks fields that are committed with a salt and disclosed beside
     the evidence, so they can be erased later (spec/erasure.md).
-    With ``log`` (a folder made by ``aer1 log init``) it logs an "opened" entry now (unless
+    With ``log`` (a folder made by ``aer1 log init``, or an ``aer1 log serve`` URL) it logs an
+    "opened" entry now (unless
     ``log_opened=False``) and the receipt at finalize; ``save()`` writes ``NAME.tlog-proof``
     beside the receipt (spec/log.md). ``log_key``: the log's private key file, when not the
     one named at init.
@@ -213,9 +214,12 @@ class Collector:
         #: The transparency log (``log=`` folder, spec/log.md): an "opened" entry now, the receipt at finalize.
         self.log: ReceiptLog | None = None
         if log is not None:
+            from ._log_client import RemoteReceiptLog, is_log_url
             from ._logdir import ReceiptLog  # only a logging collector loads the log writer
 
-            self.log = ReceiptLog(log, log_key)
+            if is_log_url(log) and log_key is not None:
+                raise UsageError("log_key goes with a log folder: a log server signs with its own key")
+            self.log = RemoteReceiptLog(str(log)) if is_log_url(log) else ReceiptLog(log, log_key)
         if self.log is not None and log_opened and not self.log.opened(
                 self.workflow_id, self.receipt_id, timefmt.format_ns(timefmt.now_ns())):
             self.recording_failures += 1  # the run's start is not in the log: the receipt says so

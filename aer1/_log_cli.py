@@ -91,11 +91,26 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_prove)
 
 
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    from ._log_server import add_serve_arguments
+
+    add_serve_arguments(p)
+
+
+def _witness_arguments(p: argparse.ArgumentParser) -> None:
+    from ._log_witness import add_log_witness_arguments
+
+    add_log_witness_arguments(p)
+
+
 #: ``aer1 log`` commands: name -> (help line, adds its arguments).
 LOG_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "init": ("create an empty log: DIR --origin ORIGIN --key LOGKEY", _init_arguments),
     "append": ("log receipts as one batch and write NAME.tlog-proof beside each", _append_arguments),
     "prove": ("write NAME.tlog-proof again against the current (e.g. cosigned) checkpoint", _prove_arguments),
+    "serve": ("serve the log over HTTP: its tiles read-only, entries taken by POST /add (spec/witness.md)",
+              _serve_arguments),
+    "witness": ("gather witness cosignatures onto the log's checkpoint (spec/witness.md)", _witness_arguments),
 }
 
 

@@ -182,6 +182,8 @@ class LogDir:
             raise LogMalformed(f"{self.root / LOG_CONFIG}: want format {LOG_FORMAT!r}")
         origin, key_file = config.get("origin"), key or config.get("key")
         check_key_name(origin)
+        if not isinstance(origin, str):
+            raise LogMalformed(f"{self.root / LOG_CONFIG}: no origin named")
         if not isinstance(key_file, str):
             raise LogMalformed(f"{self.root / LOG_CONFIG}: no signing key file named")
         self.origin: str = origin
@@ -343,9 +345,9 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
 
         width = min(TILE_WIDTH, cp.size - t * TILE_WIDTH)
         for k, entry in enumerate(check_bundle(dir_bundle_reader(log.root)(t, width), reader.leaf_hashes(t))):
-            path = left.pop(entry, None)
-            if path is not None:
-                found[path] = t * TILE_WIDTH + k
+            named = left.pop(entry, None)
+            if named is not None:
+                found[named] = t * TILE_WIDTH + k
         if not left:
             break
     if left:

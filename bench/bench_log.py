@@ -36,12 +36,12 @@ from _table import machine
 
 sys.path.insert(0, str(REPO))
 
-from aer1 import Collector  # noqa: E402
-from aer1._logdir import LogDir, append_receipts, init_log  # noqa: E402
-from aer1._signing import generate_key_pair  # noqa: E402
-from aer1._tlog import TlogProof, format_tlog_proof, inclusion_proof  # noqa: E402
-from aer1._tlog._entry import LogEntry  # noqa: E402
-from aer1.verifier._tlog import LogTrust, walk_log  # noqa: E402
+from aer1 import Collector
+from aer1._logdir import LogDir, append_receipts, init_log
+from aer1._signing import generate_key_pair
+from aer1._tlog import TlogProof, format_tlog_proof, inclusion_proof
+from aer1._tlog._entry import LogEntry
+from aer1.verifier._tlog import LogTrust, walk_log
 
 _TIMEOUT_S = 3600
 

@@ -80,16 +80,14 @@ class Outcome:
     skipped: str | None = None
     #: The evidence file used (None: none), so a signed summary names it and its re-check reads it.
     evidence: str | None = None
+    #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
+    log_entry: bytes | None = None
+    log_why: str = ""
 
 
 def skipped_line(o: Outcome) -> str:
     """The line a run of many files prints for a file it skipped: what it is."""
     return one_line(f"{o.report.source}: not a receipt, skipped: {o.skipped}")
-
-
-    #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
-    log_entry: bytes | None = None
-    log_why: str = ""
 
 
 def file_sha256(path: str) -> str:

@@ -330,19 +330,19 @@ class Completeness:
         """The comparison, as the JSON section of the run."""
         w = self.walk
         for key, found in self.seen.items():
-            listed = w.closed.get(key)
+            entries = w.closed.get(key)
             for leaf, source in found:
-                if listed is None:
+                if entries is None:
                     self.problems["not_listed"].add(source)
-                elif not any(h == leaf for _, h, _ in listed):
-                    self.problems["not_matching"].add(f"{source} (entries {', '.join(str(i) for i, _, _ in listed)})")
+                elif not any(h == leaf for _, h, _ in entries):
+                    self.problems["not_matching"].add(f"{source} (entries {', '.join(str(i) for i, _, _ in entries)})")
         for key, listed in w.closed.items():
-            found = self.seen.get(key)
-            if found is None:
+            in_archive = self.seen.get(key)
+            if in_archive is None:
                 index, _, ids = listed[0]
                 self.problems["missing"].add(f"{ids} (entry {index})")
                 continue
-            leaves = {leaf for leaf, _ in found}
+            leaves = {leaf for leaf, _ in in_archive}
             for index, h, ids in listed[1:] if len(listed) > 1 else ():
                 if h not in leaves:
                     self.problems["not_matching"].add(f"{ids} (entry {index}: another version than the archive's)")

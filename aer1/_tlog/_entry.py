@@ -148,7 +148,7 @@ def entry_for_receipt(receipt: Mapping[str, Any]) -> LogEntry:
     if sig is not None and not isinstance(signer, str):
         raise LogMalformed("log entry: the receipt's signature has no key_id")
     entry = LogEntry(CLOSED, receipt.get("workflow_id"), receipt.get("receipt_id"),  # type: ignore[arg-type]
-                     steps[0].get("started_at"), receipt.get("status"), receipt.get("merkle_root"),
+                     steps[0].get("started_at"), receipt.get("status"), receipt.get("merkle_root"),  # type: ignore[arg-type]
                      receipt.get("chain_head"), signer, steps[-1].get("ended_at"))
     entry._check()
     return entry
