@@ -22,6 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any, ClassVar
 
+from .errors import Aer1Error
+
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_TIMEOUT_S",
@@ -49,7 +51,7 @@ _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset
 _log = logging.getLogger("aer1.http")
 
 
-class HttpFailure(Exception):
+class HttpFailure(Aer1Error):
     """A request is answered with ``status`` and the one-line ``message`` (raised by handlers)."""
 
     def __init__(self, status: int, message: str, headers: Iterable[tuple[str, str]] = ()) -> None:
