@@ -18,7 +18,7 @@ import jinja2
 
 from .._outfile import replace_file
 from ..verifier._archive import Outcome
-from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view
+from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
 from ._verify import ViewOptions, verify_for_view
 
 __all__ = ["render_archive", "render_receipt", "write_archive", "write_receipt_page"]
@@ -29,6 +29,7 @@ _KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_executi
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("aer1._report", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_env.globals["short_id"] = short_id
 
 
 def _asset(name: str) -> str:

@@ -72,7 +72,7 @@ def test_receipt_page_draws_the_run_and_never_runs_its_content(browser: object, 
     page = w.page
     assert page.text_content("#verdict-text") == "VALID"
     assert "evidence: checked" in (page.text_content("#basis") or "")
-    assert page.locator("details.step").count() == 7
+    assert page.locator("article.step").count() == 7
     assert page.locator("svg#timeline g.lane").count() == 4  # user, the hostile name, <b>bob</b>, aer1
     assert page.locator("svg#timeline .arrow").count() == 1  # the handoff
     assert page.evaluate("window.__pwned") is None, "hostile content ran"
@@ -80,7 +80,7 @@ def test_receipt_page_draws_the_run_and_never_runs_its_content(browser: object, 
     assert '<script>window.__pwned = 1</script>' in (page.text_content("#step-2 pre") or "")
     page.click('svg#timeline g.step-mark[data-seq="4"]')
     assert page.evaluate("location.hash") == "#step-4"
-    assert page.locator("#step-4").get_attribute("open") is not None, "the step linked to did not open"
+    assert page.locator("#step-4 details.full").get_attribute("open") is not None, "the step linked to did not open"
     w.shot("receipt-hostile.png")
     w.clean()
 
@@ -90,9 +90,9 @@ def test_tampered_receipt_shows_its_failing_step(browser: object, tampered_recei
     w = Watched(browser, write_page(tampered_receipt, tmp_path / "tampered.html"))
     page = w.page
     assert page.text_content("#verdict-text") == "INVALID"
-    failing = page.locator("details.step.failing")
+    failing = page.locator("article.step.failing")
     assert failing.count() == 1 and failing.get_attribute("id") == "step-3"
-    assert failing.get_attribute("open") is not None and failing.locator(".expected-actual").is_visible()
+    assert failing.locator("details.full").get_attribute("open") is not None and failing.locator(".expected-actual").is_visible()
     assert page.locator("svg#timeline rect.step-box.failing").count() == 1
     page.click("#first-failing")
     assert page.evaluate("location.hash") == "#step-3"
@@ -108,8 +108,8 @@ def test_policy_violations_link_to_their_steps(browser: object, honest_receipt: 
     links = page.locator("a.violation-link")
     assert sorted(links.evaluate_all("els => els.map(e => e.getAttribute('href'))")) == ["#step-3", "#step-5"]
     links.filter(has_text="step 5").click()
-    assert page.locator("#step-5").get_attribute("open") is not None
-    assert page.locator("details.step.violating").count() == 2
+    assert page.locator("#step-5 details.full").get_attribute("open") is not None
+    assert page.locator("article.step.violating").count() == 2
     w.clean()
 
 
@@ -142,4 +142,4 @@ def test_archive_page_filters_sorts_and_links(browser: object, honest_receipt: P
     w.shot("archive.png")
     w.clean()
     page.locator("#receipts tbody tr", has_text="a third run").locator("a").click()
-    assert page.text_content("#verdict-text") == "VALID" and page.locator("details.step").count() == 7
+    assert page.text_content("#verdict-text") == "VALID" and page.locator("article.step").count() == 7
