@@ -23,6 +23,9 @@ from ._verify import ViewOptions, verify_for_view
 
 __all__ = ["render_archive", "render_receipt", "write_archive", "write_receipt_page"]
 
+#: Steps in one block of the step list: the browser lays out and styles only the blocks on screen.
+CHUNK_STEPS = 25
+
 #: Step kinds the timeline colours by name; any other kind is drawn in one neutral colour.
 _KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_execution", "speaker_selection",
                     "termination", "task", "close", "error"})
@@ -47,7 +50,7 @@ def _page(template: str, script: str, **values: Any) -> str:
 def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None) -> str:
     """The HTML page of one verified receipt."""
     return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence), back=back,
-                 kinds=_KINDS, max_content=MAX_CONTENT_CHARS)
+                 kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS)
 
 
 def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str]) -> str:
