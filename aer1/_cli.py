@@ -150,6 +150,12 @@ def _show(args: argparse.Namespace) -> int:
 
     if not MIN_ROWS <= args.rows <= MAX_ROWS:
         raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
+    if args.json + args.csv + args.jsonl + args.follow > 1:
+        raise CliError("--json, --csv, --jsonl and --follow go one at a time")
+    if args.follow:
+        from ._follow import follow_cli
+
+        return follow_cli(args.receipt)
     if os.path.isdir(args.receipt):
         raise CliError(f"{args.receipt} is a directory: show takes one receipt (aer1 report takes a folder)")
     opts = view_options(args)
@@ -158,7 +164,13 @@ def _show(args: argparse.Namespace) -> int:
     verdict = f"verdict: {report.verdict} ({verdict_line(report)})" if report.valid else \
         f"verdict: {report.verdict}: {verdict_line(report)}"
     contents, unread = evidence_contents(evidence_for(args.receipt, args.evidence), MAX_ROWS)
-    if args.json:
+    if args.csv or args.jsonl:  # the rows on standard output, the verdict on standard error
+        from ._export import csv_text, export_rows, jsonl_lines
+
+        rows = export_rows(receipt, contents)
+        sys.stdout.writelines(csv_text(rows) if args.csv else jsonl_lines(rows))
+        print(one_line(verdict + (f" (evidence: {unread})" if unread else "")), file=sys.stderr)
+    elif args.json:
         sys.stdout.write(dump_json({
             "source": args.receipt, "verdict": report.verdict, "exit_code": report.exit_code,
             "basis": report.basis(), "reason": verdict_line(report), "goal": receipt.get("goal"),
@@ -245,6 +257,12 @@ def _show_arguments(sh: argparse.ArgumentParser) -> None:
     sh.add_argument("receipt")
     sh.add_argument("--rows", type=int, default=60)
     sh.add_argument("--json", action="store_true", help="one JSON object: the verdict and the same rows")
+    sh.add_argument("--csv", action="store_true", help="the steps as CSV rows with their content's fields "
+                    "(formula cells neutralised); the verdict on standard error")
+    sh.add_argument("--jsonl", action="store_true", help="the steps as JSON Lines with their whole content; "
+                    "the verdict on standard error")
+    sh.add_argument("--follow", action="store_true", help="RECEIPT is a run's journal: print its steps as they "
+                    "are journaled until the run is finalized or its writer is gone (spec/report.md)")
     add_verify_options(sh)
     sh.set_defaults(func=_show)
 
