@@ -277,6 +277,13 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.set_defaults(func=_report)
 
 
+def _diff_arguments(df: argparse.ArgumentParser) -> None:
+    from ._diff_cli import add_diff_arguments, diff_cli
+
+    add_diff_arguments(df)
+    df.set_defaults(func=lambda a: diff_cli(a, _read_receipt))
+
+
 def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     from ._recover import add_recover_arguments
 
@@ -294,6 +301,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
+    "diff": ("compare two receipts of the same task step by step (exit 0 same, 1 differ, 2 unreadable)",
+             _diff_arguments),
 }
 
 

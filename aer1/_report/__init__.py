@@ -21,7 +21,7 @@ from ..verifier._archive import Outcome
 from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
 from ._verify import ViewOptions, verify_for_view
 
-__all__ = ["render_archive", "render_receipt", "write_archive", "write_receipt_page"]
+__all__ = ["render_archive", "render_receipt", "write_archive", "write_diff_page", "write_receipt_page"]
 
 #: Steps in one block of the step list: the browser lays out and styles only the blocks on screen.
 CHUNK_STEPS = 25
@@ -72,6 +72,11 @@ def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, ou
     outcome = verify_for_view(task, opts)
     _write(output, render_receipt(task[0], outcome, opts.evidence))
     return outcome
+
+
+def write_diff_page(output: str, sides: list[dict[str, Any]], diff: Any, code: int) -> None:
+    """The HTML page of ``aer1 diff``: both verdicts, then every aligned step with what differs."""
+    _write(output, _page("diff.html.j2", "", sides=sides, diff=diff, counts=diff.counts(), same=code == 0))
 
 
 def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: ViewOptions,
