@@ -191,6 +191,14 @@ def _report(args: argparse.Namespace) -> int:
     from ._report._verify import expand_paths, view_options
 
     opts = view_options(args)
+    frame = None
+    if args.frame is not None:
+        from ._report._frame import load_frame
+
+        try:
+            frame = load_frame(args.frame)
+        except ValueError as e:
+            raise CliError(f"--frame: {e}") from e
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
@@ -201,9 +209,9 @@ def _report(args: argparse.Namespace) -> int:
     if os.path.isdir(args.path):
         if args.evidence:
             raise CliError("--evidence goes with exactly one receipt, not a folder")
-        outcomes = write_archive(args.path, tasks, opts, args.output)
+        outcomes = write_archive(args.path, tasks, opts, args.output, frame)
     else:
-        outcomes = [write_receipt_page(tasks[0], opts, args.output)]
+        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame)]
     code = max(o.report.exit_code for o in outcomes)
     verdicts = Counter(o.report.verdict for o in outcomes)
     print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
@@ -273,6 +281,8 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("path", help="a receipt file, or a folder: every *.json under it")
     rp.add_argument("-o", "--output", required=True,
                     help="the HTML file to write (for a folder: its pages go beside it, the folder made as needed)")
+    rp.add_argument("--frame", metavar="NAME", help="add a section mapping what was verified onto obligations: a "
+                    "shipped frame (eu-ai-act) or a frame file (spec/report.md)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -313,7 +314,10 @@ def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str
         starts = [s.get("started_at") for s in wf["steps"] if parse_time(s.get("started_at")) is not None]
         started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
     key = basis.get("key_id")
+    rows = step_rows(wf) if wf is not None else []
     return {
+        "violations": dict(Counter(clip(v.rule, 200) for v in _violations(report))),
+        "agent_totals": totals(rows, "agent"), "tool_totals": totals(rows, "tool"),
         "verdict": report.verdict, "reason": verdict_line(report), "goal": clip(wf.get("goal", "") if wf else "", 300),
         "status": clip(outcome.status or (wf.get("status", "") if wf else "")), "agents": ", ".join(agents[:20]),
         "steps": report.steps if report.steps is not None else "", "time": started,

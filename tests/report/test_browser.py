@@ -82,9 +82,11 @@ def test_archive_page_filters_sorts_and_links(browser: object, honest_receipt: P
     assert page.text_content("#shown") == "1"
     page.select_option("#verdict-filter", "")
     page.fill("#filter", "third")
+    page.wait_for_function("() => document.getElementById('shown').textContent === '1'")  # applied after a pause
     visible = page.locator("#receipts tbody tr:not([hidden])")
     assert visible.count() == 1 and "a third run" in (visible.text_content() or "")
     page.fill("#filter", "")
+    page.wait_for_function("() => document.getElementById('shown').textContent === '3'")
     page.click("#receipts thead th:nth-child(5)")  # steps, ascending
     steps = rows.evaluate_all("rs => rs.map(r => Number(r.cells[4].textContent))")
     assert steps == sorted(steps), f"got {steps}, want ascending"
