@@ -146,8 +146,9 @@ def _op(name: str, a: _Side | None, i: int | None, b: _Side | None, j: int | Non
     side, at = (a, i) if a is not None and i is not None else (b, j)
     assert side is not None and at is not None
     r = side.rows[at]
-    return Op(name, None if a is None or i is None else a.rows[i].seq, None if b is None or j is None else b.rows[j].seq,
-              r.kind, r.agent, r.tool, changes, r.preview)
+    seq_a = None if a is None or i is None else a.rows[i].seq
+    seq_b = None if b is None or j is None else b.rows[j].seq
+    return Op(name, seq_a, seq_b, r.kind, r.agent, r.tool, changes, r.preview)
 
 
 def _pair(a: _Side, i: int, b: _Side, j: int) -> Op:
@@ -185,8 +186,8 @@ def _aligned(a: _Side, i1: int, b: _Side, j1: int, n: int) -> list[Op]:
     return ops
 
 
-def _blocks(a: _Side, lo_a: int, hi_a: int, b: _Side, lo_b: int, hi_b: int, notes: list[str]) -> list[tuple[str, int,
-                                                                                                               int, int, int]]:
+def _blocks(a: _Side, lo_a: int, hi_a: int, b: _Side, lo_b: int, hi_b: int,
+            notes: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes over the keys of A[lo_a:hi_a] and B[lo_b:hi_b] (absolute indices)."""
     if hi_a - lo_a > MAX_ALIGNED_STEPS or hi_b - lo_b > MAX_ALIGNED_STEPS:
         notes.append(f"the runs differ over more than {MAX_ALIGNED_STEPS} steps: the rest is paired by position")
@@ -230,7 +231,7 @@ def diff_receipts(receipt_a: Mapping[str, Any], contents_a: Mapping[int, Any], r
         added += range(j1, j2)
     ops += [_pair(a, n_a - tail + k, b, n_b - tail + k) for k in range(tail)]
     # a removed step whose key and content reappear among the added ones was moved, not lost
-    unmatched = {}
+    unmatched: dict[tuple[tuple[str, str, str], object], list[int | None]] = {}
     for j in added:
         unmatched.setdefault((b.key(j), b.digest(j)), []).append(b.rows[j].seq)
     moved_to: dict[int | None, int | None] = {}

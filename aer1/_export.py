@@ -20,7 +20,7 @@ from typing import Any
 from ._report._content import FIELDS, essentials
 from ._timeline import step_rows
 
-__all__ = ["CSV_CELL_CHARS", "COLUMNS", "csv_text", "export_rows", "jsonl_lines", "neutralise"]
+__all__ = ["COLUMNS", "CSV_CELL_CHARS", "csv_text", "export_rows", "jsonl_lines", "neutralise"]
 
 #: Characters of one CSV cell (a spreadsheet holds 32,767); a longer value is cut with a note.
 CSV_CELL_CHARS = 32_000

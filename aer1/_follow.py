@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ._journal import writer_holds_lock
-from ._recover import RecoveryError, _BadLine, _check_header, _check_step_members, _parse
 from ._limits import MAX_JOURNAL_LINE_BYTES
+from ._recover import RecoveryError, _BadLine, _check_header, _check_step_members, _parse
 from ._timeline import StepRow, format_row, parse_time, step_rows
 from .verifier._output import CliError, one_line
 
@@ -48,7 +48,8 @@ class _State:
 
 
 def _row(step: dict[str, Any], content: Any, has_content: bool, state: _State) -> StepRow:
-    row = step_rows({"steps": [step]}, {step.get("seq"): content} if has_content else None)[0]
+    seq = step["seq"]  # checked: the next seq
+    row = step_rows({"steps": [step]}, {seq: content} if has_content else None)[0]
     begun = parse_time(step.get("started_at"))
     if state.origin is None and begun is not None:
         state.origin = begun
@@ -84,7 +85,7 @@ def follow(path: str, out: IO[str], *, idle_s: float = IDLE_S, poll_s: float = P
            clock: Callable[[], float] = time.monotonic) -> int:
     """Print the journal's lines as they come; 0 when the run was finalized, 1 when it was interrupted."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - held across the loop below
+        f = open(path, "rb")  # closed by the with block below
     except OSError as e:
         raise CliError(f"cannot read journal {path}: {e.strerror or e}") from e
     with f:

@@ -46,7 +46,7 @@ def _chart(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     step = (CHART_WIDTH - CHART_LEFT) / len(keys)
     bars = []
     for n, k in enumerate(keys):
-        y = CHART_HEIGHT + 10
+        y = float(CHART_HEIGHT + 10)
         parts = []
         for verdict in ("VALID", "INVALID", "MALFORMED"):
             h = round(buckets[k][verdict] / top * CHART_HEIGHT, 2)

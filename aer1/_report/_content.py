@@ -21,7 +21,7 @@ from typing import Any
 
 from .._canonical import restore
 
-__all__ = ["FIELDS", "Essentials", "essentials", "as_text"]
+__all__ = ["FIELDS", "Essentials", "as_text", "essentials"]
 
 #: The fields, in the order a view shows them.
 FIELDS = ("tool", "arguments", "result", "error", "text", "target", "choice", "mechanism", "decision", "exit_code",

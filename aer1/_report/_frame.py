@@ -17,13 +17,14 @@ spec/report.md.
 from __future__ import annotations
 
 import os
-import tomllib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..verifier._report import PASS, Report
 from .._timeline import parse_time
+from ..verifier._parse import MalformedInput, read_limited
+from ..verifier._report import PASS, Report
 
 __all__ = ["FRAME_FORMAT", "Frame", "FrameItem", "assess_archive", "assess_receipt", "load_frame"]
 
@@ -96,19 +97,23 @@ def load_frame(name: str) -> Frame:
     """A frame by name (shipped with aer1) or by path; ValueError says what is wrong with it."""
     shipped = os.path.join(FRAMES_DIR, f"{name}.toml")
     path = shipped if name.replace("-", "").replace("_", "").isalnum() and os.path.isfile(shipped) else name
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FRAME_BYTES + 1)
-    except OSError as e:
+    if sys.version_info >= (3, 11):  # as the policy reader: the TOML reader loads only when a frame is read
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+    if not os.path.isfile(path):
         known = sorted(n[:-5] for n in os.listdir(FRAMES_DIR) if n.endswith(".toml"))
-        raise ValueError(f"no frame {name!r} (shipped: {', '.join(known)}; or give a file): "
-                         f"{e.strerror or e}") from e
-    if len(data) > MAX_FRAME_BYTES:
-        raise ValueError(f"frame {path} is over {MAX_FRAME_BYTES} bytes")
+        raise ValueError(f"no frame {name!r} (shipped: {', '.join(known)}; or give a frame file)")
     try:
+        data = read_limited(path, MAX_FRAME_BYTES, what="a frame file")
         raw = tomllib.loads(data.decode("utf-8"))
+    except MalformedInput as e:
+        raise ValueError(f"frame {path}: {e}") from e
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"frame {path} is not TOML: {e}") from e
+    except RecursionError as e:
+        raise ValueError(f"frame {path} is nested too deeply to be a frame") from e
     unknown = set(raw) - _TOP_KEYS
     if unknown:
         raise ValueError(f"frame {path} has unknown keys: {', '.join(sorted(unknown))}")

@@ -16,11 +16,11 @@ from .._canonical import restore
 from .._limits import MAX_INPUT_BYTES
 from .._redact import REDACTED
 from .._timeline import StepRow, evidence_contents, parse_time, step_rows
-from ._content import essentials
 from ..verifier._archive import Outcome
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
 from ..verifier._report import FAIL, PASS, Report
+from ._content import essentials
 
 __all__ = ["INLINE_CHARS", "MAX_CONTENT_CHARS", "MAX_PAGE_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS",
            "MAX_TIMELINE_STEPS", "archive_row", "load_receipt", "receipt_view", "short_id"]

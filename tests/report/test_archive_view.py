@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aer1._report import render_archive
 from aer1._report._archive import ROWS_PER_PAGE
-from tests.report._browser import SHOTS, Watched, browser, write_page
+from tests.report._browser import Watched, browser, write_page
 from tests.report.conftest import HOSTILE_ATTRIBUTE, HOSTILE_SCRIPT, save, shapes_collector
 
 __all__ = ["browser"]

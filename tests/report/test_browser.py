@@ -43,7 +43,8 @@ def test_tampered_receipt_shows_its_failing_step(browser: object, tampered_recei
     assert page.text_content("#verdict-text") == "INVALID"
     failing = page.locator("article.step.failing")
     assert failing.count() == 1 and failing.get_attribute("id") == "step-3"
-    assert failing.locator("details.full").get_attribute("open") is not None and failing.locator(".expected-actual").is_visible()
+    assert failing.locator("details.full").get_attribute("open") is not None
+    assert failing.locator(".expected-actual").is_visible()
     assert page.locator("svg#timeline rect.step-box.failing").count() == 1
     page.click("#first-failing")
     assert page.evaluate("location.hash") == "#step-3"

@@ -27,7 +27,8 @@ def fields_of(kind: str, content: Any, **step: Any) -> tuple[dict[str, str], boo
      {"tool": "f", "arguments": '{"x": 1}', "result": "fine"}, False),
     ({"name": "f", "arguments": "{}", "result": "no", "success": False}, {"tool": "f", "arguments": "{}",
                                                                           "error": "no"}, True),
-    ({"arguments": {"x": 1}, "executed": True, "result": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    ({"arguments": {"x": 1}, "executed": True,
+      "result": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
      {"tool": "step-tool", "arguments": '{"x": 1}', "result": "a\nb"}, False),  # Agent Framework
     ({"arguments": {}, "executed": True, "error": {"type": "ValueError", "message": "bad"}},
      {"tool": "step-tool", "arguments": "{}", "error": "bad"}, True),

@@ -87,7 +87,7 @@ def test_follow_prints_steps_as_another_process_journals_them(tmp_path: Path) ->
 
 
 def test_follow_ends_when_the_writer_is_killed(tmp_path: Path) -> None:
-    writer, journal, go = start(tmp_path, "hang")
+    writer, journal, _go = start(tmp_path, "hang")
     thread, out, code = following(journal)
     wait_rows(out, STEPS)
     time.sleep(3 * IDLE_S)
@@ -132,5 +132,5 @@ def test_what_is_not_a_journal_exits_2(content: bytes, tmp_path: Path) -> None:
         with pytest.raises(Exception, match="no whole header line"):
             follow(str(path), Lines(), idle_s=0.05)
         return
-    code, out, err = run(["show", "--follow", str(path)])
+    code, _out, err = run(["show", "--follow", str(path)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

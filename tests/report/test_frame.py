@@ -108,5 +108,5 @@ def test_a_bad_frame_is_one_line_and_exit_2(text: str, tmp_path: Path) -> None:
     c = Collector(goal="g")
     c.record("message", {"content": "hi"}, agent="alice")
     for name in (str(frame), "no-such-frame"):
-        code, out, err = run(["report", str(save(c, tmp_path)), "-o", str(tmp_path / "r.html"), "--frame", name])
+        code, _out, err = run(["report", str(save(c, tmp_path)), "-o", str(tmp_path / "r.html"), "--frame", name])
         assert code == 2 and err.startswith("aer1: error: --frame: ") and len(err.splitlines()) == 1, err

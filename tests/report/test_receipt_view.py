@@ -202,7 +202,9 @@ def test_a_20000_step_receipt_renders_and_filters_touching_only_what_changes(bro
     page.evaluate("""() => {
         window.__frames = 0; window.__gaps = []; window.__mutations = 0;
         let last = performance.now();
-        const tick = t => { window.__frames += 1; window.__gaps.push(t - last); last = t; requestAnimationFrame(tick); };
+        const tick = t => {
+            window.__frames += 1; window.__gaps.push(t - last); last = t; requestAnimationFrame(tick);
+        };
         requestAnimationFrame(tick);
         new MutationObserver(ms => { window.__mutations += ms.filter(m => m.target.tagName === 'ARTICLE').length; })
             .observe(document.getElementById('steps'), {attributes: true, subtree: true, attributeFilter: ['hidden']});
