@@ -150,6 +150,12 @@ def _show(args: argparse.Namespace) -> int:
 
     if not MIN_ROWS <= args.rows <= MAX_ROWS:
         raise CliError(f"--rows must be {MIN_ROWS} to {MAX_ROWS}, got {args.rows}")
+    if args.json + args.csv + args.jsonl + args.follow > 1:
+        raise CliError("--json, --csv, --jsonl and --follow go one at a time")
+    if args.follow:
+        from ._follow import follow_cli
+
+        return follow_cli(args.receipt)
     if os.path.isdir(args.receipt):
         raise CliError(f"{args.receipt} is a directory: show takes one receipt (aer1 report takes a folder)")
     opts = view_options(args)
@@ -158,7 +164,13 @@ def _show(args: argparse.Namespace) -> int:
     verdict = f"verdict: {report.verdict} ({verdict_line(report)})" if report.valid else \
         f"verdict: {report.verdict}: {verdict_line(report)}"
     contents, unread = evidence_contents(evidence_for(args.receipt, args.evidence), MAX_ROWS)
-    if args.json:
+    if args.csv or args.jsonl:  # the rows on standard output, the verdict on standard error
+        from ._export import csv_text, export_rows, jsonl_lines
+
+        rows = export_rows(receipt, contents)
+        sys.stdout.writelines(csv_text(rows) if args.csv else jsonl_lines(rows))
+        print(one_line(verdict + (f" (evidence: {unread})" if unread else "")), file=sys.stderr)
+    elif args.json:
         sys.stdout.write(dump_json({
             "source": args.receipt, "verdict": report.verdict, "exit_code": report.exit_code,
             "basis": report.basis(), "reason": verdict_line(report), "goal": receipt.get("goal"),
@@ -180,6 +192,14 @@ def _report(args: argparse.Namespace) -> int:
     from ._report._verify import expand_paths, view_options
 
     opts = view_options(args)
+    frame = None
+    if args.frame is not None:
+        from ._report._frame import load_frame
+
+        try:
+            frame = load_frame(args.frame)
+        except ValueError as e:
+            raise CliError(f"--frame: {e}") from e
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
@@ -190,9 +210,9 @@ def _report(args: argparse.Namespace) -> int:
     if os.path.isdir(args.path):
         if args.evidence:
             raise CliError("--evidence goes with exactly one receipt, not a folder")
-        outcomes = write_archive(args.path, tasks, opts, args.output)
+        outcomes = write_archive(args.path, tasks, opts, args.output, frame)
     else:
-        outcomes = [write_receipt_page(tasks[0], opts, args.output)]
+        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame)]
     code = max(o.report.exit_code for o in outcomes)
     verdicts = Counter(o.report.verdict for o in outcomes)
     print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
@@ -246,6 +266,12 @@ def _show_arguments(sh: argparse.ArgumentParser) -> None:
     sh.add_argument("receipt")
     sh.add_argument("--rows", type=int, default=60)
     sh.add_argument("--json", action="store_true", help="one JSON object: the verdict and the same rows")
+    sh.add_argument("--csv", action="store_true", help="the steps as CSV rows with their content's fields "
+                    "(formula cells neutralised); the verdict on standard error")
+    sh.add_argument("--jsonl", action="store_true", help="the steps as JSON Lines with their whole content; "
+                    "the verdict on standard error")
+    sh.add_argument("--follow", action="store_true", help="RECEIPT is a run's journal: print its steps as they "
+                    "are journaled until the run is finalized or its writer is gone (spec/report.md)")
     add_verify_options(sh)
     sh.set_defaults(func=_show)
 
@@ -256,6 +282,8 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("path", help="a receipt file, or a folder: every *.json under it")
     rp.add_argument("-o", "--output", required=True,
                     help="the HTML file to write (for a folder: its pages go beside it, the folder made as needed)")
+    rp.add_argument("--frame", metavar="NAME", help="add a section mapping what was verified onto obligations: a "
+                    "shipped frame (eu-ai-act) or a frame file (spec/report.md)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
 
@@ -264,6 +292,13 @@ def _erase_arguments(er: argparse.ArgumentParser) -> None:
     from ._erase import add_erase_arguments
 
     add_erase_arguments(er)
+
+
+def _diff_arguments(df: argparse.ArgumentParser) -> None:
+    from ._diff_cli import add_diff_arguments, diff_cli
+
+    add_diff_arguments(df)
+    df.set_defaults(func=lambda a: diff_cli(a, _read_receipt))
 
 
 def _recover_arguments(rc: argparse.ArgumentParser) -> None:
@@ -298,6 +333,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
     "log": ("a transparency log of receipts: init, append (spec/log.md)", _log_arguments),
     "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)", _witness_arguments),
+    "diff": ("compare two receipts of the same task step by step (exit 0 same, 1 differ, 2 unreadable)",
+             _diff_arguments),
 }
 
 

@@ -49,7 +49,9 @@ __all__ = [
     "Journal",
     "JournalError",
     "durable_sync",
+    "hold_writer_lock",
     "journal_header",
+    "writer_holds_lock",
 ]
 
 log = logging.getLogger("aer1")
@@ -73,6 +75,39 @@ try:  # macOS: fsync() does not reach the platter; F_FULLFSYNC does.
     _FULLFSYNC: int | None = getattr(fcntl, "F_FULLFSYNC", None)
 except ImportError:  # pragma: no cover - Windows
     _FULLFSYNC = None
+    fcntl = None  # type: ignore[assignment]
+
+
+def hold_writer_lock(fd: int) -> None:
+    """Mark the journal as being written: an exclusive advisory ``flock`` held while the writer has it open.
+
+    The operating system drops it when the file is closed or the process ends, however it
+    ends (``SIGKILL`` included), so a reader can tell a live run from a dead one
+    (:func:`writer_holds_lock`). A lock that cannot be taken changes nothing else.
+    """
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def writer_holds_lock(path: str) -> bool | None:
+    """True while some process holds the journal's writer lock, False when none does, None when it cannot be
+    told (no ``flock`` here, or the file cannot be opened)."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the shared lock taken just now, if it was
+    return False
 
 
 class JournalError(Aer1Error, OSError):
@@ -201,6 +236,7 @@ class Journal:
                                "or choose another path") from e
         except OSError as e:
             raise JournalError(f"cannot create journal {self.path}: {e.strerror or e}") from e
+        hold_writer_lock(fd)  # before the header: a reader that sees a line sees the lock
         try:
             _write_all(fd, first)
             if fsync != "never":

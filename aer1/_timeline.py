@@ -18,7 +18,7 @@ from .verifier._evidence import evidence_lines, parse_evidence_line
 from .verifier._parse import MalformedInput
 from .verifier._report import one_line
 
-__all__ = ["PREVIEW_CHARS", "StepRow", "evidence_contents", "format_timeline", "preview", "step_rows"]
+__all__ = ["PREVIEW_CHARS", "StepRow", "evidence_contents", "format_row", "format_timeline", "preview", "step_rows"]
 
 _MAX_ROWS = 60
 #: Characters of a step's content shown on its one-line preview.
@@ -154,6 +154,20 @@ def _seconds(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.2f}s"
 
 
+def format_row(r: StepRow) -> str:
+    """One step's line: seq, start from the run's start, duration, kind, agent (-> recipient/target), tool,
+    status when not ok, preview (flagged when the content does not match its hash)."""
+    who = f"{r.agent} -> {r.to}" if r.to else r.agent
+    label = "" if r.tool == r.kind else f" [{r.tool}]"
+    flag = "" if r.status == "ok" else f"  ({r.status})"
+    start = "+?" if r.start is None else f"+{r.start:.3f}s"
+    text = f"  {r.preview}" if r.preview else ""
+    if r.content_matches is False:
+        text = f"  (content does not match its hash){text}"
+    return one_line(f"  {r.seq if r.seq is not None else '?':>4} {start:>10} {_seconds(r.duration):>7} "
+                    f"{r.kind:<17} {who}{label}{flag}{text}")
+
+
 def format_timeline(receipt: Mapping[str, Any], max_rows: int = _MAX_ROWS, *,
                     contents: Mapping[int, Any] | None = None, verdict: str | None = None,
                     display: Callable[[int, Any], Any] | None = None) -> str:
@@ -167,13 +181,5 @@ def format_timeline(receipt: Mapping[str, Any], max_rows: int = _MAX_ROWS, *,
         if r is None:
             lines.append(f"  ... {len(rows) - max_rows + 1} more steps (--rows shows more, --json every one) ...")
             continue
-        who = f"{r.agent} -> {r.to}" if r.to else r.agent
-        label = "" if r.tool == r.kind else f" [{r.tool}]"
-        flag = "" if r.status == "ok" else f"  ({r.status})"
-        start = "+?" if r.start is None else f"+{r.start:.3f}s"
-        text = f"  {r.preview}" if r.preview else ""
-        if r.content_matches is False:
-            text = f"  (content does not match its hash){text}"
-        lines.append(f"  {r.seq if r.seq is not None else '?':>4} {start:>10} {_seconds(r.duration):>7} "
-                     f"{r.kind:<17} {who}{label}{flag}{text}")
+        lines.append(format_row(r))
     return "\n".join(one_line(line) for line in lines)  # a member's line breaks or escapes never forge a row

@@ -18,10 +18,15 @@ import jinja2
 
 from .._outfile import replace_file
 from ..verifier._archive import Outcome
-from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view
+from ._archive import archive_view, data_block
+from ._frame import Frame, assess_archive, assess_receipt
+from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
 from ._verify import ViewOptions, verify_for_view
 
-__all__ = ["render_archive", "render_receipt", "write_archive", "write_receipt_page"]
+__all__ = ["render_archive", "render_receipt", "write_archive", "write_diff_page", "write_receipt_page"]
+
+#: Steps in one block of the step list: the browser lays out and styles only the blocks on screen.
+CHUNK_STEPS = 25
 
 #: Step kinds the timeline colours by name; any other kind is drawn in one neutral colour.
 _KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_execution", "speaker_selection",
@@ -29,6 +34,7 @@ _KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_executi
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("aer1._report", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_env.globals["short_id"] = short_id
 
 
 def _asset(name: str) -> str:
@@ -43,18 +49,28 @@ def _page(template: str, script: str, **values: Any) -> str:
                                               script_hash=f"sha256-{digest}", **values)
 
 
-def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None) -> str:
-    """The HTML page of one verified receipt."""
+def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    return None if frame is None or items is None else {"name": frame.name, "title": frame.title, "items": items}
+
+
+def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None,
+                   frame: Frame | None = None) -> str:
+    """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations)."""
+    items = assess_receipt(frame, outcome.report) if frame is not None else None
     return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence), back=back,
-                 kinds=_KINDS, max_content=MAX_CONTENT_CHARS)
+                 kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS,
+                 frame=_frame_section(frame, items))
 
 
-def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str]) -> str:
-    """The HTML page listing many receipts, one row each."""
+def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str],
+                   frame: dict[str, Any] | None = None) -> str:
+    """The HTML page over many receipts: summaries, then the rows a page at a time (failing first)."""
     counts = Counter(r["verdict"] for r in rows)
     verdict = "MALFORMED" if counts["MALFORMED"] else "INVALID" if counts["INVALID"] else "VALID"
-    return _page("archive.html.j2", _asset("archive.js"), title=title, rows=rows, verdict=verdict,
-                 counts={k: counts[k] for k in ("VALID", "INVALID", "MALFORMED")}, policy=policy, notes=notes)
+    view = archive_view(rows)
+    return _page("archive.html.j2", _asset("archive.js"), title=title, rows=rows, verdict=verdict, a=view,
+                 data=data_block(view["rows"]), counts={k: counts[k] for k in ("VALID", "INVALID", "MALFORMED")},
+                 policy=policy, notes=notes, frame=frame)
 
 
 def _write(path: str, html: str) -> None:
@@ -63,15 +79,21 @@ def _write(path: str, html: str) -> None:
     replace_file(path, lambda f: f.write(data))
 
 
-def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str) -> Outcome:
+def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str,
+                       frame: Frame | None = None) -> Outcome:
     """Verify one receipt and write its page to ``output``; returns the verification's outcome."""
     outcome = verify_for_view(task, opts)
-    _write(output, render_receipt(task[0], outcome, opts.evidence))
+    _write(output, render_receipt(task[0], outcome, opts.evidence, frame=frame))
     return outcome
 
 
+def write_diff_page(output: str, sides: list[dict[str, Any]], diff: Any, code: int) -> None:
+    """The HTML page of ``aer1 diff``: both verdicts, then every aligned step with what differs."""
+    _write(output, _page("diff.html.j2", "", sides=sides, diff=diff, counts=diff.counts(), same=code == 0))
+
+
 def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: ViewOptions,
-                  output: str) -> list[Outcome]:
+                  output: str, frame: Frame | None = None) -> list[Outcome]:
     """Verify every receipt; write each one's page beside ``output`` and the index to ``output``."""
     where = os.path.dirname(os.path.abspath(output))
     stem = os.path.splitext(os.path.basename(output))[0]
@@ -79,9 +101,12 @@ def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: 
     for number, task in enumerate(tasks, 1):
         page = f"{stem}-{number:04d}.html"
         outcome = verify_for_view(task, opts)
-        _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output)))
+        _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output),
+                                                         frame=frame))
         rows.append(archive_row(task[0], outcome, page, folder))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")
-    _write(output, render_archive(f"Receipts under {folder}", rows, policy, []))
+    section = None if frame is None else _frame_section(frame, assess_archive(
+        frame, [(r["source"], o.report, r["time"]) for r, o in zip(rows, outcomes, strict=True)]))
+    _write(output, render_archive(f"Receipts under {folder}", rows, policy, [], frame=section))
     return outcomes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,11 +21,21 @@ from ..verifier._disclosures import Unrevealed, revealed
 from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
 from ..verifier._report import FAIL, MAX_FAILURES_SHOWN, PASS, Report
+from ._content import essentials
 
-__all__ = ["MAX_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS", "archive_row", "load_receipt", "receipt_view"]
+__all__ = ["INLINE_CHARS", "MAX_CONTENT_CHARS", "MAX_PAGE_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS",
+           "MAX_TIMELINE_STEPS", "archive_row", "load_receipt", "receipt_view", "short_id"]
 
-#: Steps a receipt's page draws and lists (a longer run keeps its first ones; the page says how many are left out).
-MAX_STEPS_SHOWN = 2000
+#: Steps a receipt's page lists (a longer run keeps its first ones; the page says how many are left out).
+MAX_STEPS_SHOWN = 20_000
+#: Steps the timeline draws (a drawing of more is unreadable, and costly to lay out).
+MAX_TIMELINE_STEPS = 2000
+#: Characters of one essential field (arguments, result, text ...) shown inline; the whole value is one click away.
+INLINE_CHARS = 240
+#: Characters of full content a page holds over all its steps; past it a step shows its essentials only.
+MAX_PAGE_CONTENT_CHARS = 8_000_000
+#: An id longer than this is shown shortened (its head and tail), the whole id on hover and copy.
+SHORT_ID_CHARS = 24
 #: Characters of one step's content shown on its page (the rest is cut, with a note).
 MAX_CONTENT_CHARS = 16_000
 #: Characters of any other single value shown (a goal, a check's detail, an expected or actual value).
@@ -205,6 +216,38 @@ def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
             "span": round(span, 6)}
 
 
+def short_id(value: str) -> str:
+    """A long id as its head and tail (``team:3f2a…9c01``); a short one as it is."""
+    if len(value) <= SHORT_ID_CHARS:
+        return value
+    keep = SHORT_ID_CHARS - 1
+    return f"{value[: keep - keep // 3]}…{value[-(keep // 3):]}"
+
+
+def totals(rows: list[StepRow], key: str) -> list[dict[str, Any]]:
+    """Per agent or per tool (``key``): steps, those not ``ok``, and the time they took (seconds), most first."""
+    table: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r.kind == "close" or (key == "tool" and r.kind != "tool_call"):
+            continue
+        name = getattr(r, key)
+        t = table.setdefault(name, {"name": clip(name, 200), "short": short_id(clip(name, 200)), "calls": 0,
+                                    "errors": 0, "time": 0.0})
+        t["calls"] += 1
+        t["errors"] += r.status != "ok"
+        t["time"] += r.duration or 0.0
+    return sorted(table.values(), key=lambda t: (-t["calls"], t["name"]))
+
+
+def _inline(kind: str, r: StepRow, content: Any) -> tuple[list[dict[str, Any]], bool]:
+    """A step's essential fields, each cut to INLINE_CHARS (``cut`` says so), and whether the content reports a
+    failure."""
+    found = essentials(kind, content, tool=r.tool, target=r.to)
+    fields = [{"name": k, "value": v[:INLINE_CHARS], "cut": max(len(v) - INLINE_CHARS, 0)} for k, v in found.fields
+              if not (k == "tool" and v == r.tool)]  # the header names the step's own tool
+    return fields, found.failed
+
+
 def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str, Any]:
     """Everything a receipt's page shows, as plain strings, numbers and lists."""
     report = outcome.report
@@ -213,6 +256,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     if why:
         notes.append(why)
     view: dict[str, Any] = {
+        "totals": {"agent": [], "tool": []}, "choices": {},
         "source": clip(path), "verdict": report.verdict, "verdict_line": verdict_line(report),
         "basis": _basis(report), "checks": _checks(report), "notes": notes, "steps": [], "timeline": None,
         "goal": "", "status": "", "workflow_id": clip(report.workflow_id or ""), "total_steps": 0,
@@ -241,6 +285,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     markers: dict[int, str] = {}
     shown = []
     shown_as = shown_content(report)
+    budget = MAX_PAGE_CONTENT_CHARS
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
         if shown_as is not None and r.seq is not None and content is not None:  # never a commitment's digest
@@ -248,11 +293,16 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
         if r.seq is not None:
             markers[r.seq] = _marker(r, content)
         text, cut = _content_text(content) if r.seq in contents else ("", False)
+        held = len(text) <= budget
+        budget -= len(text) if held else 0
+        fields, reports_failure = _inline(r.kind, r, content) if r.seq in contents else ([], False)
         is_failing = failing is not None and failing.seq == r.seq
+        agent, to = clip(r.agent, 200), None if r.to is None else clip(r.to, 200)
         shown.append({
-            "seq": r.seq, "kind": clip(r.kind, 100), "agent": clip(r.agent, 200),
-            "to": None if r.to is None else clip(r.to, 200), "tool": clip(r.tool, 200), "status": clip(r.status, 100),
-            "start": r.start, "duration": r.duration, "preview": r.preview, "content": text, "cut": cut,
+            "seq": r.seq, "kind": clip(r.kind, 100), "agent": agent, "agent_short": short_id(agent), "to": to,
+            "to_short": None if to is None else short_id(to), "tool": clip(r.tool, 200), "status": clip(r.status, 100),
+            "start": r.start, "duration": r.duration, "preview": r.preview, "content": text if held else "",
+            "cut": cut, "held": held, "fields": fields, "reports_failure": reports_failure,
             "has_content": r.seq in contents, "matches": r.content_matches, "redacted": REDACTED in text,
             "mark": markers.get(r.seq, "") if r.seq is not None else "", "violations": violated.get(r.seq or -1, []),
             "failing": is_failing,
@@ -260,9 +310,17 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
                 "reason": clip(failing.reason), "expected": clip(failing.expected or "-"),
                 "actual": clip(failing.actual or "-")},
         })
+    if any(not s["held"] for s in shown):
+        notes.append(f"full contents past {MAX_PAGE_CONTENT_CHARS} characters in all are left out of this page: "
+                     "those steps show their essentials only (aer1 show --jsonl gives every content)")
+    drawn = rows[:MAX_TIMELINE_STEPS]
+    if len(rows) > MAX_TIMELINE_STEPS:
+        notes.append(f"the timeline draws the first {MAX_TIMELINE_STEPS} of {len(rows)} steps; all are listed")
     view.update(goal=clip(wf.get("goal", "")), status=clip(wf.get("status", "")), steps=shown,
-                total_steps=len(steps), timeline=_timeline(rows, markers),
-                first_failing=failing.seq if failing is not None else None)
+                total_steps=len(steps), timeline=_timeline(drawn, markers),
+                first_failing=failing.seq if failing is not None else None,
+                totals={"agent": totals(rows, "agent"), "tool": totals(rows, "tool")},
+                choices={k: sorted({s[k] for s in shown}) for k in ("agent", "kind", "tool", "status")})
     return view
 
 
@@ -280,7 +338,10 @@ def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str
         starts = [s.get("started_at") for s in wf["steps"] if parse_time(s.get("started_at")) is not None]
         started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
     key = basis.get("key_id")
+    rows = step_rows(wf) if wf is not None else []
     return {
+        "violations": dict(Counter(clip(v.rule, 200) for v in _violations(report))),
+        "agent_totals": totals(rows, "agent"), "tool_totals": totals(rows, "tool"),
         "verdict": report.verdict, "reason": verdict_line(report), "goal": clip(wf.get("goal", "") if wf else "", 300),
         "status": clip(outcome.status or (wf.get("status", "") if wf else "")), "agents": ", ".join(agents[:20]),
         "steps": report.steps if report.steps is not None else "", "time": started,

@@ -71,3 +71,34 @@ def policy_file(tmp_path: Path) -> Path:
     path = tmp_path / "policy.toml"
     path.write_text(POLICY)
     return path
+
+
+#: A team id as long as AgentChat's (its actor is ``team:<name>:<uuid>``): shown shortened, whole on hover and copy.
+LONG_TEAM = "team:research:" + "0f3c9a2e-5b7d-4e11-9c3a-" + "7d2f1e0b9a8c" * 3
+
+
+def shapes_collector(hostile: str = "") -> Collector:
+    """One step of every content shape the views read: AgentChat, legacy and Agent Framework tool calls (one
+    failed each way), a message, a handoff, a speaker selection and an approval. ``hostile`` is put in every
+    field a view shows (names, tools, arguments, results, errors, targets, choices, mechanisms)."""
+    h = hostile
+    c = Collector(goal=f"compare weather{h}")
+    c.record("task", {"task": f"weather in Paris and Rome{h}"}, agent="user")
+    c.record(f"get_weather{h}", {"name": f"get_weather{h}", "call_id": "c1", "arguments": {"city": f"Paris{h}"},
+                                 "result": f"sunny, 21C{h}", "is_error": False},
+             agent=f"alice{h}", kind="tool_call", call_id="c1")
+    c.record(f"get_weather{h}", {"name": f"get_weather{h}", "arguments": f'{{"city": "Atlantis{h}"}}',
+                                 "result": f"no such city{h}", "success": False},
+             agent=f"alice{h}", kind="tool_call", status="error", call_id="c2")
+    c.record(f"forecast{h}", {"arguments": {"city": "Rome", "days": 3}, "executed": True,
+                              "result": [{"type": "text", "text": f"rain{h}"}, {"type": "text", "text": "then sun"}]},
+             agent=f"bob{h}", kind="tool_call", call_id="c3")
+    c.record(f"forecast{h}", {"arguments": {"city": "Oslo"}, "executed": True,
+                              "error": {"type": "TimeoutError", "message": f"upstream timed out{h}"}},
+             agent=f"bob{h}", kind="tool_call", status="error", call_id="c4")
+    c.record("message", {"type": "TextMessage", "content": f"Paris is sunny, Rome rainy{h}"}, agent=f"bob{h}")
+    c.record("handoff", {"target": f"carol{h}", "content": "over to you"}, agent=f"bob{h}", target=f"carol{h}")
+    c.record("speaker_selection", {"method": f"round_robin{h}", "selected": f"carol{h}", "round": 3},
+             agent=LONG_TEAM + h, kind="speaker_selection", target=f"carol{h}")
+    c.record("approval", {"decision": "approved", "reason": f"fine{h}"}, agent=f"carol{h}")
+    return c

@@ -7,64 +7,15 @@ never run. Screenshots go to out/report/ for people to look at.
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from aer1._cli import main as aer1_main
+from tests.report._browser import Watched, browser, write_page
 from tests.report.conftest import hostile_collector, save
 
-playwright = pytest.importorskip("playwright.sync_api")
-
-CHROMIUM = "/usr/bin/chromium"
-#: How Chromium is started: as root it needs --no-sandbox; nothing may reach the network.
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-SHOTS = Path(__file__).resolve().parents[2] / "out" / "report"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-class Watched:
-    """A page with every request, console error and page error it caused recorded."""
-
-    def __init__(self, browser: object, html: Path) -> None:
-        self.url = html.resolve().as_uri()
-        self.page = browser.new_page(viewport={"width": 1200, "height": 900})  # type: ignore[attr-defined]
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.goto(self.url)
-
-    def clean(self) -> None:
-        """Nothing fetched but the page itself; nothing went wrong in the console."""
-        assert self.requests == [self.url], f"got requests {self.requests}, want only {self.url}"
-        assert self.errors == [], f"got console errors {self.errors}"
-
-    def shot(self, name: str) -> None:
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / name), full_page=True)
-
-
-def write_page(source: Path, out: Path, *options: str) -> Path:
-    assert aer1_main(["report", str(source), "-o", str(out), *options]) in (0, 1)
-    return out
-
+__all__ = ["browser"]  # the module's one browser (tests/report/_browser.py)
 
 def test_receipt_page_draws_the_run_and_never_runs_its_content(browser: object, tmp_path: Path) -> None:
     html = write_page(save(hostile_collector(), tmp_path), tmp_path / "hostile.html")
@@ -72,7 +23,7 @@ def test_receipt_page_draws_the_run_and_never_runs_its_content(browser: object, 
     page = w.page
     assert page.text_content("#verdict-text") == "VALID"
     assert "evidence: checked" in (page.text_content("#basis") or "")
-    assert page.locator("details.step").count() == 7
+    assert page.locator("article.step").count() == 7
     assert page.locator("svg#timeline g.lane").count() == 4  # user, the hostile name, <b>bob</b>, aer1
     assert page.locator("svg#timeline .arrow").count() == 1  # the handoff
     assert page.evaluate("window.__pwned") is None, "hostile content ran"
@@ -80,7 +31,7 @@ def test_receipt_page_draws_the_run_and_never_runs_its_content(browser: object, 
     assert '<script>window.__pwned = 1</script>' in (page.text_content("#step-2 pre") or "")
     page.click('svg#timeline g.step-mark[data-seq="4"]')
     assert page.evaluate("location.hash") == "#step-4"
-    assert page.locator("#step-4").get_attribute("open") is not None, "the step linked to did not open"
+    assert page.locator("#step-4 details.full").get_attribute("open") is not None, "the step linked to did not open"
     w.shot("receipt-hostile.png")
     w.clean()
 
@@ -90,9 +41,10 @@ def test_tampered_receipt_shows_its_failing_step(browser: object, tampered_recei
     w = Watched(browser, write_page(tampered_receipt, tmp_path / "tampered.html"))
     page = w.page
     assert page.text_content("#verdict-text") == "INVALID"
-    failing = page.locator("details.step.failing")
+    failing = page.locator("article.step.failing")
     assert failing.count() == 1 and failing.get_attribute("id") == "step-3"
-    assert failing.get_attribute("open") is not None and failing.locator(".expected-actual").is_visible()
+    assert failing.locator("details.full").get_attribute("open") is not None
+    assert failing.locator(".expected-actual").is_visible()
     assert page.locator("svg#timeline rect.step-box.failing").count() == 1
     page.click("#first-failing")
     assert page.evaluate("location.hash") == "#step-3"
@@ -108,8 +60,8 @@ def test_policy_violations_link_to_their_steps(browser: object, honest_receipt: 
     links = page.locator("a.violation-link")
     assert sorted(links.evaluate_all("els => els.map(e => e.getAttribute('href'))")) == ["#step-3", "#step-5"]
     links.filter(has_text="step 5").click()
-    assert page.locator("#step-5").get_attribute("open") is not None
-    assert page.locator("details.step.violating").count() == 2
+    assert page.locator("#step-5 details.full").get_attribute("open") is not None
+    assert page.locator("article.step.violating").count() == 2
     w.clean()
 
 
@@ -131,9 +83,11 @@ def test_archive_page_filters_sorts_and_links(browser: object, honest_receipt: P
     assert page.text_content("#shown") == "1"
     page.select_option("#verdict-filter", "")
     page.fill("#filter", "third")
+    page.wait_for_function("() => document.getElementById('shown').textContent === '1'")  # applied after a pause
     visible = page.locator("#receipts tbody tr:not([hidden])")
     assert visible.count() == 1 and "a third run" in (visible.text_content() or "")
     page.fill("#filter", "")
+    page.wait_for_function("() => document.getElementById('shown').textContent === '3'")
     page.click("#receipts thead th:nth-child(5)")  # steps, ascending
     steps = rows.evaluate_all("rs => rs.map(r => Number(r.cells[4].textContent))")
     assert steps == sorted(steps), f"got {steps}, want ascending"
@@ -142,4 +96,4 @@ def test_archive_page_filters_sorts_and_links(browser: object, honest_receipt: P
     w.shot("archive.png")
     w.clean()
     page.locator("#receipts tbody tr", has_text="a third run").locator("a").click()
-    assert page.text_content("#verdict-text") == "VALID" and page.locator("details.step").count() == 7
+    assert page.text_content("#verdict-text") == "VALID" and page.locator("article.step").count() == 7

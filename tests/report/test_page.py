@@ -74,7 +74,7 @@ def test_valid_page_names_what_the_verdict_rests_on(honest_receipt: Path, tmp_pa
     for basis in ("chain: checked", "signer: unsigned", "evidence: checked", "timestamp: not verified",
                   "policy: not given"):
         assert basis in html, f"want the basis {basis!r} on the page"
-    assert html.count('<details class="step') == 6 and 'id="step-6"' in html
+    assert html.count('<article class="step') == 6 and 'id="step-6"' in html
     assert html.count('class="lane"') == 4  # user, alice, bob, aer1 (the close step)
 
 
@@ -83,7 +83,7 @@ def test_tampered_receipt_highlights_its_first_failing_step(tampered_receipt: Pa
     code, html = report(tampered_receipt, tmp_path / "r.html")
     assert code == 1
     assert 'id="verdict-text">INVALID<' in html and 'href="#step-3" id="first-failing"' in html
-    failing = re.findall(r'<details class="step failing[^"]*" id="step-(\d+)"', html)
+    failing = re.findall(r'<article class="step failing[^"]*" id="step-(\d+)"', html)
     assert failing == ["3"], f"got failing steps {failing}, want [3]"
     uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     shown = re.search(rf"<th>expected</th><td>({uuid})</td></tr><tr><th>actual</th><td>({uuid})</td>", html)

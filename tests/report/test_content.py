@@ -1,0 +1,68 @@
+"""One reader of content shapes (aer1/_report/_content.py): every collector's shape maps onto the same fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aer1._report._content import essentials
+from aer1._timeline import evidence_contents
+from tests.report.conftest import save, shapes_collector
+
+
+def fields_of(kind: str, content: Any, **step: Any) -> tuple[dict[str, str], bool]:
+    found = essentials(kind, content, **step)
+    return found.as_dict(), found.failed
+
+
+@pytest.mark.parametrize(("content", "want", "failed"), [
+    ({"name": "f", "arguments": {"x": 1}, "result": "ok", "is_error": False},  # AgentChat, autogen-core
+     {"tool": "f", "arguments": '{"x": 1}', "result": "ok"}, False),
+    ({"name": "f", "arguments": {"x": 1}, "result": "boom", "is_error": True},
+     {"tool": "f", "arguments": '{"x": 1}', "error": "boom"}, True),
+    ({"name": "f", "arguments": '{"x": 1}', "result": "fine", "success": True},  # legacy: the model's JSON text
+     {"tool": "f", "arguments": '{"x": 1}', "result": "fine"}, False),
+    ({"name": "f", "arguments": "{}", "result": "no", "success": False}, {"tool": "f", "arguments": "{}",
+                                                                          "error": "no"}, True),
+    ({"arguments": {"x": 1}, "executed": True,
+      "result": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+     {"tool": "step-tool", "arguments": '{"x": 1}', "result": "a\nb"}, False),  # Agent Framework
+    ({"arguments": {}, "executed": True, "error": {"type": "ValueError", "message": "bad"}},
+     {"tool": "step-tool", "arguments": "{}", "error": "bad"}, True),
+    ({"arguments": {}, "executed": False}, {"tool": "step-tool", "arguments": "{}"}, True),  # cancelled
+])
+def test_tool_call_shapes(content: dict[str, Any], want: dict[str, str], failed: bool) -> None:
+    assert fields_of("tool_call", content, tool="step-tool") == (want, failed)
+
+
+def test_message_handoff_selection_approval_and_code() -> None:
+    assert fields_of("message", {"type": "TextMessage", "content": "hi"}) == ({"text": "hi"}, False)
+    assert fields_of("message", "plain") == ({"text": "plain"}, False)
+    assert fields_of("handoff", {"content": "go"}, target="bob")[0] == {"target": "bob", "text": "go"}
+    assert fields_of("speaker_selection", {"method": "selector", "selected": ["carol"]})[0] == {
+        "choice": '["carol"]', "mechanism": "selector"}
+    assert fields_of("speaker_selection", {"participant": "x", "round": 1})[0] == {"choice": "x"}
+    assert fields_of("speaker_selection", {"selected": "y", "observed_by": "turn_order"})[0] == {
+        "choice": "y", "mechanism": "turn_order"}
+    assert fields_of("approval", {"approved": False})[0] == {"decision": "denied"}
+    assert fields_of("code_execution", {"exit_code": 3, "output": "boom"})[0] == {"exit_code": "3", "output": "boom"}
+    assert fields_of("error", {"error": {"type": "E", "message": "m"}}) == ({"error": "m"}, True)
+    assert fields_of("message", None) == ({}, False)
+
+
+def test_tagged_values_are_restored_before_they_are_shown() -> None:
+    assert fields_of("message", {"content": {"$aer1:int": str(2**70)}})[0] == {"text": str(2**70)}
+
+
+def test_a_recorded_run_reports_failure_exactly_where_its_steps_say_error(tmp_path: Path) -> None:
+    path = save(shapes_collector(), tmp_path)
+    steps = json.loads(path.read_text())["steps"]
+    contents, unread = evidence_contents(str(path.with_suffix(".evidence.jsonl")), 100)
+    assert unread is None
+    for s in steps[:-1]:  # the close step aside
+        found = essentials(s["kind"], contents[s["seq"]], tool=s["tool"], target=s.get("target"))
+        assert found.fields, f"got no fields for step {s['seq']} ({s['kind']})"
+        assert found.failed == (s["status"] == "error"), f"step {s['seq']}: got failed={found.failed}"
