@@ -54,6 +54,7 @@ from ._redact import _NOT_PLAIN, Redactor, _plain_redacted, default_redactor, re
 from ._signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from ._timefmt import format_ns
 from ._timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
+from ._trace import step_recorded, step_span
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -318,7 +319,12 @@ class Collector:
             # the verifier would refuse to parse its evidence line
             raise ValueError(f"content would take about {parse_cost(cbytes) >> 20} MiB to verify, over the "
                              f"{MAX_PARSE_COST_BYTES >> 20} MiB limit: too many objects, arrays or items")
+        traced = step_span(self, call_id)  # the step's OpenTelemetry span and its W3C ids (spec/otel.md), or None
+        if traced is not None:
+            extras = {**extras, **traced[1]} if extras else traced[1]
         step = self._append(tool, tool_json, kind, agent, agent_json, known_status, start_ns, end_ns, cbytes, extras)
+        if traced is not None:
+            step_recorded(self, traced[0], step)
         return step.copy()
 
     def _append(
