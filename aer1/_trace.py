@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._collector import Collector
 
 __all__ = ["StepWatcher", "current_context", "run_in_context", "span_ids", "step_recorded", "step_span", "unwatch",
-           "watch"]
+           "watch", "watched"]
 
 log = logging.getLogger("aer1")
 
@@ -56,6 +56,11 @@ def unwatch(collector: Collector, watcher: StepWatcher) -> None:
             _watchers[collector] = left
         else:
             _watchers.pop(collector, None)
+
+
+def watched(collector: Collector) -> bool:
+    """True when a watcher is bound: its spans can take attributes only while they record, so steps go at once."""
+    return bool(_watchers) and collector in _watchers
 
 
 def span_ids(span: Any) -> dict[str, str] | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from aer1 import Collector
 from aer1._redact import default_redactor
-from aer1._trace import current_context, run_in_context
+from aer1._trace import current_context, run_in_context, watched
 
 __all__ = ["DEFER_BATCH", "BatchedCollector"]
 
@@ -66,7 +66,7 @@ class BatchedCollector(Collector):
             if type(started_at) is float and now < started_at:  # the wall clock stepped back: clamp as record() does
                 ended_at = started_at
         with self._batch_lock:
-            if not self._batching:
+            if not self._batching or watched(self):  # a bound span processor names steps on spans still open
                 self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
                 return
             batch = self._batch
