@@ -64,9 +64,12 @@ def watched(collector: Collector) -> bool:
 
 
 def span_ids(span: Any) -> dict[str, str] | None:
-    """``{"trace_id", "span_id"}`` of a span as lowercase hex, or None for an invalid (non-recording) context."""
+    """``{"trace_id", "span_id"}`` of a span as lowercase hex; None for an invalid context or a span not sampled.
+
+    A span that is not sampled reaches no tracing backend: its ids would join the step to nothing.
+    """
     ctx = span.get_span_context()
-    if not ctx.is_valid:
+    if not ctx.is_valid or not ctx.trace_flags.sampled:
         return None
     return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
 
