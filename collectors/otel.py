@@ -204,8 +204,8 @@ class SpanReceiptCollector(SpanProcessor):
 
     The spans recorded are those started on the provider from this processor's addition
     until the receipt is finalized, of every trace (AgentChat's runtime starts a trace per
-    published message; give each concurrent run its own provider). Each GenAI span (one with ``gen_ai.operation.name``) becomes a step
-    when it ends: ``execute_tool`` a ``tool_call`` step named ``gen_ai.tool.name`` with
+    published message; give each concurrent run its own provider). Each GenAI span (one
+    with ``gen_ai.operation.name``) becomes a step when it ends: ``execute_tool`` a ``tool_call`` step named ``gen_ai.tool.name`` with
     ``call_id`` ``gen_ai.tool.call.id``; ``invoke_agent``, ``chat`` and the other operations a
     ``message`` step named after the operation. Its content is the span's name, status and
     ``gen_ai.*`` / ``error.type`` attributes exactly as the span holds them, and ``absent``: the
