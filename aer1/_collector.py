@@ -55,6 +55,7 @@ from ._redact import _NOT_PLAIN, Redactor, _plain_redacted, default_redactor, re
 from ._signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from ._timefmt import format_ns
 from ._timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
+from ._trace import step_recorded, step_span
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -358,8 +359,13 @@ class Collector:
         disclosures = None
         if self._personal is not None:  # personal fields out of what is hashed, disclosed on the evidence side
             cbytes, disclosures = commit_content(cbytes, self._personal)
+        traced = step_span(self, call_id)  # the step's OpenTelemetry span and its W3C ids (spec/otel.md), or None
+        if traced is not None:
+            extras = {**extras, **traced[1]} if extras else traced[1]
         step = self._append(tool, tool_json, kind, agent, agent_json, known_status, start_ns, end_ns, cbytes, extras,
                             disclosures)
+        if traced is not None:
+            step_recorded(self, traced[0], step)
         return step.copy()
 
     def _append(

@@ -39,6 +39,7 @@ __all__ = [
     "STEP_REQUIRED_MEMBERS",
     "STEP_STATUSES",
     "TIMESTAMP_PATTERN",
+    "TRACE_MEMBERS",
     "UUID_PATTERN",
     "WORKFLOW_ORDER",
     "WORKFLOW_STATUSES",
@@ -48,6 +49,7 @@ __all__ = [
     "close_workflow",
     "evidence_path_for",
     "step_in_order",
+    "trace_members_problem",
     "workflow_in_order",
 ]
 
@@ -100,7 +102,10 @@ WORKFLOW_STATUSES = ("ok", "error", "incomplete")
 STEP_REQUIRED_MEMBERS = (
     "seq", "receipt_id", "tool", "kind", "agent", "receipt_hash", "started_at", "ended_at", "status", "prev_digest",
 )
-STEP_OPTIONAL_MEMBERS = ("reply_to", "target", "recipient", "call_id")
+STEP_OPTIONAL_MEMBERS = ("reply_to", "target", "recipient", "call_id", "trace_id", "span_id")
+#: The W3C trace context members of a step (spec/otel.md), each with its length in lowercase hex
+#: digits; a step carries both or neither.
+TRACE_MEMBERS = {"trace_id": 32, "span_id": 16}
 #: Members of an ``agents`` entry: name and type required, the rest optional.
 AGENT_MEMBERS = ("name", "type", "description", "config_digest")
 
@@ -191,11 +196,35 @@ def step_in_order(header: Mapping[str, Any], receipt_id: str) -> dict[str, Any]:
     step = {"seq": header["seq"], "receipt_id": receipt_id}
     for k in _AFTER_ID:
         step[k] = header[k]
-    if len(header) >= len(STEP_REQUIRED_MEMBERS):  # optional members (reply_to, target, recipient, call_id)
+    if len(header) >= len(STEP_REQUIRED_MEMBERS):  # optional members (reply_to, target, ..., span_id)
         for k in STEP_OPTIONAL_MEMBERS:
             if k in header:
                 step[k] = header[k]
     return step
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def trace_members_problem(step: Mapping[str, Any]) -> str | None:
+    """Why a step's ``trace_id``/``span_id`` are malformed, or None when they are well-formed or absent.
+
+    The one rule for these members (every verifier path and recovery apply it): both or
+    neither; each exactly its length in lowercase ASCII hex digits, not all zero (W3C Trace
+    Context calls an all-zero id invalid).
+    """
+    present = [name for name in TRACE_MEMBERS if name in step]
+    if not present:
+        return None
+    if len(present) != len(TRACE_MEMBERS):
+        return f"{present[0]} without {'span_id' if present[0] == 'trace_id' else 'trace_id'}"
+    for name, digits in TRACE_MEMBERS.items():
+        value = step[name]
+        if type(value) is not str or len(value) != digits or not _HEX_DIGITS.issuperset(value):
+            return f"{name} is not {digits} lowercase hex digits"
+        if value.count("0") == digits:
+            return f"{name} is all zero (an invalid W3C id)"
+    return None
 
 
 #: The header members after seq and receipt_id (the header has no receipt_id: it is derived from it).

@@ -61,6 +61,7 @@ from ._receipt import (
     close_workflow,
     evidence_path_for,
     step_in_order,
+    trace_members_problem,
 )
 from ._signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .errors import MalformedInputError
@@ -232,6 +233,9 @@ def _check_step_members(step: dict[str, Any], seq: int) -> None:
             raise _BadLine(f"{name} is not a non-empty string", seq)
         if len(step[name]) > MAX_MEMBER_CHARS:
             raise _BadLine(f"{name} is {len(step[name])} characters long, over the {MAX_MEMBER_CHARS} limit", seq)
+    trace_problem = trace_members_problem(step)
+    if trace_problem is not None:
+        raise _BadLine(trace_problem, seq)
     if step["kind"] not in KINDS or step["status"] not in STEP_STATUSES:
         raise _BadLine("kind or status is not a known value", seq)
     started, ended = timefmt.parse_step_time(step["started_at"]), timefmt.parse_step_time(step["ended_at"])

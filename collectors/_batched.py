@@ -29,6 +29,7 @@ from typing import Any
 
 from aer1 import Collector
 from aer1._redact import default_redactor
+from aer1._trace import current_context, run_in_context, watched
 
 __all__ = ["DEFER_BATCH", "BatchedCollector"]
 
@@ -42,8 +43,9 @@ class BatchedCollector(Collector):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._batch_lock = threading.RLock()
-        # (tool, content, record keywords) of steps handed over and not chained yet, in order.
-        self._batch: list[tuple[str, Any, dict[str, Any]]] = []
+        # (tool, content, record keywords, OpenTelemetry context or None) of steps handed over and
+        # not chained yet, in order: each is chained in the context it was handed over in (its span).
+        self._batch: list[tuple[str, Any, dict[str, Any], Any]] = []
         # Collector internals read once: a journal, a custom redactor, or finalize() begun turn batching off.
         self._batching = self.journal is None and self._redact in (None, default_redactor)
 
@@ -64,11 +66,12 @@ class BatchedCollector(Collector):
             if type(started_at) is float and now < started_at:  # the wall clock stepped back: clamp as record() does
                 ended_at = started_at
         with self._batch_lock:
-            if not self._batching:
+            if not self._batching or watched(self):  # a bound span processor names steps on spans still open
                 self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
                 return
             batch = self._batch
-            batch.append((tool, content, {"started_at": started_at, "ended_at": ended_at, **kwargs}))
+            batch.append((tool, content, {"started_at": started_at, "ended_at": ended_at, **kwargs},
+                          current_context()))
             if len(batch) >= DEFER_BATCH:
                 self._chain_batch()
 
@@ -80,15 +83,18 @@ class BatchedCollector(Collector):
             # What safe_record does, without its two calls a step: the batch is empty, so
             # BatchedCollector.record would only pass the step on to Collector.record.
             record = Collector.record
-            for tool, content, kwargs in batch:
+            for tool, content, kwargs, ctx in batch:
                 try:
-                    record(self, tool, content, **kwargs)
+                    if ctx is None:
+                        record(self, tool, content, **kwargs)
+                    else:
+                        run_in_context(ctx, record, self, tool, content, **kwargs)
                 except Exception as e:
                     self._record_failed(tool, e)
             return
         safe_record = super().safe_record  # a subclass's own record or safe_record sees every step
-        for tool, content, kwargs in batch:
-            safe_record(tool, content, **kwargs)
+        for tool, content, kwargs, ctx in batch:
+            run_in_context(ctx, safe_record, tool, content, **kwargs)
 
     def flush_steps(self) -> None:
         """Chain every step waiting in the batch now."""

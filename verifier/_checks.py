@@ -27,11 +27,13 @@ from .._receipt import (
     STEP_REQUIRED_MEMBERS,
     STEP_STATUSES,
     TIMESTAMP_PATTERN,
+    TRACE_MEMBERS,
     UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
     close_content,
+    trace_members_problem,
 )
 from .._signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
 from .._timefmt import is_calendar_date, parse_step_time
@@ -255,6 +257,8 @@ def _profile_step_ok(step: Any) -> bool:
             value = step[name]
             if type(value) is not str or not value:
                 return False
+        if not TRACE_MEMBERS.keys().isdisjoint(keys) and trace_members_problem(step) is not None:
+            return False
     return True
 
 
@@ -322,6 +326,10 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
         if name in step and not _is_label(step[name]):
             result.fail(f"{name} is not a non-empty string", seq=seq)
             ok = False
+    trace_problem = trace_members_problem(step) if ok else None  # a member not a string was named above
+    if trace_problem is not None:
+        result.fail(trace_problem, seq=seq, actual=repr(step.get("trace_id", step.get("span_id"))))
+        ok = False
     for name in ("started_at", "ended_at"):
         if _OUR_TS.fullmatch(step[name]) is None:
             result.fail(f"{name} is not UTC with microseconds (YYYY-MM-DDTHH:MM:SS.ffffffZ)", seq=seq,

@@ -32,7 +32,15 @@ from .._chain import STEP_TAG
 from .._limits import MAX_STRING_CHARS
 from .._link import LINK_KIND
 from .._merkle import reduce_levels, root_of_leaves
-from .._receipt import CLOSE_KIND, KINDS, STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS, STEP_STATUSES
+from .._receipt import (
+    CLOSE_KIND,
+    KINDS,
+    STEP_OPTIONAL_MEMBERS,
+    STEP_REQUIRED_MEMBERS,
+    STEP_STATUSES,
+    TRACE_MEMBERS,
+    trace_members_problem,
+)
 from ._checks import _date_ok, _is_hex64, _is_uuid
 
 __all__ = ["Passed", "Run", "check_block", "check_run", "combine"]
@@ -151,7 +159,7 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
 
 
 def _optional_members_ok(steps: list[dict[str, Any]]) -> bool:
-    """Steps with members beyond the required ones: those are optional members, non-empty strings."""
+    """Steps with members beyond the required ones: those are optional members, non-empty strings (trace ids hex)."""
     for step in steps:
         keys = step.keys()
         if not (_REQUIRED <= keys and keys <= _ALL):
@@ -160,6 +168,8 @@ def _optional_members_ok(steps: list[dict[str, Any]]) -> bool:
             value = step[name]
             if type(value) is not str or not value or len(value) > MAX_STRING_CHARS:
                 return False
+        if not TRACE_MEMBERS.keys().isdisjoint(keys) and trace_members_problem(step) is not None:
+            return False
     return True
 
 

@@ -1,0 +1,397 @@
+"""OpenTelemetry span processors: spans that name their steps, and receipts built from spans (spec/otel.md).
+
+* :class:`ReceiptSpanProcessor` joins a recorded run to its trace: every span started while
+  the collector is open carries ``aer1.workflow_id``; a span a step was recorded under
+  carries ``aer1.step.seq`` and ``aer1.step.receipt_id``; a tool call's step carries the ids
+  of the tool's own ``execute_tool`` span (found by ``gen_ai.tool.call.id``).
+* :class:`SpanReceiptCollector` builds a receipt from the GenAI spans of one trace, for any
+  instrumented framework: one step per ``invoke_agent``, ``execute_tool``, ``chat`` (and the
+  other GenAI operations) span, holding what the span holds and naming what it does not.
+
+Both are added to the user's ``TracerProvider`` in one line; neither changes which spans are
+emitted or what the user's exporters receive beyond the ``aer1.*`` attributes. Needs the
+OpenTelemetry SDK (extra ``otel``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import os
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import NonRecordingSpan, StatusCode
+
+from aer1 import Collector
+from aer1._trace import run_in_context, unwatch, watch
+
+__all__ = [
+    "ABSENT_CONTENT",
+    "MAX_STEPS_PER_SPAN",
+    "MAX_TOOL_SPANS",
+    "MAX_WAITING_SPANS",
+    "WORKFLOW_ATTRIBUTE",
+    "ReceiptSpanProcessor",
+    "SpanReceiptCollector",
+]
+
+log = logging.getLogger("aer1")
+
+#: Span attributes aer1 sets (and the only ones).
+WORKFLOW_ATTRIBUTE = "aer1.workflow_id"
+STEP_SEQ_ATTRIBUTE = "aer1.step.seq"
+STEP_ID_ATTRIBUTE = "aer1.step.receipt_id"
+#: GenAI semantic convention names read here.
+_OPERATION = "gen_ai.operation.name"
+_TOOL_NAME = "gen_ai.tool.name"
+_CALL_ID = "gen_ai.tool.call.id"
+_AGENT_NAME = "gen_ai.agent.name"
+_EXECUTE_TOOL = "execute_tool"
+_INVOKE_AGENT = "invoke_agent"
+#: execute_tool spans remembered (by call id) for the tool-call step that follows them.
+MAX_TOOL_SPANS = 4096
+#: Steps a span names; a span under which more were recorded names the first ones.
+MAX_STEPS_PER_SPAN = 64
+#: Ended spans a SpanReceiptCollector holds back for an earlier sibling still open; past it they are recorded as
+#: they end.
+MAX_WAITING_SPANS = 10_000
+#: Content the conventions make opt-in, per operation: what a step says is absent when the span lacks it.
+ABSENT_CONTENT: Mapping[str, tuple[str, ...]] = {
+    "execute_tool": ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"),
+    "invoke_agent": ("gen_ai.input.messages", "gen_ai.output.messages"),
+    "chat": ("gen_ai.input.messages", "gen_ai.output.messages"),
+    "text_completion": ("gen_ai.input.messages", "gen_ai.output.messages"),
+    "generate_content": ("gen_ai.input.messages", "gen_ai.output.messages"),
+}
+_NO_CONTEXT = None
+
+
+class ReceiptSpanProcessor(SpanProcessor):
+    """Joins a collector's steps and the spans of its run, both ways (``provider.add_span_processor(...)``).
+
+    The spans of the run are the spans started on this provider while the collector is open
+    (from this processor's creation until ``finalize()``): give each concurrent run its own
+    provider, or its spans carry the workflow id of whichever collector is open. A step
+    recorded under a span that is still recording names the span's step; an ``execute_tool``
+    span has usually ended when the framework's collector records the call (AgentChat and
+    Agent Framework record a call from its result), so such a span names its step by
+    ``aer1.workflow_id`` and ``gen_ai.tool.call.id`` (the step's ``call_id``) and the step names
+    the span by its ids. Whatever this processor fails at is counted on the collector.
+    """
+
+    def __init__(self, collector: Collector) -> None:
+        self._collector = collector
+        self._workflow_id = collector.workflow_id
+        self._lock = threading.Lock()
+        self._tool_spans: OrderedDict[str, deque[Any]] = OrderedDict()  # call id -> execute_tool spans, oldest first
+        self._tool_span_count = 0
+        self._named: dict[int, list[tuple[int, str]]] = {}  # span id -> (seq, receipt_id) of its steps
+        self._shut = False
+        watch(collector, self)
+
+    # ------------------------------------------------------------ the provider's calls
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        """Tag the span with the workflow id; remember an execute_tool span by its call id."""
+        collector = self._collector
+        if collector.closed:
+            return
+        try:
+            span.set_attribute(WORKFLOW_ATTRIBUTE, self._workflow_id)
+            attributes = span.attributes or {}
+            call_id = attributes.get(_CALL_ID)
+            if attributes.get(_OPERATION) == _EXECUTE_TOOL and isinstance(call_id, str) and call_id:
+                self._remember_tool_span(call_id, span)
+        except Exception as e:
+            collector.count_recording_failure("a span's start", e)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Forget which steps the span named (it can take no more attributes)."""
+        ctx = span.get_span_context()
+        if ctx is not None and self._named:
+            with self._lock:
+                self._named.pop(ctx.span_id, None)
+
+    def shutdown(self) -> None:
+        """Stop joining; a collector still open is told (its receipt counts a recording failure)."""
+        if self._shut:
+            return
+        self._shut = True
+        unwatch(self._collector, self)
+        if not self._collector.closed:
+            self._collector.count_recording_failure(
+                "the spans of the rest of the run",
+                RuntimeError("the tracer provider was shut down before the run was finalized"))
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered."""
+        return True
+
+    # ------------------------------------------------------------ the collector's calls
+
+    def tool_span(self, call_id: str) -> Any:
+        """The oldest execute_tool span with this call id not yet claimed by a step (and claims it)."""
+        with self._lock:
+            spans = self._tool_spans.get(call_id)
+            if not spans:
+                return None
+            span = spans.popleft()
+            self._tool_span_count -= 1
+            if not spans:
+                del self._tool_spans[call_id]
+            return span
+
+    def step_recorded(self, span: Any, step: dict[str, Any]) -> None:
+        """Name the step on its span while the span is recording (a list when several steps share it)."""
+        if not span.is_recording():
+            return
+        key = span.get_span_context().span_id
+        with self._lock:
+            named = self._named.setdefault(key, [])
+            if len(named) >= MAX_STEPS_PER_SPAN:
+                return
+            named.append((step["seq"], step["receipt_id"]))
+            seqs = [seq for seq, _ in named]
+            ids = [rid for _, rid in named]
+        if len(seqs) == 1:
+            span.set_attributes({STEP_SEQ_ATTRIBUTE: seqs[0], STEP_ID_ATTRIBUTE: ids[0]})
+        else:
+            span.set_attributes({STEP_SEQ_ATTRIBUTE: seqs, STEP_ID_ATTRIBUTE: ids})
+
+    def _remember_tool_span(self, call_id: str, span: Any) -> None:
+        with self._lock:
+            self._tool_spans.setdefault(call_id, deque()).append(span)
+            self._tool_span_count += 1
+            while self._tool_span_count > MAX_TOOL_SPANS:  # the oldest call, never claimed, is let go
+                _, oldest = next(iter(self._tool_spans.items()))
+                oldest.popleft()
+                self._tool_span_count -= 1
+                if not oldest:
+                    self._tool_spans.popitem(last=False)
+
+
+def _utc(ns: int) -> _dt.datetime:
+    """Epoch nanoseconds as an aware datetime, exact to the microsecond (a float would round)."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc) + _dt.timedelta(microseconds=rest // 1000)
+
+
+def _plain(value: Any) -> Any:
+    """An attribute value as JSON data (OpenTelemetry gives sequences as tuples)."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else value
+
+
+class _Node:
+    """A span of the recorded trace, while it or a sibling before it is open."""
+
+    __slots__ = ("agent", "children", "done", "ended", "parent")
+
+    def __init__(self, parent: int | None, agent: str | None) -> None:
+        self.parent = parent
+        self.agent = agent
+        self.children: deque[int] = deque()  # span ids, in start order, not yet recorded
+        self.ended: ReadableSpan | None = None
+        self.done = False
+
+
+class SpanReceiptCollector(SpanProcessor):
+    """A receipt built from the GenAI spans of one trace (``provider.add_span_processor(...)``).
+
+    The spans recorded are those started on the provider from this processor's addition
+    until the receipt is finalized, of every trace (AgentChat's runtime starts a trace per
+    published message; give each concurrent run its own provider). Each GenAI span (one
+    with ``gen_ai.operation.name``) becomes a step when it ends: ``execute_tool`` a ``tool_call`` step named
+    ``gen_ai.tool.name`` with
+    ``call_id`` ``gen_ai.tool.call.id``; ``invoke_agent``, ``chat`` and the other operations a
+    ``message`` step named after the operation. Its content is the span's name, status and
+    ``gen_ai.*`` / ``error.type`` attributes exactly as the span holds them, and ``absent``: the
+    opt-in content members the span does not hold (never guessed). The order kept is each
+    parent's children in start order, a span after the spans it contains (spec/otel.md).
+    The receipt is finalized when the root span ends (``root``: a span name or a predicate;
+    the first span without a parent that it accepts), at the provider's shutdown, or by
+    :meth:`finalize`; ``collector_options`` are :class:`aer1.Collector`'s (signing key,
+    evidence, journal, redaction, timestamps, ...).
+    """
+
+    def __init__(self, goal: str, *, root: str | Callable[[Span], bool] | None = None,
+                 **collector_options: Any) -> None:
+        self.collector = Collector(goal, **collector_options)
+        if root is not None and not callable(root) and not (isinstance(root, str) and root):
+            raise TypeError(f"root must be a span name, a predicate or None, got {type(root).__name__}")
+        self._root_rule: Callable[[Span], bool] | None = (
+            root if callable(root) or root is None else lambda span: span.name == root)
+        self._lock = threading.RLock()
+        self._root: int | None = None
+        self._nodes: dict[int, _Node] = {}
+        self._waiting = 0
+        self._receipt: dict[str, Any] | None = None
+
+    @property
+    def receipt(self) -> dict[str, Any] | None:
+        """The receipt once finalized (at the root span's end or by :meth:`finalize`), else None."""
+        return self._receipt
+
+    # ------------------------------------------------------------ the provider's calls
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        """Place the span in the trace's tree (its parent's children, in start order)."""
+        try:
+            self._started(span)
+        except Exception as e:
+            self.collector.count_recording_failure(f"span {getattr(span, 'name', '?')!r} at its start", e)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Record the span's step, and the steps of later siblings that waited for it."""
+        try:
+            self._ended(span)
+        except Exception as e:
+            self.collector.count_recording_failure(f"span {getattr(span, 'name', '?')!r} at its end", e)
+
+    def shutdown(self) -> None:
+        """The provider shut down: the receipt is finalized now, its open spans counted as not recorded."""
+        self.finalize()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Steps are recorded as spans end: nothing is buffered but spans waiting for a sibling."""
+        return True
+
+    # ------------------------------------------------------------ receipts
+
+    def finalize(self, final_answer: Any = None) -> dict[str, Any]:
+        """Record what ended, count what did not, and close the receipt (the same receipt when called again)."""
+        with self._lock:
+            if self._receipt is not None:
+                return self._receipt
+            self._flush_all()
+            receipt = self._receipt = self.collector.finalize(final_answer)
+            self._nodes.clear()
+            return receipt
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write the receipt (finalized now if it was not) and its evidence; returns the receipt path."""
+        return self.collector.save(path, self.finalize())
+
+    # ------------------------------------------------------------ the tree
+
+    def _started(self, span: Span) -> None:
+        ctx = span.get_span_context()
+        with self._lock:
+            if self._receipt is not None:
+                return
+            if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
+                self._root = ctx.span_id
+            parent = span.parent.span_id if span.parent is not None else None
+            if parent is not None and parent not in self._nodes:
+                parent = None  # a parent outside what was seen (another process, before this processor)
+            attributes = span.attributes or {}
+            agent = attributes.get(_AGENT_NAME)
+            self._nodes[ctx.span_id] = _Node(parent, agent if isinstance(agent, str) and agent else None)
+            if parent is not None:
+                self._nodes[parent].children.append(ctx.span_id)
+
+    def _ended(self, span: ReadableSpan) -> None:
+        ctx = span.get_span_context()
+        if ctx is None:
+            return
+        finish = False
+        with self._lock:
+            node = self._nodes.get(ctx.span_id)
+            if node is None or self._receipt is not None:
+                return
+            node.ended = span
+            self._waiting += 1
+            if node.parent is None:
+                self._emit(node)
+            else:
+                self._release(node.parent)
+            if self._waiting > MAX_WAITING_SPANS:
+                log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
+                            self._waiting)
+                self._flush_all()
+            finish = ctx.span_id == self._root
+        if finish:
+            self.finalize()
+
+    def _release(self, parent_id: int) -> None:
+        """Record the parent's children from the first on, while each has ended (start order kept)."""
+        parent = self._nodes[parent_id]
+        children = parent.children
+        while children:
+            child = self._nodes.get(children[0])
+            if child is not None and child.ended is None:
+                return
+            children.popleft()
+            if child is not None:
+                self._emit(child)
+
+    def _emit(self, node: _Node) -> None:
+        if node.done or node.ended is None:
+            return
+        node.done = True
+        self._waiting -= 1
+        self._record(node.ended, node)
+
+    def _flush_all(self) -> None:
+        """Record every ended span not yet recorded, in start order; count the spans that never ended."""
+        unended = 0
+        for node in list(self._nodes.values()):  # dicts keep insertion order: start order
+            if node.ended is not None:
+                if not node.done:
+                    node.done = True
+                    self._waiting -= 1
+                    self._record(node.ended, node)
+            else:
+                unended += 1
+        for node in self._nodes.values():
+            node.children.clear()
+        if unended:
+            self.collector.count_recording_failure(
+                f"{unended} span(s) of the trace", RuntimeError("they had not ended when the receipt was finalized"))
+
+    def _agent(self, node: _Node) -> str | None:
+        """The agent of the span or of the nearest span around it that names one."""
+        seen = 0
+        while node is not None and seen < len(self._nodes):
+            if node.agent is not None:
+                return node.agent
+            parent = self._nodes.get(node.parent) if node.parent is not None else None
+            if parent is None:
+                return None
+            node, seen = parent, seen + 1
+        return None
+
+    def _record(self, span: ReadableSpan, node: _Node) -> None:
+        attributes = span.attributes or {}
+        operation = attributes.get(_OPERATION)
+        if not isinstance(operation, str) or not operation:
+            return  # not a GenAI span: a place in the tree, no step
+        kept = {k: _plain(v) for k, v in attributes.items() if k.startswith("gen_ai.") or k == "error.type"}
+        status = span.status.status_code
+        content: dict[str, Any] = {"span": span.name, "operation": operation, "attributes": kept,
+                                   "status": status.name}
+        if span.status.description:
+            content["status_description"] = span.status.description
+        absent = [name for name in ABSENT_CONTENT.get(operation, ()) if name not in attributes]
+        if absent:
+            content["absent"] = absent
+        tool_name, call_id = attributes.get(_TOOL_NAME), attributes.get(_CALL_ID)
+        is_tool = operation == _EXECUTE_TOOL and isinstance(tool_name, str) and tool_name != ""
+        options: dict[str, Any] = {
+            "agent": self._agent(node),
+            "kind": "tool_call" if is_tool else "message",
+            "status": "error" if status == StatusCode.ERROR else "ok",
+            "started_at": _utc(span.start_time or 0),
+            "ended_at": _utc(span.end_time or span.start_time or 0),
+        }
+        if is_tool and isinstance(call_id, str) and call_id:
+            options["call_id"] = call_id
+        # recorded with the span current, so the step carries the span's own ids
+        span_context = span.get_span_context()  # None: a span without ids, recorded without them
+        ctx = _NO_CONTEXT if span_context is None else trace.set_span_in_context(NonRecordingSpan(span_context),
+                                                                                 _NO_CONTEXT)
+        run_in_context(ctx, self.collector.safe_record, tool_name if is_tool else operation, content, **options)
