@@ -88,9 +88,9 @@ def connect(address: str, workers: int, timeout: float | None = None) -> Any:
     try:
         if address == "local":
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               host="127.0.0.1", dashboard_address=None)
-            return distributed.Client(cluster, timeout=wait)
-        return distributed.Client(address, timeout=wait)
+                                               host="127.0.0.1", dashboard_address=None)  # type: ignore[no-untyped-call,unused-ignore]
+            return distributed.Client(cluster, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
+        return distributed.Client(address, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
     except (OSError, TimeoutError, ValueError, TypeError) as e:
         raise DaskUnavailable(f"--dask {address}: cannot reach the scheduler within {wait:g} s: "
                               f"{type(e).__name__}: {e}") from e
