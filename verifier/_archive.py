@@ -193,8 +193,17 @@ class _Worker:
             return Outcome(unreadable_report(task[0], f"internal error: {type(e).__name__}: {e}"))
 
 
-def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int) -> Iterator[Outcome]:
-    """Each file's outcome, in the order of ``tasks``; ``jobs`` > 1 verifies in worker processes."""
+def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int,
+             client: Any = None) -> Iterator[Outcome]:
+    """Each file's outcome, in the order of ``tasks``; ``jobs`` > 1 verifies in worker processes.
+
+    ``client``: a ``distributed.Client``, to verify in batches on its Dask cluster instead.
+    """
+    if client is not None:
+        from ._dask import dask_outcomes  # loaded only for --dask
+
+        yield from dask_outcomes(tasks, opts, client)
+        return
     worker = _Worker(opts)
     if len(tasks) > 1:
         import orjson  # noqa: F401  (loaded once for many files, it parses and encodes each quicker)
@@ -330,10 +339,11 @@ def _progress(total: int) -> Any:
 
 
 def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, *, jobs: int, as_json: bool,
-                verbose: bool, only_failures: bool, out: IO[str], sinks: list[Any]) -> Tally:
+                verbose: bool, only_failures: bool, out: IO[str], sinks: list[Any], client: Any = None) -> Tally:
     """Verify every file, stream each result to ``out`` (and each of ``sinks``), return the counts.
 
-    A sink has ``add(outcome)``; it sees every outcome, failures or not.
+    A sink has ``add(outcome)``; it sees every outcome, failures or not. ``client``: verify
+    on that Dask cluster (``outcomes``).
     """
     tally = Tally()
     bar = _progress(len(tasks))
@@ -341,7 +351,7 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
     if as_json:
         out.write('{\n  "schema": "' + SCHEMA + '",\n  "results": [')
     try:
-        for o in outcomes(tasks, opts, jobs):
+        for o in outcomes(tasks, opts, jobs, client):
             tally.add(o)
             for sink in sinks:
                 sink.add(o)

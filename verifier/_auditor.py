@@ -30,6 +30,9 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", "-j", metavar="N", type=int, default=None,
                    help="worker processes for many receipts, or for the steps of one receipt file of 1 MiB or "
                         "more (default: the number of cores)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="verify many receipts on a Dask cluster: a scheduler address (tcp://HOST:PORT), or local "
+                        "for a local cluster of --jobs worker processes (needs aer1[dask])")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="full reports, every failure listed (also for one receipt)")
     p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
@@ -131,6 +134,8 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
     """Verify ``files`` (one receipt: its full report; many: a line each and a summary)."""
     _check_outputs(args)
     jobs = _jobs(args)
+    if args.dask is not None and single:
+        raise CliError("--dask verifies many receipts (a folder or several files): one receipt is verified here")
     opts = ArchiveOptions(
         evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
         expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
@@ -171,6 +176,18 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
             print(one_line(f"aer1-verify: {r.checks[0].detail}"), file=sys.stderr)
         elif not (args.only_failures and r.valid):
             print(r.to_text(every=args.verbose))
+    elif args.dask is not None:
+        from ._dask import DaskUnavailable, close, connect  # loaded only for --dask
+
+        try:
+            client = connect(args.dask, jobs)
+        except DaskUnavailable as e:
+            raise CliError(str(e)) from e
+        try:
+            tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
+                                only_failures=args.only_failures, out=sys.stdout, sinks=sinks, client=client)
+        finally:
+            close(client)
     else:
         tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
                             only_failures=args.only_failures, out=sys.stdout, sinks=sinks)

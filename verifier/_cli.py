@@ -300,6 +300,8 @@ def _run(argv: Sequence[str] | None) -> int:
     _refuse_for_proofs(args, files)
     if files[0][0] == _STDIN and (args.junit or args.attest):
         raise CliError("--junit and --attest name the files verified: not with - (standard input)")
+    if files[0][0] == _STDIN and args.dask is not None:
+        raise CliError("--dask verifies many receipts: not - (standard input)")
     if files[0][0] != _STDIN:
         return auditor_run(args, files, policy, trusted, expected_root, expected_head,
                            single=len(files) == 1 and not os.path.isdir(args.paths[0]))
@@ -355,7 +357,7 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
                ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),
                ("--tsa-policy", args.tsa_policy), ("--keyring", args.keyring), ("--junit", args.junit),
                ("--attest", args.attest), ("--only-failures", args.only_failures), ("--verbose", args.verbose),
-               ("--jobs", args.jobs))
+               ("--jobs", args.jobs), ("--dask", args.dask))
     for option, given in refused:
         if given:
             raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "

@@ -29,6 +29,7 @@ PUBLIC = frozenset({
     "aer1.collectors.legacy",
     "aer1.collectors.agent_framework",
     "aer1.collectors.ag2",
+    "aer1.verifier.dask",
     "aer1.collectors.otel",
     "aer1.collectors.grpc_runtime",
     "aer1.verifier",

@@ -1,0 +1,138 @@
+"""Archive runs on a Dask cluster: batches of receipts per task, outcomes streamed back in order.
+
+Each task verifies a batch with :func:`~aer1.verifier._archive.verify_file`, the code and
+options of a run on one machine. Trust material the client read from its own disk (the
+keyring, the TSA roots) travels inside the task as bytes and is written to a private folder
+on the worker, so a worker never needs a path only the client has. Outcomes are read in
+the order of the files; a batch whose worker is lost is run again by the scheduler and is
+read once, so each file is counted exactly once. ``distributed`` loads only here.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from ._archive import ArchiveOptions, Outcome, _Worker
+from ._output import unreadable_report
+
+__all__ = ["CONNECT_TIMEOUT", "DASK_BATCH", "DaskUnavailable", "connect", "dask_outcomes", "ship"]
+
+#: Receipts per task: the scheduler's cost per task (about 1 ms) stays far below a batch's work.
+DASK_BATCH = 64
+#: Tasks per worker submitted ahead of the one being read: bounds the results waiting in memory.
+_AHEAD_PER_WORKER = 4
+#: Seconds to wait for a scheduler before giving up (a usage error, never a hang).
+CONNECT_TIMEOUT = 10.0
+
+Task = tuple[str, bool, str | None]
+#: (name, bytes) of each file shipped; the keyring's name is ``_KEYRING``.
+Shipped = tuple[tuple[str, bytes], ...]
+_KEYRING = "keyring"
+_TSA = "tsa"
+
+
+class DaskUnavailable(Exception):
+    """Dask is not installed, or the scheduler cannot be reached: one line for the caller."""
+
+
+def ship(opts: ArchiveOptions) -> tuple[ArchiveOptions, Shipped]:
+    """``opts`` without client paths to trust material, and that material as bytes."""
+    files: list[tuple[str, bytes]] = []
+    if opts.keyring is not None:
+        with open(opts.keyring, "rb") as f:
+            files.append((_KEYRING, f.read()))
+    if opts.tsa_roots is not None:
+        for name in sorted(os.listdir(opts.tsa_roots)):
+            path = os.path.join(opts.tsa_roots, name)
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    files.append((f"{_TSA}/{name}", f.read()))
+    return dataclasses.replace(opts, keyring=None, tsa_roots=None), tuple(files)
+
+
+@functools.lru_cache(maxsize=4)
+def _unpack(run_id: str, shipped: Shipped, keyring: bool, tsa: bool) -> tuple[str | None, str | None]:
+    """Write the shipped files to a private folder on this worker, once per run; their paths."""
+    folder = tempfile.mkdtemp(prefix=f"aer1-trust-{run_id}-")
+    os.makedirs(os.path.join(folder, _TSA))
+    for name, data in shipped:
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    return (os.path.join(folder, _KEYRING) if keyring else None,
+            os.path.join(folder, _TSA) if tsa else None)
+
+
+def verify_batch(tasks: list[Task], opts: ArchiveOptions, shipped: Shipped, keyring: bool,
+                 tsa: bool) -> list[Outcome]:
+    """A Dask task: each file's outcome, verified as one machine's run would (runs on a worker)."""
+    if shipped or keyring or tsa:
+        ring, roots = _unpack(opts.run_id, shipped, keyring, tsa)
+        opts = dataclasses.replace(opts, keyring=ring, tsa_roots=roots)
+    worker = _Worker(opts)
+    return [worker(t) for t in tasks]
+
+
+def connect(address: str, workers: int, timeout: float | None = None) -> Any:
+    """A ``distributed.Client``: ``local`` starts a LocalCluster of ``workers`` processes on 127.0.0.1."""
+    try:
+        import distributed
+    except ImportError as e:
+        raise DaskUnavailable("--dask needs Dask: pip install 'aer1[dask]'") from e
+    wait = CONNECT_TIMEOUT if timeout is None else timeout
+    try:
+        if address == "local":
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                               host="127.0.0.1", dashboard_address=None)  # type: ignore[no-untyped-call,unused-ignore]
+            return distributed.Client(cluster, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
+        return distributed.Client(address, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
+    except (OSError, TimeoutError, ValueError, TypeError) as e:
+        raise DaskUnavailable(f"--dask {address}: cannot reach the scheduler within {wait:g} s: "
+                              f"{type(e).__name__}: {e}") from e
+
+
+def close(client: Any) -> None:
+    """Close ``client`` and the local cluster it started, if any."""
+    cluster = client.cluster if getattr(client, "cluster", None) is not None else None
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def dask_outcomes(tasks: list[Task], opts: ArchiveOptions, client: Any, *,
+                  batch: int = DASK_BATCH) -> Iterator[Outcome]:
+    """Each file's outcome, in the order of ``tasks``, verified in batches on ``client``'s cluster.
+
+    A batch that fails on the cluster (its worker lost more often than the scheduler allows)
+    comes back as each of its files unreadable, with the reason: never dropped, never twice.
+    """
+    sent, shipped = ship(opts)
+    keyring, tsa = opts.keyring is not None, opts.tsa_roots is not None
+    batches = [tasks[i:i + batch] for i in range(0, len(tasks), batch)]
+    ahead = max(1, len(client.scheduler_info().get("workers", {})) * _AHEAD_PER_WORKER)
+    pending: collections.deque[tuple[list[Task], Any]] = collections.deque()
+    nxt = 0
+    try:
+        while nxt < len(batches) or pending:
+            while nxt < len(batches) and len(pending) < ahead:
+                b = batches[nxt]
+                pending.append((b, client.submit(verify_batch, b, sent, shipped, keyring, tsa, pure=False,
+                                                 key=f"aer1-verify-{opts.run_id}-{nxt}")))
+                nxt += 1
+            b, future = pending.popleft()
+            try:
+                results: list[Outcome] = future.result()
+            except Exception as e:  # the cluster gave up on this batch: each file says so
+                why = f"not verified: the cluster failed this batch: {type(e).__name__}: {e}"
+                results = [Outcome(unreadable_report(t[0], why)) for t in b]
+            finally:
+                future.release()
+            yield from results
+    finally:
+        for _, future in pending:
+            future.cancel()
