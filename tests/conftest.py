@@ -130,3 +130,9 @@ def peer_verify_workflow(peer_dir: Path) -> Callable[[dict[str, Any]], list[str]
         return list(module.verify_workflow_receipt(json.loads(json.dumps(receipt))))
 
     return run
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Dask's tests run last: a distributed client leaves threads behind, and a process with
+    threads never forks, so the cut path (tests/perf) would silently not run after them."""
+    items.sort(key=lambda item: "tests/dask/" in item.nodeid.replace("\\", "/"))

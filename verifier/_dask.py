@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import CouldNotVerifyError
 from ._archive import ArchiveOptions, Outcome, _Worker
 from ._output import unreadable_report
 
@@ -37,7 +38,7 @@ _KEYRING = "keyring"
 _TSA = "tsa"
 
 
-class DaskUnavailable(Exception):
+class DaskUnavailable(CouldNotVerifyError):
     """Dask is not installed, or the scheduler cannot be reached: one line for the caller."""
 
 

@@ -19,13 +19,11 @@ from pathlib import Path
 
 import pytest
 
-distributed = pytest.importorskip("distributed")
-
-from aer1 import Collector  # noqa: E402
-from aer1.verifier import _dask  # noqa: E402
-from aer1.verifier._cli import main  # noqa: E402
-from aer1.verifier.dask import verify_archive  # noqa: E402
-from tests.helpers import KEYS  # noqa: E402
+from aer1 import Collector
+from aer1.verifier import _dask
+from aer1.verifier._cli import main
+from aer1.verifier.dask import verify_archive
+from tests.helpers import KEYS
 
 BIN = Path(sys.executable).parent
 TRUSTED = str(KEYS / "trusted.pub")
@@ -60,6 +58,10 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[object]:
+    # imported here, not at collection: importing distributed starts a native thread, and a process
+    # with threads never forks, so the cut path (tests/perf) would not run after it
+    import distributed
+
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                        dashboard_address=None)
     with distributed.Client(cluster) as c:
