@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from http import HTTPStatus
-from typing import Any
 
 from ._httpclient import HttpClientError, base_url, request
 from ._logdir import ReceiptLog
@@ -107,33 +106,14 @@ class RemoteReceiptLog(ReceiptLog):
         self.url = url
         self._timeout = timeout
 
-    def _send(self, entry: bytes) -> bytes | None:
-        try:
-            return append_entry(self.url, entry, self._timeout)
-        except Exception as e:  # logging must never break the run
-            self.errors.append(f"{type(e).__name__}: {e}")
-            _logger.warning("aer1: could not append to the log server %s: %s", self.url, e)
-            return None
+    @property
+    def _where(self) -> str:
+        return f"server {self.url}"
 
-    def opened(self, workflow_id: str, receipt_id: str, started_at: str) -> bool:
-        """Log that the run started; False (and the error kept) when the server did not take it."""
-        from ._tlog._entry import opened_entry
-
-        return self._send(opened_entry(workflow_id, receipt_id, started_at).encode()) is not None
-
-    def closed(self, receipt: dict[str, Any]) -> bool:
-        """Log the finished receipt and keep the proof the server answered for :meth:`write_proof`."""
-        from ._tlog._entry import entry_for_receipt
+    def _log(self, entry: bytes, proof: bool = True) -> tuple[int, bytes | None]:
+        """Send one entry with :func:`append_entry` (which checks the proof includes it; the server always
+        answers with one)."""
         from ._tlog._proof import parse_tlog_proof
 
-        try:
-            entry = entry_for_receipt(receipt).encode()
-        except LogMalformed as e:
-            self.errors.append(str(e))
-            _logger.warning("aer1: the receipt cannot be logged: %s", e)
-            return False
-        proof = self._send(entry)
-        if proof is None:
-            return False
-        self.proof, self.index = proof, parse_tlog_proof(proof).index
-        return True
+        answered = append_entry(self.url, entry, self._timeout)
+        return parse_tlog_proof(answered).index, answered

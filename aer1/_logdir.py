@@ -80,7 +80,7 @@ from ._tlog import (
     tile_path,
 )
 from ._tlog._entry import entry_for_receipt
-from .errors import LogInvalid, LogMalformed, UsageError
+from .errors import Aer1Error, LogInvalid, LogMalformed, UsageError
 
 __all__ = [
     "CHECKPOINT",
@@ -361,6 +361,10 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     return out
 
 
+class _ProofUnavailable(Aer1Error):
+    """The entry was appended but its proof could not be read back (kept in the log's errors)."""
+
+
 class ReceiptLog:
     """A collector's log (``Collector(log=DIR)``): the run's opened entry, then its receipt at finalize.
 
@@ -376,20 +380,36 @@ class ReceiptLog:
         self.proof: bytes | None = None
         self.index: int | None = None
 
-    def _append(self, entry: bytes) -> tuple[LogDir, Appended] | None:
+    @property
+    def _where(self) -> str:
+        """The log, as failures name it."""
+        return self.directory
+
+    def _log(self, entry: bytes, proof: bool = True) -> tuple[int, bytes | None]:
+        """Append one entry: its index and (with ``proof``) its tlog-proof. Raises on any failure."""
+        log = LogDir(self.directory, self._key)
+        appended = log.append([entry])
+        if not proof:
+            return appended.first, None
         try:
-            log = LogDir(self.directory, self._key)
-            return log, log.append([entry])
+            return appended.first, format_tlog_proof(log.proofs(appended, [appended.first])[0])
+        except Exception as e:  # the entry is logged; only its proof could not be read back
+            raise _ProofUnavailable(f"logged, but its proof could not be built: {type(e).__name__}: {e}") from e
+
+    def _append(self, entry: bytes, proof: bool = True) -> tuple[int, bytes | None] | None:
+        """:meth:`_log`, with a failure kept in :attr:`errors` and logged, never raised."""
+        try:
+            return self._log(entry, proof)
         except Exception as e:  # logging must never break the run
             self.errors.append(f"{type(e).__name__}: {e}")
-            _logger.warning("aer1: could not append to the log %s: %s", self.directory, e)
+            _logger.warning("aer1: could not append to the log %s: %s", self._where, e)
             return None
 
     def opened(self, workflow_id: str, receipt_id: str, started_at: str) -> bool:
         """Log that the run started; False (and the error kept) when it could not be logged."""
         from ._tlog._entry import opened_entry
 
-        return self._append(opened_entry(workflow_id, receipt_id, started_at).encode()) is not None
+        return self._append(opened_entry(workflow_id, receipt_id, started_at).encode(), proof=False) is not None
 
     def closed(self, receipt: dict[str, Any]) -> bool:
         """Log the finished receipt and keep its proof for :meth:`write_proof`."""
@@ -402,14 +422,7 @@ class ReceiptLog:
         done = self._append(entry)
         if done is None:
             return False
-        log, appended = done
-        try:
-            self.index = appended.first
-            self.proof = format_tlog_proof(log.proofs(appended, [appended.first])[0])
-        except Exception as e:  # the entry is logged; only its proof could not be read back
-            self.errors.append(f"proof: {type(e).__name__}: {e}")
-            _logger.warning("aer1: logged the receipt in %s but could not build its proof: %s", self.directory, e)
-            return False
+        self.index, self.proof = done
         return True
 
     def write_proof(self, receipt_path: str) -> str | None:

@@ -19,23 +19,9 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import TYPE_CHECKING
 
 from ..errors import LogMalformed
-from ._note import (
-    Signature,
-    check_key_name,
-    ed25519_verify,
-    format_signer_key,
-    format_vkey,
-    key_id_for,
-    public_from_raw,
-    raw_public,
-    raw_seed,
-)
-
-if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from ._note import NamedSigner, NamedVerifier, Signature, ed25519_verify
 
 __all__ = [
     "COSIGNATURE_HEADER",
@@ -71,30 +57,10 @@ def cosignature_timestamp(sig: bytes) -> int:
     return ts
 
 
-class CosignatureVerifier:
+class CosignatureVerifier(NamedVerifier):
     """Verifies the Ed25519 cosignatures of one named witness key."""
 
     key_type = COSIGNATURE_TYPE
-
-    def __init__(self, name: str, public_key: Ed25519PublicKey | bytes) -> None:
-        check_key_name(name)
-        self._public = public_from_raw(public_key) if isinstance(public_key, bytes) else public_key
-        self.public = raw_public(self._public)
-        self._name = name
-        self._key_id = key_id_for(name, self.key_type, self.public)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def key_id(self) -> int:
-        return self._key_id
-
-    @property
-    def vkey(self) -> str:
-        """The verifier key string (type 0x04)."""
-        return format_vkey(self._name, self.key_type, self.public)
 
     def verify(self, text: bytes, sig: bytes) -> bool:
         try:
@@ -104,34 +70,14 @@ class CosignatureVerifier:
         return ed25519_verify(self._public, sig[8:], cosignature_message(text, ts))
 
 
-class CosignatureSigner:
+class CosignatureSigner(NamedSigner):
     """Cosigns checkpoint texts with one named Ed25519 witness key."""
 
     key_type = COSIGNATURE_TYPE
 
-    def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
-        check_key_name(name)
-        self._private = private_key
-        self.public = raw_public(private_key.public_key())
-        self._name = name
-        self._key_id = key_id_for(name, self.key_type, self.public)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def key_id(self) -> int:
-        return self._key_id
-
     def verifier(self) -> CosignatureVerifier:
         """The matching verifier."""
         return CosignatureVerifier(self._name, self.public)
-
-    @property
-    def signer_key(self) -> str:
-        """The signer key string (secret)."""
-        return format_signer_key(self._name, self.key_type, raw_seed(self._private))
 
     def sign_at(self, text: bytes, timestamp: int) -> Signature:
         """The cosignature of ``text`` at ``timestamp`` (POSIX seconds)."""

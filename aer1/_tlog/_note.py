@@ -294,8 +294,8 @@ def ed25519_verify(public: Ed25519PublicKey, sig: bytes, message: bytes) -> bool
     return True
 
 
-class Ed25519Verifier:
-    """Verifies note signatures of type 0x01 by one named Ed25519 key."""
+class NamedVerifier:
+    """A named Ed25519 public key of one type: its key ID and verifier key string (one rule for every type)."""
 
     key_type = ED25519_TYPE
 
@@ -319,12 +319,9 @@ class Ed25519Verifier:
         """The verifier key string."""
         return format_vkey(self._name, self.key_type, self.public)
 
-    def verify(self, text: bytes, sig: bytes) -> bool:
-        return ed25519_verify(self._public, sig, text)
 
-
-class Ed25519Signer:
-    """Signs note texts with one named Ed25519 key (type 0x01)."""
+class NamedSigner:
+    """A named Ed25519 private key of one type: its key ID and signer key string (one rule for every type)."""
 
     key_type = ED25519_TYPE
 
@@ -343,14 +340,25 @@ class Ed25519Signer:
     def key_id(self) -> int:
         return self._key_id
 
-    def verifier(self) -> Ed25519Verifier:
-        """The matching verifier."""
-        return Ed25519Verifier(self._name, self.public)
-
     @property
     def signer_key(self) -> str:
         """The signer key string (secret)."""
         return format_signer_key(self._name, self.key_type, raw_seed(self._private))
+
+
+class Ed25519Verifier(NamedVerifier):
+    """Verifies note signatures of type 0x01 by one named Ed25519 key."""
+
+    def verify(self, text: bytes, sig: bytes) -> bool:
+        return ed25519_verify(self._public, sig, text)
+
+
+class Ed25519Signer(NamedSigner):
+    """Signs note texts with one named Ed25519 key (type 0x01)."""
+
+    def verifier(self) -> Ed25519Verifier:
+        """The matching verifier."""
+        return Ed25519Verifier(self._name, self.public)
 
     def sign(self, text: bytes) -> Signature:
         return Signature(self._name, self._key_id, self._private.sign(text))
