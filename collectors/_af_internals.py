@@ -1,7 +1,7 @@
 """Every name of Microsoft Agent Framework that the collector reads and the framework does not document.
 
 One module, so that a release that renames one of them breaks one canary test
-(``tests/agent_framework/test_af_internals.py``) instead of silently emptying receipts.
+(``tests/collectors/agent_framework/test_af_internals.py``) instead of silently emptying receipts.
 Tested with ``agent-framework-core`` 1.23 and ``agent-framework-orchestrations`` 1.4.
 """
 

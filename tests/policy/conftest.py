@@ -71,3 +71,15 @@ def verdict_schema() -> Any:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
+
+
+def write_policy(folder: Path, body: str) -> Path:
+    """A policy file holding ``body`` after the format line."""
+    path = folder / "policy.toml"
+    path.write_text('format = "aer1-policy-v1"\n' + body)
+    return path
+
+
+def policy_failures(out: str) -> list[tuple[str, str]]:
+    """(rule, message) of each failure of the policy check in a ``--json`` verdict."""
+    return [(f["rule"], f["message"]) for f in json.loads(out)["failures"] if f["check"] == "policy"]

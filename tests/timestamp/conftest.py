@@ -16,6 +16,7 @@ from aer1 import Collector
 from aer1._cli import main as aer1_cli
 from aer1.verifier._cli import main as verify_cli
 
+from ..cli_runs import run_cli  # noqa: F401 (a fixture for the tests here)
 from .tsa import LocalTSA, make_pki
 
 

@@ -14,6 +14,7 @@ from autogen_ext.models.replay import ReplayChatCompletionClient
 
 from aer1.collectors import AER1AutoGenCollector
 
+from ...cli_runs import run_cli  # noqa: F401 (a fixture for the tests here)
 from ...receipts import Peers, evidence_contents, verify_everywhere
 from ...scripted_models import function_calls, scripted_client
 

@@ -1,4 +1,4 @@
-"""Legacy collector on chat shapes a new user tries: nested and sequential chats between the same pair."""
+"""Trial: the legacy collector on chat shapes a new user tries: nested and sequential chats between the same pair."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from ..cli_runs import Run
 
 DEPTH = 100_000
 

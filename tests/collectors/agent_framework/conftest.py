@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ..receipts import Peers, evidence_contents, verify_everywhere
+from ...cli_runs import run_cli  # noqa: F401 (a fixture for the tests here)
+from ...receipts import Peers, evidence_contents, verify_everywhere
 
 HAVE_EXTRA = importlib.util.find_spec("agent_framework_orchestrations") is not None
 if not HAVE_EXTRA and os.environ.get("CI") == "true":  # `make test` installs it: under CI a skip would hide a gap

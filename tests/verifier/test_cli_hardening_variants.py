@@ -1,4 +1,4 @@
-"""Command-line variants the hardening missed: output files that are not files, standard output that fails."""
+"""Trial: command-line variants the hardening missed: output files that are not files, standard output that fails."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ..receipts import Peers, verify_everywhere
+from ...receipts import Peers, verify_everywhere
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_example_handoff_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str], peers: Peers | None,

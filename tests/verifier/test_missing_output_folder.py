@@ -15,7 +15,7 @@ import pytest
 
 from aer1 import Collector
 
-from .conftest import Run
+from ..cli_runs import Run
 
 
 def _one_line_naming(err: str, folder: Path) -> None:

@@ -19,7 +19,8 @@ from aer1 import Collector
 from aer1._canonical import exact_bytes
 from aer1.groupchat import CallbackApproval, GroupChat, ScriptedAgent, ToolExecutor
 
-from .conftest import Run, policy_failures, write_policy
+from ..cli_runs import Run
+from .conftest import policy_failures, write_policy
 
 APPROVED_BEFORE = '[[rule]]\nname = "pay approved"\nform = "approved_before"\ntool = "pay"\n'
 

@@ -11,7 +11,7 @@ from aer1 import Collector
 from aer1._link import LinkError
 from aer1.verifier._bundle import verify_bundle
 
-from .conftest import Run
+from ..cli_runs import Run
 
 
 def _run(goal: str) -> Collector:

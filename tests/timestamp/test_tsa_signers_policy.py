@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ..timestamp.conftest import save_run
-from ..timestamp.tsa import LocalTSA
-from .conftest import Run
+from ..cli_runs import Run
+from .conftest import save_run
+from .tsa import LocalTSA
 
 TWO_TSAS = 'format = "aer1-policy-v1"\n[require]\ntsa_signers = 2\n'
 

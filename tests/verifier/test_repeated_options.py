@@ -16,7 +16,7 @@ import pytest
 
 from aer1._cli import main as aer1_main
 
-from .conftest import Run
+from ..cli_runs import Run
 
 ROOT_B = "f" * 64
 

@@ -11,7 +11,7 @@ import pytest
 
 from aer1._signing import generate_key_pair
 
-from .conftest import Run
+from ..cli_runs import Run
 
 
 @pytest.fixture

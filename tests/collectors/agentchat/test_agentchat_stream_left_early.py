@@ -14,8 +14,8 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
 from aer1.collectors._collector import UNFINISHED_NOTE
 
-from ..scripted_models import scripted_client
-from .conftest import Run
+from ...cli_runs import Run
+from ...scripted_models import scripted_client
 
 
 def _team(collector: AER1AutoGenCollector) -> RoundRobinGroupChat:

@@ -1,4 +1,4 @@
-"""Journals that break the receipt limits: recovery refuses them or leaves the line out, never
+"""Trial: journals that break the receipt limits: recovery refuses them or leaves the line out, never
 writes a receipt the verifier refuses."""
 
 from __future__ import annotations

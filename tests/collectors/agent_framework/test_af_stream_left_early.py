@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from ...cli_runs import Run
 
 if importlib.util.find_spec("agent_framework_orchestrations") is None:  # the ag2/autogen environments
     pytest.skip("the agent-framework extra is not installed", allow_module_level=True)
 
 from aer1.collectors.agent_framework import UNFINISHED_REASON, AER1AgentFrameworkCollector
 
-from ..agent_framework.workflows import sequential
+from .workflows import sequential
 
 
 async def test_stream_left_early_ends_with_a_termination_saying_so(tmp_path: Path, run_cli: Run,

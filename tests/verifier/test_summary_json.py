@@ -17,8 +17,8 @@ import pytest
 
 from aer1 import generate_key_pair
 
+from ..cli_runs import Run
 from ..policy.conftest import verdict_schema
-from .conftest import Run
 
 __all__ = ["verdict_schema"]
 

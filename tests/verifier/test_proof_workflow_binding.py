@@ -1,4 +1,4 @@
-"""Proof variants: what binds a proof's workflow_id, and a verdict that never claims more."""
+"""Trial: proof variants: what binds a proof's workflow_id, and a verdict that never claims more."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""restore() reads evidence back: only the exact tags normalization writes are inverted, so it never
+"""Trial: restore() reads evidence back: only the exact tags normalization writes are inverted, so it never
 crashes on a malformed tag and two different contents never restore to the same value."""
 
 from __future__ import annotations

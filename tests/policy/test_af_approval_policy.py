@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Run
+from ..cli_runs import Run
 
 if importlib.util.find_spec("agent_framework_orchestrations") is None:  # the ag2/autogen environments
     pytest.skip("the agent-framework extra is not installed", allow_module_level=True)
@@ -18,7 +18,7 @@ from agent_framework import Agent, Message, tool
 from aer1 import Collector
 from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
-from ..agent_framework.scripted import Call, ScriptedChatClient
+from ..collectors.agent_framework.scripted import Call, ScriptedChatClient
 
 PAY_APPROVED = """format = "aer1-policy-v1"
 [[rule]]
