@@ -71,6 +71,10 @@ class LogTrust:
     witnesses: tuple[str, ...] = ()
     min_witnesses: int = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Only the key strings cross to a worker: parsed keys and opened checkpoints (not picklable) are rebuilt."""
+        return {"log_keys": self.log_keys, "witnesses": self.witnesses, "min_witnesses": self.min_witnesses}
+
     @functools.cached_property
     def verifiers(self) -> tuple[list[Verifier], list[Verifier]]:
         """The parsed (log keys, witness keys)."""

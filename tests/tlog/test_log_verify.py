@@ -78,6 +78,22 @@ def test_an_honest_archive_is_complete(capsys: pytest.CaptureFixture[str], logge
     assert code == 0 and "completeness over 4 receipts" in text and text.rstrip().endswith("(of 4)")
 
 
+def test_the_log_check_in_worker_processes_is_the_same(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    """The log trust crosses to worker processes: the parsed keys the command line checked first stay behind.
+
+    ``aer1-verify --log-key VKEY FOLDER`` with the default ``--jobs`` (the cores) was an internal error,
+    the parsed Ed25519 keys being unpicklable; found following the README.
+    """
+    log, vkey, archive, _paths = logged
+    one = _complete(capsys, log, vkey, archive)
+    two = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
+    assert two[0] == one[0] == 0, two[1]
+    assert two[1]["results"] == one[1]["results"] and two[1]["log"] == one[1]["log"]
+    code, doc = run_json(capsys, "--log-key", vkey, "-j", "2", archive)
+    assert code == 0 and [next(c for c in r["checks"] if c["name"] == "log")["status"] for r in doc["results"]] \
+        == ["PASS"] * 4, doc
+
+
 def test_one_receipt_with_its_proof_alone(capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
     _, vkey, _, paths = logged
     alone = tmp_path / "alone"
