@@ -13,7 +13,10 @@ the text, names only options its ``--help`` lists.
 
 from __future__ import annotations
 
+import ast
+import asyncio
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -135,3 +138,28 @@ def test_every_relative_link_leads_to_a_file(document: str) -> None:
     local = [link for link in links if "://" not in link]
     assert len(local) >= 1, f"got {local}: the link scan is broken"
     assert [link for link in local if not (path.parent / link).exists()] == []
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_every_readme_python_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python runs as it stands, given what its text leaves to the reader: a ``client``, ``ops.key``."""
+    pytest.importorskip("autogen_agentchat")
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    from aer1 import generate_key_pair
+
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 3, f"got {len(blocks)} python blocks"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ops.key").write_bytes(generate_key_pair()[0])
+    names: dict[str, object] = {"client": ReplayChatCompletionClient([f"turn {i}" for i in range(20)])}
+    for block in blocks:  # in order, in one namespace, as a reader reads them
+        code = compile(block, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        run = eval(code, names)  # the README's own text, not input: a coroutine when it awaits
+        if inspect.iscoroutine(run):
+            asyncio.run(run)
+    saved = json.loads((tmp_path / "receipt.json").read_text())
+    assert saved["steps"][-1]["tool"] == "close" and "signature" in saved
