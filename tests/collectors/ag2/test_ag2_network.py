@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +40,19 @@ class Run:
 
 
 async def _workflow(collector: AER1AG2Collector | None, triage: TestConfig, billing: TestConfig,
-                    graph: Callable[[dict[str, str]], TransitionGraph]) -> Run:
-    """desk opens a workflow channel with triage and billing and says the case; wait until it closes."""
+                    graph: Callable[[dict[str, str]], TransitionGraph], *,
+                    middleware: Mapping[str, Sequence[Any]] | None = None) -> Run:
+    """desk opens a workflow channel with triage and billing and says the case; wait until it closes.
+
+    ``middleware``: agent middleware by agent name (the user's own, beside the recorder)."""
     hub = await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0, ttl_sweep_interval=0)
     if collector is not None:
         assert collector.observe_hub(hub) is hub
     client = HubClient(LocalLink(hub), hub=hub)
-    agents = [Agent("desk", config=TestConfig("unused")), Agent("triage", config=triage, tools=[route]),
-              Agent("billing", config=billing, tools=[resolve])]
+    extra = middleware or {}
+    agents = [Agent("desk", config=TestConfig("unused")),
+              Agent("triage", config=triage, tools=[route], middleware=extra.get("triage", ())),
+              Agent("billing", config=billing, tools=[resolve], middleware=extra.get("billing", ()))]
     clients = {}
     for agent in agents:
         if collector is not None:
