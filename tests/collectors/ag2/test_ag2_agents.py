@@ -10,7 +10,7 @@ import pytest
 from ag2 import Agent, MemoryStream, ToolResult, tool
 from ag2.annotations import Context
 from ag2.config.openai import OpenAIConfig
-from ag2.events import ModelMessageChunk, ModelReasoning
+from ag2.events import ModelMessage, ModelMessageChunk, ModelReasoning, ModelResponse, Usage
 from ag2.middleware import BaseMiddleware
 from ag2.observers import observer
 from ag2.testing import TestConfig
@@ -262,3 +262,21 @@ async def test_the_same_run_unobserved_gives_the_same_events_and_results(collect
     assert observed.body == unobserved.body
     assert shape(await observed.history.get_events()) == shape(await unobserved.history.get_events())
     check(collector)
+
+
+async def test_a_reply_names_its_model_provider_tokens_and_finish_reason(collector: AER1AG2Collector,
+                                                                         check: Check) -> None:
+    response = ModelResponse(ModelMessage("hi"), usage=Usage(prompt_tokens=7, completion_tokens=3),
+                             model="gpt-x-2026-01", provider="openai", finish_reason="stop", response_id="resp-1")
+    config = TestConfig(response, provider="openai", model="gpt-x")
+    agent = collector.observe(Agent("alice", config=config))
+    assert (await agent.ask("hello")).body == "hi"
+    receipt, contents = check(collector)
+    [(_, reply)] = of_kind(receipt, contents, "message")
+    model = reply["model"]
+    assert {k: model[k] for k in ("provider", "request_model", "response_model", "input_tokens", "output_tokens",
+                                  "finish_reasons")} == {
+        "provider": "openai", "request_model": "gpt-x", "response_model": "gpt-x-2026-01", "input_tokens": 7,
+        "output_tokens": 3, "finish_reasons": ["stop"]}
+    assert model["latency_ms"] >= 0 and reply["message_id"] == "resp-1" and reply["content"] == "hi"
+    assert reply["ag2"]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3}

@@ -29,6 +29,7 @@ from aer1.collectors.ag2 import AER1AG2Collector
 from aer1.groupchat import CallbackApproval, ToolApprovalRequest
 from aer1.verifier._cli import main as verify_main
 
+from ...receipts import Peers, verify_everywhere
 from ..test_scenarios import WANT, agentchat_run, shape_of
 from .conftest import Check
 from .scenarios import SHAPE, cancelled_mid_tool_run, timeout_run, tool_calls_run
@@ -79,8 +80,9 @@ def test_the_scenario_shape_is_the_one_every_collector_runs() -> None:
     assert SHAPE == SHARED
 
 
-async def test_the_same_tool_calls_read_as_in_every_collector(tmp_path: Path) -> None:
+async def test_the_same_tool_calls_read_as_in_every_collector(tmp_path: Path, peers: Peers | None) -> None:
     receipt, contents = await tool_calls_run(tmp_path)
+    verify_everywhere(tmp_path / "receipt.json", receipt, peers)
     assert shape_of(receipt, contents) == WANT
     assert receipt["status"] == "ok"  # handled tool errors are their steps' errors; the run ended by itself
     assert status_counts(receipt)["error"] == 2
@@ -131,8 +133,10 @@ async def test_one_policy_gives_the_same_answers_on_ag2_and_agentchat_receipts(
         ([("add", "c1")], True, False), ([("add", "c3")], False, True)]
 
 
-async def test_cancelled_mid_tool_and_finalized_at_once_is_recorded_not_ok(tmp_path: Path) -> None:
+async def test_cancelled_mid_tool_and_finalized_at_once_is_recorded_not_ok(tmp_path: Path,
+                                                                          peers: Peers | None) -> None:
     collector, receipt, contents = await cancelled_mid_tool_run(tmp_path)
+    verify_everywhere(tmp_path / "receipt.json", receipt, peers)
     kinds = [(s["kind"], s["tool"], s["status"]) for s in receipt["steps"]]
     assert ("tool_call", "wait_forever", "cancelled") in kinds and ("error", "turn_error", "cancelled") in kinds
     assert ("termination", "turn_end", "cancelled") in kinds
@@ -146,8 +150,9 @@ async def test_cancelled_mid_tool_and_finalized_at_once_is_recorded_not_ok(tmp_p
     assert collector.late_records == 0  # the turn unwound after finalize: nothing of it arrived late
 
 
-async def test_a_timeout_records_the_call_and_the_turn_cancelled(tmp_path: Path) -> None:
+async def test_a_timeout_records_the_call_and_the_turn_cancelled(tmp_path: Path, peers: Peers | None) -> None:
     collector, receipt, contents = await timeout_run(tmp_path)
+    verify_everywhere(tmp_path / "receipt.json", receipt, peers)
     by_kind = {s["kind"]: (s, contents[s["seq"]]) for s in receipt["steps"]}
     call_step, call_content = by_kind["tool_call"]
     assert call_step["status"] == "cancelled" and call_content["error"]["type"] == "CancelledError"
