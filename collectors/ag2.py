@@ -9,23 +9,30 @@ AG2 classic (the ``autogen`` module: ``aer1.collectors.legacy``). Nothing else i
 
 ``observe`` puts one recording middleware outermost on the agent (its own middleware
 keeps its order, its observers are not touched). Per turn it records, in the order they
-happen and stamped by the collector's clock (AG2's ``created_at`` is not a usable clock):
-the ``task`` (the turn's input), each model reply (``message``), each model failure
+happen and stamped by the collector's clock (AG2's ``created_at`` is not a usable clock),
+in the step vocabulary (``spec/steps.md``, framework member ``ag2``): the ``task`` (the
+turn's input), each model reply (``message`` with its ``model``), each model failure
 (``error``, and the same exception out), each tool call (``tool_call``: call id, name,
-arguments, source, result or error; a tool not in the tool set too), each question put to
-a human (``human_input``) and each answer to AG2's ``approval_required`` (``approval``),
-and the end of the turn (``termination``). A sub-agent run through ``Agent.as_tool`` is
-tied to its parent's call id.
+arguments, result or error; a tool not in the tool set too), each question put to a
+human (``human_input``) and each answer to AG2's ``approval_required`` (``approval``), and
+the end of the turn (a ``termination`` when the turn is a run of its own; its reply, a
+``message``, when it runs in a channel or inside an observed agent's call). A sub-agent
+run through ``Agent.as_tool`` is tied to its parent's call id (``nested_in``).
 
 :meth:`AER1AG2Collector.observe_hub` listens to an ``ag2.network`` hub: channels opened
-and closed (with their reason), routing decisions (``Handoff``, ``Finish``), the next
-speaker the channel's transition graph picked, failed turns and rejected envelopes.
+and closed (with their reason: the channel's ``termination``), routing decisions
+(``Handoff``, ``Finish``), the next speaker the channel's transition graph picked, failed
+turns and rejected envelopes.
 
 :meth:`AER1AG2Collector.approval_gate` is tool middleware asking an
 :class:`~aer1.groupchat.ApprovalPort` (``CallbackApproval``, ``DeferredApproval``) before
 a call runs, with a one-use token bound to the run, the call id, the tool and the
-validated arguments. ``spec/ag2.md`` says what is observed, the content of each step and
-what the collector cannot see.
+validated arguments.
+
+An action still under way at ``finalize()`` (a turn, a tool call, a question, an approval
+being decided, a handoff not yet posted, an open channel) is recorded as cut off
+(``cancelled``) and the receipt is ``incomplete``. ``spec/ag2.md`` says what is observed,
+the content of each step and what the collector cannot see.
 """
 
 from __future__ import annotations
