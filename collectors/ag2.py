@@ -215,6 +215,7 @@ class _CallSlot:
     """What the hooks inside one tool call report to the recorder around it."""
 
     nested_in: str | None = None  # the agent whose call the turn making this call runs inside
+    call: Any = None  # the call (its ToolCallEvent) as the recorder saw it
     ran: dict[str, Any] | None = None  # the gate ran the call: its approval and the digest of what ran
     ran_started: float | None = None  # when the call itself started (after its approval)
     refused: str | None = None  # the gate did not let it run: the decision
@@ -349,7 +350,7 @@ class _Recorder(BaseMiddleware):
         c = self._collector
         started = time.time()
         turn = self._turn
-        slot = _CallSlot(nested_in=turn.nested_in if turn is not None else None)
+        slot = _CallSlot(nested_in=turn.nested_in if turn is not None else None, call=event)
         key = object()
         c.open_action(key, lambda: c._call_ended(turn, self._agent, event, None, None, slot, started, context,
                                                  cut_off=True))
@@ -765,7 +766,8 @@ class AER1AG2Collector(Collector):
                 if not cut_off and outer is not None and in_call == str(request.tool_call_id):
                     outer[3].asked.append(_Asked(request, answer, error, started, ended))
                     return  # recorded with its call, once AG2 has applied the answer
-                content = steps.human_approval_content(request, None, answer, error, False, cut_off=cut_off,
+                call = outer[3].call if outer is not None and in_call == str(request.tool_call_id) else None
+                content = steps.human_approval_content(request, call, answer, error, False, cut_off=cut_off,
                                                        nested_in=nested_in)
                 self.safe_record("approval", content, agent=agent, kind="approval", status=status,
                                  started_at=started, call_id=str(request.tool_call_id) or None)

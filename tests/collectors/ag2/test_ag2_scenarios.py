@@ -22,6 +22,7 @@ pytest.importorskip("autogen_agentchat")
 from ag2 import Agent, tool
 from ag2.annotations import Context
 from ag2.middleware import BaseMiddleware
+from ag2.middleware.builtin.tools.approval import approval_required
 from ag2.testing import TestConfig
 
 from aer1._vocabulary import VOCABULARY, status_counts
@@ -189,6 +190,36 @@ async def test_a_question_to_a_human_open_at_finalize_is_cut_off(collector: AER1
     [(call_step, _)] = of_kind(receipt, contents, "tool_call")
     assert call_step["status"] == "cancelled" and receipt["status"] == "incomplete"
     assert step["seq"] < call_step["seq"]  # the question was asked inside the call
+
+
+async def test_an_ag2_approval_unanswered_at_finalize_is_cut_off(collector: AER1AG2Collector, check: Check) -> None:
+    asked = asyncio.Event()
+
+    async def human(event: Any) -> str:
+        asked.set()
+        await asyncio.Event().wait()
+        return "y"
+
+    async def transfer(amount: int) -> str:
+        """Move money."""
+        return "sent"
+
+    gated = tool(transfer, middleware=[approval_required()])
+    agent = collector.observe(Agent("teller", config=TestConfig(call("transfer", "t1", amount=5), "done"),
+                                    tools=[gated], hitl_hook=human))
+    turn = asyncio.ensure_future(agent.ask("pay"))
+    await asyncio.wait_for(asked.wait(), timeout=30)
+    receipt, contents = check(collector)
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    [(step, approval)] = of_kind(receipt, contents, "approval")
+    assert step["status"] == "cancelled" and approval["decision"] == "pending" and step["call_id"] == "t1"
+    assert approval["name"] == "transfer" and approval["arguments"] == {"amount": 5}
+    assert approval["error"]["type"] == "cancelled" and approval["ag2"]["via"] == "ag2.approval_required"
+    [(call_step, _)] = of_kind(receipt, contents, "tool_call")
+    assert call_step["status"] == "cancelled" and receipt["status"] == "incomplete"
+    assert collector.late_records == 0
 
 
 async def test_an_approval_being_decided_at_finalize_is_cut_off(collector: AER1AG2Collector, check: Check) -> None:
