@@ -438,11 +438,13 @@ def handoff_content(channel_id: str, envelope: Any, routing: Mapping[str, Any], 
                          extras=facts)
 
 
-def handoff_cut_off_content(channel_id: str, sender: str, tool: str, call_id: str, target: Any) -> dict[str, Any]:
-    """A ``Handoff`` a tool returned whose envelope the hub had not posted when the receipt was finalized."""
+def handoff_cut_off_content(channel_id: str, sender: str, tool: str, call_id: str, target: Any,
+                            reason: str | None = None) -> dict[str, Any]:
+    """A ``Handoff`` a tool returned whose envelope the hub never posted: not yet when the receipt was
+    finalized, or not before its channel ended (``reason``)."""
     content = vocab.handoff(FRAMEWORK, target=text(target), content=None, call_id=call_id,
                             extras={"channel_id": channel_id, "from": sender, "tool": tool})
-    content["error"] = cut_off_error()
+    content["error"] = cut_off_error() if reason is None else vocab.error_code(vocab.CANCELLED, reason)
     return content
 
 

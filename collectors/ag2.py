@@ -108,6 +108,8 @@ MAX_GATED_RUNS = 1024
 MAX_NUMBERED_RUNS = 8192
 
 _AgentT = TypeVar("_AgentT", bound=Agent)
+#: The action key of a Handoff in flight: ("handoff", channel id, agent, tool, call id).
+_HandoffKey = tuple[str, str, str, str, str]
 
 
 def channel_actor(channel_id: str) -> str:
@@ -269,6 +271,7 @@ class _Turn:
         parent = {"agent": outer[1], "call_id": outer[2]} if outer is not None and outer[0] is collector else None
         self.nested_in = parent["agent"] if parent is not None else None
         self.own_run = parent is None and channel is None
+        self.in_channel = channel is not None
         channel_info = None
         if channel is not None:
             channel_info = {"channel_id": self.run_id}
@@ -589,8 +592,8 @@ class AER1AG2Collector(Collector):
         self._observed: set[str] = set()
         self._hubs: list[Any] = []
         self._speakers: dict[str, int] = {}  # channel id -> the turn whose next speaker was recorded
-        #: (channel id, agent, tool) -> open handoffs (their action keys) a tool returned, not yet posted
-        self._handoffs: dict[tuple[str, str, str], list[tuple[str, str, str, str, str]]] = {}
+        #: (channel id, agent, tool) -> handoffs a tool returned, not yet posted: (action key, target)
+        self._handoffs: dict[tuple[str, str, str], list[tuple[_HandoffKey, Any]]] = {}
         self._cut_off = False  # an action was still under way at finalize()
 
     # -------------------------------------------------------------- public API
@@ -736,7 +739,7 @@ class AER1AG2Collector(Collector):
             self.safe_record(str(content["name"]), content, agent=agent, kind="tool_call", status=status,
                              started_at=min(begun, ended), ended_at=ended,
                              call_id=call_id if isinstance(call_id, str) and call_id else None)
-            if status == "ok" and turn is not None and not turn.own_run and outcome is not None:
+            if status == "ok" and turn is not None and turn.in_channel and outcome is not None:
                 self._routing_requested(turn, agent, event, outcome)
         except Exception as e:
             count_failure(self, f"agent {agent!r} tool call", e)
@@ -842,6 +845,12 @@ class AER1AG2Collector(Collector):
                        names: Callable[[Any], str | None]) -> None:
         if kind == "unfinished":
             self._cut_off = True
+        else:  # a Handoff the hub never posted did not happen: said, not left open
+            with self._ag2_lock:
+                waiting = [self._handoffs.pop(k) for k in [k for k in self._handoffs if k[0] == channel_id]]
+            for key, target in (entry for entries in waiting for entry in entries):
+                if self.close_action(key):
+                    self._handoff_cut_off(key, target, reason=f"the channel was {kind} before the hub posted it")
         content, status = steps.channel_end_content(channel_id, kind, payload, names,
                                                     step_statuses=self.status_counts())
         self.safe_record(f"channel_{kind}", content, agent=actor, kind="termination", status=status)
@@ -855,15 +864,17 @@ class AER1AG2Collector(Collector):
                 continue
             call_id, tool = str(getattr(call, "id", "")), str(getattr(call, "name", ""))
             target = getattr(decision, "target", None)
-            key = ("handoff", turn.run_id, agent, tool, call_id)
+            key: _HandoffKey = ("handoff", turn.run_id, agent, tool, call_id)
             with self._ag2_lock:
-                self._handoffs.setdefault((turn.run_id, agent, tool), []).append(key)
+                self._handoffs.setdefault((turn.run_id, agent, tool), []).append((key, target))
             self.open_action(key, functools.partial(self._handoff_cut_off, key, target))
 
-    def _handoff_cut_off(self, key: tuple[str, str, str, str, str], target: Any) -> None:
-        self._cut_off = True
+    def _handoff_cut_off(self, key: _HandoffKey, target: Any, reason: str | None = None) -> None:
+        """A ``Handoff`` that was never posted: cut off by finalize(), or its channel ended first (``reason``)."""
+        if reason is None:
+            self._cut_off = True
         _, channel_id, agent, tool, call_id = key
-        content = steps.handoff_cut_off_content(channel_id, agent, tool, call_id, target)
+        content = steps.handoff_cut_off_content(channel_id, agent, tool, call_id, target, reason)
         self.safe_record("handoff", content, agent=agent, kind="handoff", status="cancelled",
                          target=steps.text(target) or None, call_id=call_id or None)
 
@@ -871,7 +882,7 @@ class AER1AG2Collector(Collector):
         """The call id of the tool call whose ``Handoff`` this posted envelope carries (None: not observed)."""
         with self._ag2_lock:
             waiting = self._handoffs.get((channel_id, str(sender), str(tool)))
-            key = waiting.pop(0) if waiting else None
+            key = waiting.pop(0)[0] if waiting else None
             if waiting == []:
                 del self._handoffs[(channel_id, str(sender), str(tool))]
         if key is None:
