@@ -2,7 +2,8 @@
 
 ``tests/collectors/test_scenarios.py`` fixes what AgentChat, the autogen-core hooks and the
 built-in manager record of three tool calls (one succeeds, one raises, one has malformed
-arguments); the AG2 run here must record the same. A cancellation mid-tool and a timeout
+arguments); the AG2 run here must record the same, and one policy over the four receipts
+must give the same answers. A cancellation mid-tool and a timeout
 record the unfinished call and the turn as cut off and the receipt as incomplete. Actions
 still under way at ``finalize()`` (a tool, a question to a human, an approval being
 decided, a handoff not yet posted, an open channel) are recorded cancelled, never dropped.
@@ -31,7 +32,7 @@ from aer1.groupchat import CallbackApproval, ToolApprovalRequest
 from aer1.verifier._cli import main as verify_main
 
 from ...receipts import Peers, verify_everywhere
-from ..test_scenarios import WANT, agentchat_run, shape_of
+from ..test_scenarios import WANT, agentchat_run, builtin_run, core_run, shape_of
 from .conftest import Check
 from .scenarios import SHAPE, cancelled_mid_tool_run, timeout_run, tool_calls_run
 from .support import call, of_kind
@@ -114,19 +115,20 @@ def _policy_failures(path: Path, policy: Path, capsys: pytest.CaptureFixture[str
     return sorted(found)
 
 
-async def test_one_policy_gives_the_same_answers_on_ag2_and_agentchat_receipts(
+async def test_one_policy_gives_the_same_answers_on_ag2_and_the_other_collectors_receipts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
-    answers = []
-    for name, run in (("agentchat", agentchat_run), ("ag2", tool_calls_run)):
+    answers = {}
+    for name, run in (("agentchat", agentchat_run), ("autogen_core", core_run), ("groupchat", builtin_run),
+                      ("ag2", tool_calls_run)):
         folder = tmp_path / name
         folder.mkdir()
         receipt, _ = await run(folder)
-        answers.append(_policy_failures(folder / "receipt.json", policy, capsys, receipt))
-    agentchat, ag2 = answers
-    assert ag2 == agentchat
+        answers[name] = _policy_failures(folder / "receipt.json", policy, capsys, receipt)
+    ag2 = answers.pop("ag2")
+    assert answers == dict.fromkeys(answers, ag2)
     assert {rule for rule, *_ in ag2} == {"allow.tools", "small additions", "explosions approved",
                                           "two calls at most"}
     small = [(steps, message) for rule, message, steps in ag2 if rule == "small additions"]
@@ -149,6 +151,8 @@ async def test_cancelled_mid_tool_and_finalized_at_once_is_recorded_not_ok(tmp_p
     [end] = [contents[s["seq"]] for s in receipt["steps"] if s["kind"] == "termination"]
     assert (end["outcome"], end["observed"]) == ("unfinished", False)
     assert collector.late_records == 0  # the turn unwound after finalize: nothing of it arrived late
+    again = collector.finalize()  # finalize() again: the same receipt, no second cut
+    assert again["receipt_id"] == receipt["receipt_id"] and again["status"] == "incomplete"
 
 
 async def test_a_timeout_records_the_call_and_the_turn_cancelled(tmp_path: Path, peers: Peers | None) -> None:
