@@ -92,6 +92,7 @@ from ._errors import count_failure, error_info, failure_status
 __all__ = [
     "CHANNEL_ACTOR_PREFIX",
     "MAX_GATED_RUNS",
+    "NOT_INNERMOST",
     "AER1AG2Collector",
     "ApprovalGate",
     "agent_config",
@@ -104,6 +105,9 @@ CHANNEL_ACTOR_PREFIX = "channel:"
 #: Runs whose approval tokens a gate keeps at once; past it the oldest run's are dropped
 #: (a later call on that run gets a fresh authority: its earlier grants cannot be redeemed).
 MAX_GATED_RUNS = 1024
+#: Why a gate that is not the innermost tool middleware denies every call without asking.
+NOT_INNERMOST = ("the approval gate is not the innermost tool middleware of this tool: the arguments that run "
+                 "cannot be bound to an approval (list the gate last)")
 #: The most runs whose turns a collector numbers at once (the oldest is forgotten first).
 MAX_NUMBERED_RUNS = 8192
 
@@ -465,6 +469,9 @@ class ApprovalGate:
             digest = arguments_digest(arguments)
         except (ValueError, TypeError, CanonicalizationError) as e:
             return _refusal(event, ARGS_INVALID, f"arguments are not an exact JSON object: {e}")
+        if not is_tool_itself(call_next):  # fail closed: what a later middleware passes on is not seen
+            return self._decided(event, context, run_id, arguments, digest, slot, DENIED, NOT_INNERMOST,
+                                 edited=False)
         authority = self.authority(run_id)
         if not authority.first_gate(call_id):
             return self._decided(event, context, run_id, arguments, digest, slot, DENIED,
@@ -510,12 +517,9 @@ class ApprovalGate:
             return _refusal(event, APPROVAL_DENIED, f"approval token refused: {e}")
         call = event.handled_by(event.source) if getattr(event, "source", None) else copy.copy(event)
         call.serialized_arguments = ran
-        innermost = is_tool_itself(call_next)
         if slot is not None:
             slot.ran_started = time.time()
-            slot.ran = {"approval_id": request.approval_id, "grant_id": token.grant_id,
-                        "arguments_digest": digest if innermost else None,
-                        "arguments_ran_observed": innermost}
+            slot.ran = {"approval_id": request.approval_id, "grant_id": token.grant_id, "arguments_digest": digest}
         reset = _TOKEN.set(token)
         try:
             return await call_next(call, context)

@@ -14,7 +14,7 @@ from ag2.exceptions import HumanInputNotProvidedError, HumanInputTimeoutError
 from ag2.middleware.builtin.tools.approval import approval_required
 from ag2.testing import TestConfig
 
-from aer1.collectors.ag2 import AER1AG2Collector, current_approval
+from aer1.collectors.ag2 import NOT_INNERMOST, AER1AG2Collector, current_approval
 from aer1.groupchat import ApprovalDecision, CallbackApproval, DeferredApproval, ToolApprovalRequest
 from aer1.groupchat._approval import arguments_digest
 from aer1.verifier._cli import main as verify_main
@@ -90,7 +90,7 @@ async def test_an_approved_call_runs_with_a_one_use_token_bound_to_it(
     assert approval["arguments"] == ran["arguments"] == {"amount": 5, "to": "bob"}
     assert approval["arguments_digest"] == token.arguments_digest == ran["arguments_digest"]
     assert ran["ag2"]["approval_id"] == approval["ag2"]["approval_id"] == request.approval_id
-    assert ran["ag2"]["grant_id"] == token.grant_id and ran["ag2"]["arguments_ran_observed"] is True
+    assert ran["ag2"]["grant_id"] == token.grant_id
     assert approval_step["call_id"] == call_step["call_id"] == "t1" and approval_step["seq"] < call_step["seq"]
     assert approval_step["ended_at"] <= call_step["started_at"]
     code, violations = _policy(collector, receipt, tmp_path, capsys)
@@ -279,3 +279,25 @@ async def test_ag2_approval_without_any_hook(collector: AER1AG2Collector, check:
     assert of_kind(receipt, contents, "approval") == []  # nobody was asked: AG2 has no one to ask
     [(call_step, failed)] = of_kind(receipt, contents, "tool_call")
     assert call_step["status"] == "error" and failed["error"]["type"] == "HumanInputNotProvidedError"
+
+
+async def test_a_gate_that_is_not_innermost_denies_without_asking(collector: AER1AG2Collector, check: Check) -> None:
+    """A tool middleware listed after the gate could change the arguments after approval: the gate fails closed."""
+    asked: list[Any] = []
+
+    async def double(call_next: Any, event: Any, context: Any) -> Any:
+        event.serialized_arguments = {**event.serialized_arguments, "amount": event.serialized_arguments["amount"] * 2}
+        return await call_next(event, context)
+
+    bank = Bank()
+    gate = collector.approval_gate(CallbackApproval(lambda r: asked.append(r) is None))
+    gated = tool(bank.transfer, name="transfer", middleware=[gate, double])
+    agent = collector.observe(Agent("teller", config=TestConfig(call("transfer", "t1", amount=5, to="bob"), "no",
+                                                                raise_tool_errors=False), tools=[gated]))
+    await agent.ask("pay bob")
+    assert bank.ran == [] and asked == []
+    receipt, contents = check(collector)
+    [(_, approval)] = of_kind(receipt, contents, "approval")
+    assert approval["decision"] == "denied" and approval["ag2"]["reason"] == NOT_INNERMOST
+    [(call_step, stopped)] = of_kind(receipt, contents, "tool_call")
+    assert call_step["status"] == "cancelled" and stopped["error"]["type"] == "approval_denied"
