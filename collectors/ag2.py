@@ -9,23 +9,30 @@ AG2 classic (the ``autogen`` module: ``aer1.collectors.legacy``). Nothing else i
 
 ``observe`` puts one recording middleware outermost on the agent (its own middleware
 keeps its order, its observers are not touched). Per turn it records, in the order they
-happen and stamped by the collector's clock (AG2's ``created_at`` is not a usable clock):
-the ``task`` (the turn's input), each model reply (``message``), each model failure
+happen and stamped by the collector's clock (AG2's ``created_at`` is not a usable clock),
+in the step vocabulary (``spec/steps.md``, framework member ``ag2``): the ``task`` (the
+turn's input), each model reply (``message`` with its ``model``), each model failure
 (``error``, and the same exception out), each tool call (``tool_call``: call id, name,
-arguments, source, result or error; a tool not in the tool set too), each question put to
-a human (``human_input``) and each answer to AG2's ``approval_required`` (``approval``),
-and the end of the turn (``termination``). A sub-agent run through ``Agent.as_tool`` is
-tied to its parent's call id.
+arguments, result or error; a tool not in the tool set too), each question put to a
+human (``human_input``) and each answer to AG2's ``approval_required`` (``approval``), and
+the end of the turn (a ``termination`` when the turn is a run of its own; its reply, a
+``message``, when it runs in a channel or inside an observed agent's call). A sub-agent
+run through ``Agent.as_tool`` is tied to its parent's call id (``nested_in``).
 
 :meth:`AER1AG2Collector.observe_hub` listens to an ``ag2.network`` hub: channels opened
-and closed (with their reason), routing decisions (``Handoff``, ``Finish``), the next
-speaker the channel's transition graph picked, failed turns and rejected envelopes.
+and closed (with their reason: the channel's ``termination``), routing decisions
+(``Handoff``, ``Finish``), the next speaker the channel's transition graph picked, failed
+turns and rejected envelopes.
 
 :meth:`AER1AG2Collector.approval_gate` is tool middleware asking an
 :class:`~aer1.groupchat.ApprovalPort` (``CallbackApproval``, ``DeferredApproval``) before
 a call runs, with a one-use token bound to the run, the call id, the tool and the
-validated arguments. ``spec/ag2.md`` says what is observed, the content of each step and
-what the collector cannot see.
+validated arguments.
+
+An action still under way at ``finalize()`` (a turn, a tool call, a question, an approval
+being decided, a handoff not yet posted, an open channel) is recorded as cut off
+(``cancelled``) and the receipt is ``incomplete``. ``spec/ag2.md`` says what is observed,
+the content of each step and what the collector cannot see.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -57,6 +65,7 @@ except ImportError as e:  # the extra is not installed: say how to install it
     ) from e
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1._canonical import CanonicalizationError
 from aer1.errors import ToolCallRefused
 from aer1.groupchat._approval import (
@@ -78,11 +87,12 @@ from aer1.groupchat._tools import APPROVAL_DENIED, ARGS_INVALID, _edited, error_
 
 from . import _ag2_steps as steps
 from ._ag2_internals import ALWAYS_GRANTS_KEY, channel_of, is_tool_itself
-from ._errors import count_failure, failure_status
+from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
     "CHANNEL_ACTOR_PREFIX",
     "MAX_GATED_RUNS",
+    "NOT_INNERMOST",
     "AER1AG2Collector",
     "ApprovalGate",
     "agent_config",
@@ -95,10 +105,15 @@ CHANNEL_ACTOR_PREFIX = "channel:"
 #: Runs whose approval tokens a gate keeps at once; past it the oldest run's are dropped
 #: (a later call on that run gets a fresh authority: its earlier grants cannot be redeemed).
 MAX_GATED_RUNS = 1024
+#: Why a gate that is not the innermost tool middleware denies every call without asking.
+NOT_INNERMOST = ("the approval gate is not the innermost tool middleware of this tool: the arguments that run "
+                 "cannot be bound to an approval (list the gate last)")
 #: The most runs whose turns a collector numbers at once (the oldest is forgotten first).
 MAX_NUMBERED_RUNS = 8192
 
 _AgentT = TypeVar("_AgentT", bound=Agent)
+#: The action key of a Handoff in flight: ("handoff", channel id, agent, tool, call id).
+_HandoffKey = tuple[str, str, str, str, str]
 
 
 def channel_actor(channel_id: str) -> str:
@@ -136,6 +151,17 @@ def _model(config: Any) -> dict[str, Any] | None:
             value = None
         out[name] = value if isinstance(value, str) else None
     return out
+
+
+def _model_facts(agent: Agent) -> steps.ModelFacts:
+    """The provider and model an agent's replies come from (the config's class when it names no provider)."""
+    try:
+        model = _model(getattr(agent, "config", None))
+    except Exception:  # an agent whose config cannot be read: its replies name no model
+        model = None
+    if model is None:
+        return steps.ModelFacts()
+    return steps.ModelFacts(provider=model["provider"], model=model["model"], config_type=model["config_type"])
 
 
 def _tool(tool: Any) -> dict[str, Any]:
@@ -194,6 +220,8 @@ class _Asked:
 class _CallSlot:
     """What the hooks inside one tool call report to the recorder around it."""
 
+    nested_in: str | None = None  # the agent whose call the turn making this call runs inside
+    call: Any = None  # the call (its ToolCallEvent) as the recorder saw it
     ran: dict[str, Any] | None = None  # the gate ran the call: its approval and the digest of what ran
     ran_started: float | None = None  # when the call itself started (after its approval)
     refused: str | None = None  # the gate did not let it run: the decision
@@ -225,51 +253,71 @@ def _run_id(context: Any) -> tuple[str, Any]:
 
 
 class _Turn:
-    """One agent turn being recorded (one recorder middleware instance per turn)."""
+    """One agent turn being recorded (one recorder middleware instance per turn).
 
-    def __init__(self, collector: AER1AG2Collector, agent: str, event: Any, context: Any) -> None:
+    A turn is a run of its own (``own_run``) unless it runs in a network channel (the
+    channel is the run) or inside an observed agent's tool call (the parent's turn is).
+    """
+
+    def __init__(self, collector: AER1AG2Collector, agent: str, facts: steps.ModelFacts, event: Any,
+                 context: Any) -> None:
         self.collector = collector
         self.agent = agent
+        self.facts = facts
         self.run_id, channel = _run_id(context)
         self.turn = collector._next_turn(self.run_id)
         self.started = time.time()
         self.replies = 0
         self.calls = 0
+        self.model_failure: BaseException | None = None  # recorded already as the model call's error step
         self.proposed: dict[str, Any] = {}  # call id -> the call as the model proposed it
         outer = _CALL.get()
         parent = {"agent": outer[1], "call_id": outer[2]} if outer is not None and outer[0] is collector else None
+        self.nested_in = parent["agent"] if parent is not None else None
+        self.own_run = parent is None and channel is None
+        self.in_channel = channel is not None
         channel_info = None
         if channel is not None:
             channel_info = {"channel_id": self.run_id}
             with contextlib.suppress(Exception):
                 channel_info["type"] = str(channel.metadata.manifest.type)
         collector.safe_record("task", steps.task_content(event, run_id=self.run_id, turn=self.turn, parent=parent,
-                                                         channel=channel_info),
+                                                         channel=channel_info, nested_in=self.nested_in),
                               agent=agent, kind="task", started_at=self.started)
 
 
 class _Recorder(BaseMiddleware):
-    """The collector's agent middleware: records one turn (see the module doc). Never changes it."""
+    """The collector's agent middleware: records one turn (see the module doc). Never changes it.
 
-    def __init__(self, event: Any, context: Any, *, collector: AER1AG2Collector, agent: str) -> None:
+    Each action it sees start (the turn, a tool call, a question to a human) is noted with
+    ``Collector.open_action``: if ``finalize()`` comes first, it is recorded as cut off.
+    """
+
+    def __init__(self, event: Any, context: Any, *, collector: AER1AG2Collector, agent: str,
+                 facts: steps.ModelFacts) -> None:
         super().__init__(event, context)
         self._collector = collector
         self._agent = agent
+        self._facts = facts
         self._turn: _Turn | None = None
 
     async def on_turn(self, call_next: Any, event: Any, context: Any) -> Any:
         c = self._collector
+        key = object()
         try:
-            self._turn = _Turn(c, self._agent, event, context)
+            turn = self._turn = _Turn(c, self._agent, self._facts, event, context)
+            c.open_action(key, lambda: c._turn_cut_off(turn))
         except Exception as e:  # observation never breaks the turn; the receipt says incomplete
             count_failure(c, f"agent {self._agent!r} turn start", e)
         with self._watching(context):
             try:
                 response = await call_next(event, context)
             except BaseException as e:
-                c._turn_ended(self._turn, None, e)
+                if c.close_action(key):
+                    c._turn_ended(self._turn, None, e)
                 raise
-        c._turn_ended(self._turn, response, None)
+        if c.close_action(key):
+            c._turn_ended(self._turn, response, None)
         return response
 
     @contextlib.contextmanager
@@ -308,38 +356,53 @@ class _Recorder(BaseMiddleware):
     async def on_tool_execution(self, call_next: Any, event: Any, context: Any) -> Any:
         c = self._collector
         started = time.time()
-        slot = _CallSlot()
+        turn = self._turn
+        slot = _CallSlot(nested_in=turn.nested_in if turn is not None else None, call=event)
+        key = object()
+        c.open_action(key, lambda: c._call_ended(turn, self._agent, event, None, None, slot, started, context,
+                                                 cut_off=True))
         token = _CALL.set((c, self._agent, str(getattr(event, "id", "")), slot))
         try:
             outcome = await call_next(event, context)
         except BaseException as e:
             _CALL.reset(token)
-            c._call_ended(self._turn, self._agent, event, None, e, slot, started, context)
+            if c.close_action(key):
+                c._call_ended(turn, self._agent, event, None, e, slot, started, context)
             raise
         _CALL.reset(token)
-        c._call_ended(self._turn, self._agent, event, outcome, None, slot, started, context)
+        if c.close_action(key):
+            c._call_ended(turn, self._agent, event, outcome, None, slot, started, context)
         return outcome
 
     async def on_human_input(self, call_next: Any, event: Any, context: Any) -> Any:
+        c = self._collector
         started = time.time()
+        nested_in = self._turn.nested_in if self._turn is not None else None
+        outer = _CALL.get()
+        key = object()
+        c.open_action(key, lambda: c._human_answered(self._agent, event, None, None, started, nested_in, outer,
+                                                     cut_off=True))
         try:
             answer = await call_next(event, context)
         except BaseException as e:
-            self._collector._human_answered(self._agent, event, None, e, started)
+            if c.close_action(key):
+                c._human_answered(self._agent, event, None, e, started, nested_in, outer)
             raise
-        self._collector._human_answered(self._agent, event, answer, None, started)
+        if c.close_action(key):
+            c._human_answered(self._agent, event, answer, None, started, nested_in, outer)
         return answer
 
 
 class _RecorderFactory:
     """What ``observe`` registers on an agent: makes the turn's recorder. Survives copying as itself."""
 
-    def __init__(self, collector: AER1AG2Collector, agent: str) -> None:
+    def __init__(self, collector: AER1AG2Collector, agent: str, facts: steps.ModelFacts) -> None:
         self.collector = collector
         self.agent = agent
+        self.facts = facts
 
     def __call__(self, event: Any, context: Any) -> _Recorder:
-        return _Recorder(event, context, collector=self.collector, agent=self.agent)
+        return _Recorder(event, context, collector=self.collector, agent=self.agent, facts=self.facts)
 
     def describe(self) -> MiddlewareDescription:
         return MiddlewareDescription(kind="AER1Recorder", config={})
@@ -406,24 +469,40 @@ class ApprovalGate:
             digest = arguments_digest(arguments)
         except (ValueError, TypeError, CanonicalizationError) as e:
             return _refusal(event, ARGS_INVALID, f"arguments are not an exact JSON object: {e}")
+        if not is_tool_itself(call_next):  # fail closed: what a later middleware passes on is not seen
+            return self._decided(event, context, run_id, arguments, digest, slot, DENIED, NOT_INNERMOST,
+                                 edited=False)
         authority = self.authority(run_id)
         if not authority.first_gate(call_id):
             return self._decided(event, context, run_id, arguments, digest, slot, DENIED,
                                  "call id was already gated in this run (replayed call)", edited=False)
         request = PortRequest(run_id, call_id, tool, copy.deepcopy(arguments))
         started = time.time()
+        c = self.collector
+        agent, nested_in = (outer[1], outer[3].nested_in) if outer is not None else (None, None)
+        key = object()  # finalize() while the port decides: the approval is recorded as cut off
+        c.open_action(key, lambda: c._gate_decided(request, arguments, digest, self.port.name, PENDING, None,
+                                                   False, started, agent=agent, nested_in=nested_in, cut_off=True))
+        failure: BaseException | None = None
         try:
             decision = await self.port.request(request)
             if not isinstance(decision, ApprovalDecision):
                 raise TypeError(f"returned {decision!r}, not an ApprovalDecision")
         except Exception as e:  # a failing port denies (fail closed)
+            failure = e
             decision = ApprovalDecision.deny(f"approval port {self.port.name!r} failed: {type(e).__name__}: {e}")
+        except BaseException as e:  # cut off (a cancellation): the question stays unanswered
+            if c.close_action(key):
+                c._gate_decided(request, arguments, digest, self.port.name, PENDING, None, False, started,
+                                agent=agent, nested_in=nested_in, failure=e, cut_off=True)
+            raise
         outcome, reason = decision.outcome, decision.reason
         edited = _edited(request, decision, digest)
         if edited and outcome == APPROVED:
             outcome, reason = DENIED, "the approval edited the arguments; edits are not applied"
-        self.collector._gate_decided(request, arguments, digest, self.port.name, outcome, reason, edited, started,
-                                     agent=outer[1] if outer is not None else None)
+        if c.close_action(key):
+            c._gate_decided(request, arguments, digest, self.port.name, outcome, reason, edited, started,
+                            agent=agent, nested_in=nested_in, failure=failure)
         if outcome != APPROVED:
             if slot is not None:
                 slot.refused = outcome
@@ -438,12 +517,9 @@ class ApprovalGate:
             return _refusal(event, APPROVAL_DENIED, f"approval token refused: {e}")
         call = event.handled_by(event.source) if getattr(event, "source", None) else copy.copy(event)
         call.serialized_arguments = ran
-        innermost = is_tool_itself(call_next)
         if slot is not None:
             slot.ran_started = time.time()
-            slot.ran = {"approval_id": request.approval_id, "grant_id": token.grant_id,
-                        "arguments_digest": digest if innermost else None,
-                        "arguments_ran_observed": innermost}
+            slot.ran = {"approval_id": request.approval_id, "grant_id": token.grant_id, "arguments_digest": digest}
         reset = _TOKEN.set(token)
         try:
             return await call_next(call, context)
@@ -457,7 +533,8 @@ class ApprovalGate:
         now = time.time()
         outer = _CALL.get()
         self.collector._gate_decided(request, arguments, digest, self.port.name, outcome, reason, edited, now,
-                                     agent=outer[1] if outer is not None else None)
+                                     agent=outer[1] if outer is not None else None,
+                                     nested_in=outer[3].nested_in if outer is not None else None)
         if slot is not None:
             slot.refused = outcome
         return _refusal(event, APPROVAL_DENIED, f"approval denied: {reason}")
@@ -519,6 +596,9 @@ class AER1AG2Collector(Collector):
         self._observed: set[str] = set()
         self._hubs: list[Any] = []
         self._speakers: dict[str, int] = {}  # channel id -> the turn whose next speaker was recorded
+        #: (channel id, agent, tool) -> handoffs a tool returned, not yet posted: (action key, target)
+        self._handoffs: dict[tuple[str, str, str], list[tuple[_HandoffKey, Any]]] = {}
+        self._cut_off = False  # an action was still under way at finalize()
 
     # -------------------------------------------------------------- public API
 
@@ -537,7 +617,7 @@ class AER1AG2Collector(Collector):
                                 config=agent_config(agent))
         except Exception as e:  # already listed with another identity, or finalized: said, never fatal
             count_failure(self, f"agent {agent.name!r} identity", e)
-        agent.insert_middleware(_RecorderFactory(self, agent.name))
+        agent.insert_middleware(_RecorderFactory(self, agent.name, _model_facts(agent)))
         with self._ag2_lock:
             self._observed.add(agent.name)
         return agent
@@ -565,15 +645,49 @@ class AER1AG2Collector(Collector):
             return n
 
     def _turn_ended(self, turn: _Turn | None, response: Any, error: BaseException | None) -> None:
+        """A turn returned or raised: its error (unless its model call's error said it), then its end.
+
+        A turn that is a run of its own ends with a ``termination``; one inside a channel or
+        another agent's call hands its reply back (a ``message``).
+        """
         if turn is None:
             return
         try:
-            content = steps.turn_end_content(run_id=turn.run_id, turn=turn.turn, response=response, error=error,
-                                             replies=turn.replies, tool_calls=turn.calls)
-            self.safe_record("turn_end", content, agent=turn.agent, kind="termination",
-                             status="ok" if error is None else failure_status(error), started_at=turn.started)
+            if error is not None:
+                status = failure_status(error)
+                if error is not turn.model_failure:
+                    self.safe_record("turn_error", steps.turn_error_content(
+                        error_info(error), run_id=turn.run_id, turn=turn.turn, nested_in=turn.nested_in),
+                        agent=turn.agent, kind="error", status=status, started_at=turn.started)
+                if turn.own_run:
+                    self._turn_termination(turn, "error" if status == "error" else "cancelled", None,
+                                           error_info(error))
+                return
+            if turn.own_run:
+                self._turn_termination(turn, "finished", response, None)
+                return
+            content = steps.turn_reply_content(response, run_id=turn.run_id, turn=turn.turn, replies=turn.replies,
+                                               tool_calls=turn.calls, nested_in=turn.nested_in)
+            self.safe_record("turn_end", content, agent=turn.agent, kind="message", started_at=turn.started)
         except Exception as e:
             count_failure(self, f"agent {turn.agent!r} turn end", e)
+
+    def _turn_termination(self, turn: _Turn, outcome: str, response: Any, error: dict[str, Any] | None) -> None:
+        content = steps.turn_end_content(outcome=outcome, run_id=turn.run_id, turn=turn.turn, response=response,
+                                         error=error, replies=turn.replies, tool_calls=turn.calls,
+                                         step_statuses=self.status_counts())
+        self.safe_record("turn_end", content, agent=turn.agent, kind="termination",
+                         status=vocab.outcome_status(outcome), started_at=turn.started)
+
+    def _turn_cut_off(self, turn: _Turn) -> None:
+        """finalize() came while the turn ran: the turn is recorded cut off (and, as a run, unfinished)."""
+        self._cut_off = True
+        error = steps.cut_off_error()
+        self.safe_record("turn_error", steps.turn_error_content(error, run_id=turn.run_id, turn=turn.turn,
+                                                                nested_in=turn.nested_in),
+                         agent=turn.agent, kind="error", status="cancelled", started_at=turn.started)
+        if turn.own_run:
+            self._turn_termination(turn, "unfinished", None, error)
 
     def _model_replied(self, turn: _Turn | None, response: Any, started: float, latency: float) -> None:
         if turn is None:
@@ -583,16 +697,22 @@ class AER1AG2Collector(Collector):
             calls = getattr(getattr(response, "tool_calls", None), "calls", None) or []
             for call in calls:
                 turn.proposed[str(getattr(call, "id", ""))] = call
-            self.safe_record("message", steps.reply_content(response, latency_ms=latency * 1000), agent=turn.agent,
-                             kind="message", started_at=started)
+            content = steps.reply_content(response, facts=turn.facts, latency_ms=latency * 1000,
+                                          nested_in=turn.nested_in)
+            self.safe_record("message", content, agent=turn.agent, kind="message", started_at=started)
         except Exception as e:
             count_failure(self, f"agent {turn.agent!r} model reply", e)
 
     def _model_failed(self, turn: _Turn | None, exc: BaseException, started: float, latency: float) -> None:
         if turn is None:
             return
-        self.safe_record("model_call", steps.model_failure_content(exc, latency_ms=latency * 1000), agent=turn.agent,
-                         kind="error", status=failure_status(exc), started_at=started)
+        try:
+            turn.model_failure = exc
+            content = steps.model_failure_content(exc, latency_ms=latency * 1000, nested_in=turn.nested_in)
+            self.safe_record("model_call", content, agent=turn.agent, kind="error", status=failure_status(exc),
+                             started_at=started)
+        except Exception as e:
+            count_failure(self, f"agent {turn.agent!r} model failure", e)
 
     def _not_found(self, turn: _Turn | None, event: Any) -> None:
         if turn is None:
@@ -600,79 +720,107 @@ class AER1AG2Collector(Collector):
         call_id = str(getattr(event, "parent_id", ""))
         call = turn.proposed.get(call_id) or ToolCallEvent(name=str(getattr(event, "name", "") or "tool"), id=call_id)
         turn.calls += 1
-        content = steps.tool_call_content(call, event, error=None, ran=None)
-        self.safe_record(str(content["name"] or "tool"), content, agent=turn.agent, kind="tool_call", status="error",
+        content, status = steps.tool_call_content(call, event, error=None, ran=None, nested_in=turn.nested_in)
+        self.safe_record(str(content["name"]), content, agent=turn.agent, kind="tool_call", status=status,
                          call_id=call_id or None)
 
     def _call_ended(self, turn: _Turn | None, agent: str, event: Any, outcome: Any, error: BaseException | None,
-                    slot: _CallSlot, started: float, context: Any) -> None:
+                    slot: _CallSlot, started: float, context: Any, *, cut_off: bool = False) -> None:
         try:
+            if cut_off:
+                self._cut_off = True
             ended = time.time()
             if turn is not None:
                 turn.calls += 1
             for asked in slot.asked:
-                self._record_asked(agent, asked, event, context)
+                self._record_asked(agent, asked, event, context, slot.nested_in)
             if slot.asked and slot.ran_started is None:
                 slot.ran_started = slot.asked[-1].ended  # the call ran after its last approval was answered
-            content = steps.tool_call_content(event, outcome, error=error, ran=slot.ran)
-            if error is not None:
-                status = failure_status(error)
-            elif slot.refused is not None:
-                status, content["executed"] = "cancelled", False
-            else:
-                status = "error" if content.get("is_error") else "ok"
+            content, status = steps.tool_call_content(event, outcome, error=error, ran=slot.ran, refused=slot.refused,
+                                                      cut_off=cut_off, nested_in=slot.nested_in)
             begun = slot.ran_started if slot.ran_started is not None and slot.refused is None else started
             call_id = content.get("call_id")
-            self.safe_record(str(content["name"] or "tool"), content, agent=agent, kind="tool_call", status=status,
+            self.safe_record(str(content["name"]), content, agent=agent, kind="tool_call", status=status,
                              started_at=min(begun, ended), ended_at=ended,
                              call_id=call_id if isinstance(call_id, str) and call_id else None)
+            if status == "ok" and turn is not None and turn.in_channel and outcome is not None:
+                self._routing_requested(turn, agent, event, outcome)
         except Exception as e:
             count_failure(self, f"agent {agent!r} tool call", e)
 
-    def _record_asked(self, agent: str, asked: _Asked, call: Any, context: Any) -> None:
+    def _record_asked(self, agent: str, asked: _Asked, call: Any, context: Any, nested_in: str | None) -> None:
         """AG2's approval question of one call: "always" counts only if AG2 kept the grant."""
         grants = getattr(context, "variables", {}).get(ALWAYS_GRANTS_KEY) or {}
         scope = getattr(call, "source", None) or getattr(call, "name", None)
         always = isinstance(grants, Mapping) and bool(grants.get(scope))
-        content = steps.human_approval_content(asked.request, call, asked.answer, asked.error, always)
+        content = steps.human_approval_content(asked.request, call, asked.answer, asked.error, always,
+                                               nested_in=nested_in)
         status = "ok" if asked.error is None else failure_status(asked.error)
         cid = content.get("call_id")
         self.safe_record("approval", content, agent=agent, kind="approval", status=status, started_at=asked.started,
                          ended_at=asked.ended, call_id=cid if isinstance(cid, str) and cid else None)
 
-    def _human_answered(self, agent: str, request: Any, answer: Any, error: BaseException | None,
-                        started: float) -> None:
+    def _human_answered(self, agent: str, request: Any, answer: Any, error: BaseException | None, started: float,
+                        nested_in: str | None, outer: tuple[Collector, str, str, _CallSlot] | None, *,
+                        cut_off: bool = False) -> None:
         try:
+            if cut_off:
+                self._cut_off = True
             ended = time.time()
-            outer = _CALL.get()
+            in_call = outer[2] if outer is not None and outer[0] is self else None
+            status = "cancelled" if cut_off else "ok" if error is None else failure_status(error)
             if isinstance(request, ToolApprovalRequest):
-                if outer is not None and outer[0] is self and outer[2] == str(request.tool_call_id):
+                if not cut_off and outer is not None and in_call == str(request.tool_call_id):
                     outer[3].asked.append(_Asked(request, answer, error, started, ended))
                     return  # recorded with its call, once AG2 has applied the answer
-                content = steps.human_approval_content(request, None, answer, error, False)
-                self.safe_record("approval", content, agent=agent, kind="approval",
-                                 status="ok" if error is None else failure_status(error), started_at=started,
-                                 call_id=str(request.tool_call_id) or None)
+                call = outer[3].call if outer is not None and in_call == str(request.tool_call_id) else None
+                content = steps.human_approval_content(request, call, answer, error, False, cut_off=cut_off,
+                                                       nested_in=nested_in)
+                self.safe_record("approval", content, agent=agent, kind="approval", status=status,
+                                 started_at=started, call_id=str(request.tool_call_id) or None)
                 return
-            content = steps.human_input_content(request, answer if isinstance(answer, HumanMessage) else None, error)
-            if outer is not None and outer[0] is self:
-                content["in_call"] = outer[2]
-            self.safe_record("human_input", content, agent=agent, kind="human_input",
-                             status="ok" if error is None else failure_status(error), started_at=started)
+            content = steps.human_input_content(request, answer if isinstance(answer, HumanMessage) else None, error,
+                                                in_call=in_call, cut_off=cut_off, nested_in=nested_in)
+            self.safe_record("human_input", content, agent=agent, kind="human_input", status=status,
+                             started_at=started)
         except Exception as e:
             count_failure(self, f"agent {agent!r} human input", e)
 
     def _gate_decided(self, request: PortRequest, arguments: Any, digest: str, port: str, outcome: str,
-                      reason: str | None, edited: bool, started: float, *, agent: str | None) -> None:
+                      reason: str | None, edited: bool, started: float, *, agent: str | None, nested_in: str | None,
+                      failure: BaseException | None = None, cut_off: bool = False) -> None:
+        """A decision of an approval gate (status ``error`` when its port failed; ``cancelled`` when cut off)."""
         try:
+            if cut_off and failure is None:
+                self._cut_off = True
+            status = "ok"
+            error = None
+            if cut_off:
+                status = failure_status(failure) if failure is not None else "cancelled"
+                error = error_info(failure) if failure is not None else steps.cut_off_error()
+            elif failure is not None:
+                status, error = "error", error_info(failure)
             content = steps.approval_content(approval_id=request.approval_id, call_id=request.call_id,
-                                             tool=request.tool, arguments=steps.plain(arguments), digest=digest,
+                                             tool=request.tool, arguments=arguments, digest=digest,
                                              port=port, decision=outcome, reason=reason, edited=edited,
-                                             run_id=request.run_id)
-            self.safe_record("approval", content, agent=agent or "approval_gate", kind="approval",
+                                             run_id=request.run_id, error=error, nested_in=nested_in)
+            self.safe_record("approval", content, agent=agent or "approval_gate", kind="approval", status=status,
                              started_at=started, call_id=request.call_id)
         except Exception as e:
             count_failure(self, "an approval decision", e)
+
+    def finalize(self, final_answer: Any = None, *, status: str | None = None) -> dict[str, Any]:
+        """Close the chain; every action still under way is first recorded as cut off (``cancelled``).
+
+        A tool call, a question to a human, an approval being decided, a turn, a handoff not
+        yet posted or a channel still open at this point is recorded with status
+        ``cancelled`` and the receipt's status is then ``incomplete`` (unless ``status``
+        says otherwise).
+        """
+        self._close_open_actions()
+        if status is None and self._cut_off:
+            status = "incomplete"
+        return super().finalize(final_answer, status=status)
 
     # -------------------------------------------------------------- networks
 
@@ -684,10 +832,67 @@ class AER1AG2Collector(Collector):
 
     def _channel_event(self, hub: Any, channel_id: str, kind: str, payload: Any) -> None:
         actor = self._channel_actor(channel_id)
-        content = steps.channel_content(channel_id, kind, payload, lambda agent_id: _name(hub, agent_id))
-        ending = kind in ("closed", "expired")
-        self.safe_record(f"channel_{kind}", content, agent=actor, kind="termination" if ending else
-                         "task" if kind == "created" else "message")
+        names: Callable[[Any], str | None] = lambda agent_id: _name(hub, agent_id)  # noqa: E731
+        key = ("channel", channel_id)
+        if kind == "created":
+            self.safe_record("channel_created", steps.channel_task_content(channel_id, payload, names), agent=actor,
+                             kind="task")
+            self.open_action(key, lambda: self._channel_ended(actor, channel_id, "unfinished", None, names))
+        elif kind in ("closed", "expired"):
+            if self.close_action(key):
+                self._channel_ended(actor, channel_id, kind, payload, names)
+        else:
+            self.safe_record(f"channel_{kind}", steps.channel_content(channel_id, kind, payload, names), agent=actor,
+                             kind="message")
+
+    def _channel_ended(self, actor: str, channel_id: str, kind: str, payload: Any,
+                       names: Callable[[Any], str | None]) -> None:
+        if kind == "unfinished":
+            self._cut_off = True
+        else:  # a Handoff the hub never posted did not happen: said, not left open
+            with self._ag2_lock:
+                waiting = [self._handoffs.pop(k) for k in [k for k in self._handoffs if k[0] == channel_id]]
+            for key, target in (entry for entries in waiting for entry in entries):
+                if self.close_action(key):
+                    self._handoff_cut_off(key, target, reason=f"the channel was {kind} before the hub posted it")
+        content, status = steps.channel_end_content(channel_id, kind, payload, names,
+                                                    step_statuses=self.status_counts())
+        self.safe_record(f"channel_{kind}", content, agent=actor, kind="termination", status=status)
+
+    def _routing_requested(self, turn: _Turn, agent: str, call: Any, outcome: Any) -> None:
+        """A tool in a channel returned a ``Handoff``: in flight until the hub posts it (finalize first: cut off)."""
+        parts = getattr(getattr(outcome, "result", None), "parts", None) or []
+        for part in parts[:1]:
+            decision = getattr(part, "data", None)
+            if type(decision).__name__ != "Handoff":
+                continue
+            call_id, tool = str(getattr(call, "id", "")), str(getattr(call, "name", ""))
+            target = getattr(decision, "target", None)
+            key: _HandoffKey = ("handoff", turn.run_id, agent, tool, call_id)
+            with self._ag2_lock:
+                self._handoffs.setdefault((turn.run_id, agent, tool), []).append((key, target))
+            self.open_action(key, functools.partial(self._handoff_cut_off, key, target))
+
+    def _handoff_cut_off(self, key: _HandoffKey, target: Any, reason: str | None = None) -> None:
+        """A ``Handoff`` that was never posted: cut off by finalize(), or its channel ended first (``reason``)."""
+        if reason is None:
+            self._cut_off = True
+        _, channel_id, agent, tool, call_id = key
+        content = steps.handoff_cut_off_content(channel_id, agent, tool, call_id, target, reason)
+        self.safe_record("handoff", content, agent=agent, kind="handoff", status="cancelled",
+                         target=steps.text(target) or None, call_id=call_id or None)
+
+    def _handoff_posted(self, channel_id: str, sender: str | None, tool: Any) -> str | None:
+        """The call id of the tool call whose ``Handoff`` this posted envelope carries (None: not observed)."""
+        with self._ag2_lock:
+            waiting = self._handoffs.get((channel_id, str(sender), str(tool)))
+            key = waiting.pop(0)[0] if waiting else None
+            if waiting == []:
+                del self._handoffs[(channel_id, str(sender), str(tool))]
+        if key is None:
+            return None
+        self.close_action(key)
+        return key[4] or None
 
     def _envelope_posted(self, hub: Any, envelope: Any) -> None:
         channel_id = str(getattr(envelope, "channel_id", "") or "")
@@ -696,20 +901,23 @@ class AER1AG2Collector(Collector):
         actor = self._channel_actor(channel_id)
         routing = _routing_of(envelope)
         sender = _name(hub, getattr(envelope, "sender_id", None))
+        mechanism = "graph"
         if routing is not None:
-            target = routing.get("target")
-            target_name = _name(hub, target)
-            content = steps.routing_content(channel_id, envelope, routing, sender, target_name)
             kind = routing.get("kind")
-            if kind == "handoff":
-                self.safe_record("handoff", content, agent=sender or actor, kind="handoff", target=target_name)
-            elif kind == "finish":
-                self.safe_record("finish", content, agent=sender or actor, kind="termination")
+            target_name = _name(hub, routing.get("target"))
+            if kind == "handoff" and target_name:
+                mechanism = "handoff"
+                call_id = self._handoff_posted(channel_id, sender, routing.get("tool"))
+                content = steps.handoff_content(channel_id, envelope, routing, sender, target_name, call_id)
+                self.safe_record("handoff", content, agent=sender or actor, kind="handoff", target=target_name,
+                                 call_id=call_id)
             else:
-                self.safe_record("routing", content, agent=sender or actor, kind="message")
-        self._next_speaker(hub, channel_id, actor, envelope)
+                content = steps.routing_message_content(channel_id, envelope, routing, sender)
+                self.safe_record("finish" if kind == "finish" else "routing", content, agent=sender or actor,
+                                 kind="message")
+        self._next_speaker(hub, channel_id, actor, envelope, mechanism)
 
-    def _next_speaker(self, hub: Any, channel_id: str, actor: str, envelope: Any) -> None:
+    def _next_speaker(self, hub: Any, channel_id: str, actor: str, envelope: Any, mechanism: str) -> None:
         """The speaker the channel's adapter expects next, once per turn it counts."""
         state = hub.adapter_state(channel_id)
         turns = getattr(state, "turn_count", None)
@@ -722,7 +930,7 @@ class AER1AG2Collector(Collector):
             self._speakers[channel_id] = turns
         name = _name(hub, expected)
         content = steps.speaker_content(channel_id, name, turns, getattr(envelope, "envelope_id", None),
-                                        getattr(state, "pending_close_reason", None))
+                                        getattr(state, "pending_close_reason", None), mechanism)
         self.safe_record("speaker_selection", content, agent=actor, kind="speaker_selection", target=name)
 
     def _turn_failed(self, hub: Any, channel_id: str, agent_id: str, envelope_id: Any, exc: Any) -> None:

@@ -10,7 +10,7 @@ import pytest
 from ag2 import Agent, MemoryStream, ToolResult, tool
 from ag2.annotations import Context
 from ag2.config.openai import OpenAIConfig
-from ag2.events import ModelMessageChunk, ModelReasoning
+from ag2.events import ModelMessage, ModelMessageChunk, ModelReasoning, ModelResponse, Usage
 from ag2.middleware import BaseMiddleware
 from ag2.observers import observer
 from ag2.testing import TestConfig
@@ -51,22 +51,27 @@ async def test_two_parallel_tools_one_raising(collector: AER1AG2Collector, check
     assert sorted(kinds[2:4]) == [("tool_call", "add"), ("tool_call", "boom")]  # the two ran concurrently
     assert kinds[4:] == [("message", "message"), ("termination", "turn_end")]
     task = contents[1]
-    assert task["input"] == [{"type": "text", "text": "add and fail"}] and task["turn"] == 1
+    assert task["vocabulary"] == "aer1-steps/1" and task["task"] == "add and fail" and task["team"] is None
+    assert task["ag2"]["input"] == [{"type": "text", "text": "add and fail"}] and task["ag2"]["turn"] == 1
     first = contents[2]
-    assert [c["call_id"] for c in first["tool_calls"]] == ["c1", "c2"]
-    assert first["tool_calls"][0] == {"call_id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}}
-    assert first["content"] is None and first["latency_ms"] >= 0
+    assert [c["call_id"] for c in first["ag2"]["tool_calls"]] == ["c1", "c2"]
+    assert first["ag2"]["tool_calls"][0] == {"call_id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}}
+    assert first["content"] is None and first["role"] == "assistant" and first["model"]["latency_ms"] >= 0
+    assert first["model"]["provider"] == "ag2.testing.TestConfig"  # the config names no provider: its class
     calls = {s["call_id"]: (s, c) for s, c in of_kind(receipt, contents, "tool_call")}
     ok_step, ok = calls["c1"]
-    assert ok_step["status"] == "ok" and ok["result"] == {"type": "data", "data": 3} and ok["is_error"] is False
-    assert ok["source"].startswith("function:") and ok["arguments"] == {"a": 1, "b": 2}
+    assert ok_step["status"] == "ok" and ok["result"] == 3 and "error" not in ok
+    assert ok["ag2"]["source"].startswith("function:") and ok["arguments"] == {"a": 1, "b": 2}
     bad_step, bad = calls["c2"]
-    assert bad_step["status"] == "error" and bad["is_error"] is True
-    assert bad["error"]["type"] == "ValueError" and bad["error"]["message"] == "boom y"
+    assert bad_step["status"] == "error" and bad["result"] is None
+    assert bad["error"] == {"type": "ValueError", "module": "builtins", "message": "boom y"}
+    assert "ValueError: boom y" in bad["ag2"]["model_saw"]  # what AG2 told the model: its traceback
     assert contents[5]["content"] == "both done"
     end = contents[6]
-    assert end["ended"] == "reply" and end["final"] == "both done" and end["tool_calls"] == 2
-    assert end["model_replies"] == 2 and end["run_id"] == task["run_id"]
+    assert (end["outcome"], end["observed"], end["reason"]) == ("finished", True, None)
+    assert end["step_statuses"] == {"ok": 4, "error": 1, "cancelled": 0}
+    assert end["ag2"]["final"] == "both done" and end["ag2"]["tool_calls"] == 2
+    assert end["ag2"]["model_replies"] == 2 and end["ag2"]["run_id"] == task["ag2"]["run_id"]
 
 
 async def test_a_tool_not_in_the_tool_set(collector: AER1AG2Collector, check: Check) -> None:
@@ -76,9 +81,9 @@ async def test_a_tool_not_in_the_tool_set(collector: AER1AG2Collector, check: Ch
     receipt, contents = check(collector)
     [(step, content)] = of_kind(receipt, contents, "tool_call")
     assert step["tool"] == "missing" and step["status"] == "error" and step["call_id"] == "c9"
-    assert content["outcome"] == "ToolNotFoundEvent" and content["is_error"] is True
+    assert content["ag2"]["outcome"] == "ToolNotFoundEvent" and content["result"] is None
     assert content["arguments"] == {"q": "x"}  # as the model proposed them
-    assert content["error"]["type"] == "ToolNotFoundError"
+    assert content["error"]["type"] == "ToolNotFoundError"  # the exception AG2 put in the event
 
 
 async def test_a_final_tool_ends_the_turn(collector: AER1AG2Collector, check: Check) -> None:
@@ -88,8 +93,10 @@ async def test_a_final_tool_ends_the_turn(collector: AER1AG2Collector, check: Ch
     receipt, contents = check(collector)
     assert [(k, t) for k, t, *_ in steps(receipt, contents)] == [
         ("task", "task"), ("message", "message"), ("tool_call", "finish"), ("termination", "turn_end")]
-    assert contents[3]["final"] is True and contents[3]["result"] == {"type": "text", "text": "all done"}
-    assert contents[4]["forced"] is True and contents[4]["final"] == "all done" and contents[4]["model_replies"] == 1
+    assert contents[3]["ag2"]["final"] is True and contents[3]["result"] == "all done"
+    end = contents[4]
+    assert end["outcome"] == "finished" and end["reason"] == "final tool result"
+    assert end["ag2"]["forced"] is True and end["ag2"]["final"] == "all done" and end["ag2"]["model_replies"] == 1
 
 
 async def test_a_model_exception_is_a_failed_step_and_the_same_exception_out(
@@ -104,7 +111,8 @@ async def test_a_model_exception_is_a_failed_step_and_the_same_exception_out(
     assert [(k, t, st) for k, t, _, st, _ in steps(receipt, contents)] == [
         ("task", "task", "ok"), ("error", "model_call", "error"), ("termination", "turn_end", "error")]
     assert contents[2]["error"] == {"type": "ConnectionError", "module": "builtins", "message": "provider down"}
-    assert contents[3]["ended"] == "error" and contents[3]["error"]["type"] == "ConnectionError"
+    assert contents[2]["phase"] == "model_call"  # the turn's own error is this one: not recorded twice
+    assert contents[3]["outcome"] == "error" and contents[3]["error"]["type"] == "ConnectionError"
     assert receipt["status"] == "error"
 
 
@@ -128,8 +136,8 @@ async def test_a_multi_turn_conversation_on_one_stream(collector: AER1AG2Collect
     assert second.body == "second answer"
     receipt, contents = check(collector)
     tasks = [c for _, c in of_kind(receipt, contents, "task")]
-    assert [t["turn"] for t in tasks] == [1, 2]
-    assert tasks[0]["run_id"] == tasks[1]["run_id"] == str(first.context.stream.id)
+    assert [t["ag2"]["turn"] for t in tasks] == [1, 2]
+    assert tasks[0]["ag2"]["run_id"] == tasks[1]["ag2"]["run_id"] == str(first.context.stream.id)
     assert [c["content"] for _, c in of_kind(receipt, contents, "message")] == ["first answer", "second answer"]
     assert len(of_kind(receipt, contents, "termination")) == 2
 
@@ -147,9 +155,9 @@ async def test_ctx_input_inside_a_tool(collector: AER1AG2Collector, check: Check
     kinds = [(k, t) for k, t, *_ in steps(receipt, contents)]
     assert kinds.index(("human_input", "human_input")) < kinds.index(("tool_call", "ask_human"))
     [(_, asked)] = of_kind(receipt, contents, "human_input")
-    assert asked["prompt"] == "what is 2+2?" and asked["input"] == "four" and asked["in_call"] == "h1"
+    assert asked["prompt"] == "what is 2+2?" and asked["input"] == "four" and asked["ag2"]["in_call"] == "h1"
     [(_, ran)] = of_kind(receipt, contents, "tool_call")
-    assert ran["result"] == {"type": "text", "text": "human said four"}
+    assert ran["result"] == "human said four"
 
 
 async def test_a_recorder_that_raises_leaves_the_agent_unaffected(collector: AER1AG2Collector, check: Check,
@@ -221,12 +229,12 @@ async def test_concurrent_asks_on_separate_streams(collector: AER1AG2Collector, 
     replies = await asyncio.gather(*(agent.ask(f"question {i}") for i in range(4)))
     assert [r.body for r in replies] == ["five"] * 4
     receipt, contents = check(collector)
-    tasks = [c["run_id"] for _, c in of_kind(receipt, contents, "task")]
-    ends = [c["run_id"] for _, c in of_kind(receipt, contents, "termination")]
+    tasks = [c["ag2"]["run_id"] for _, c in of_kind(receipt, contents, "task")]
+    ends = [c["ag2"]["run_id"] for _, c in of_kind(receipt, contents, "termination")]
     assert len(set(tasks)) == 4 and sorted(tasks) == sorted(ends)
     assert {str(r.context.stream.id) for r in replies} == set(tasks)
     assert len(of_kind(receipt, contents, "tool_call")) == 4
-    assert {c["final"] for _, c in of_kind(receipt, contents, "termination")} == {"five"}
+    assert {c["ag2"]["final"] for _, c in of_kind(receipt, contents, "termination")} == {"five"}
 
 
 async def test_no_secret_in_any_digest(collector: AER1AG2Collector, check: Check) -> None:
@@ -254,3 +262,21 @@ async def test_the_same_run_unobserved_gives_the_same_events_and_results(collect
     assert observed.body == unobserved.body
     assert shape(await observed.history.get_events()) == shape(await unobserved.history.get_events())
     check(collector)
+
+
+async def test_a_reply_names_its_model_provider_tokens_and_finish_reason(collector: AER1AG2Collector,
+                                                                         check: Check) -> None:
+    response = ModelResponse(ModelMessage("hi"), usage=Usage(prompt_tokens=7, completion_tokens=3),
+                             model="gpt-x-2026-01", provider="openai", finish_reason="stop", response_id="resp-1")
+    config = TestConfig(response, provider="openai", model="gpt-x")
+    agent = collector.observe(Agent("alice", config=config))
+    assert (await agent.ask("hello")).body == "hi"
+    receipt, contents = check(collector)
+    [(_, reply)] = of_kind(receipt, contents, "message")
+    model = reply["model"]
+    assert {k: model[k] for k in ("provider", "request_model", "response_model", "input_tokens", "output_tokens",
+                                  "finish_reasons")} == {
+        "provider": "openai", "request_model": "gpt-x", "response_model": "gpt-x-2026-01", "input_tokens": 7,
+        "output_tokens": 3, "finish_reasons": ["stop"]}
+    assert model["latency_ms"] >= 0 and reply["message_id"] == "resp-1" and reply["content"] == "hi"
+    assert reply["ag2"]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3}

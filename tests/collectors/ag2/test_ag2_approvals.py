@@ -14,7 +14,7 @@ from ag2.exceptions import HumanInputNotProvidedError, HumanInputTimeoutError
 from ag2.middleware.builtin.tools.approval import approval_required
 from ag2.testing import TestConfig
 
-from aer1.collectors.ag2 import AER1AG2Collector, current_approval
+from aer1.collectors.ag2 import NOT_INNERMOST, AER1AG2Collector, current_approval
 from aer1.groupchat import ApprovalDecision, CallbackApproval, DeferredApproval, ToolApprovalRequest
 from aer1.groupchat._approval import arguments_digest
 from aer1.verifier._cli import main as verify_main
@@ -85,10 +85,12 @@ async def test_an_approved_call_runs_with_a_one_use_token_bound_to_it(
     receipt, contents = check(collector)
     [(approval_step, approval)] = of_kind(receipt, contents, "approval")
     [(call_step, ran)] = of_kind(receipt, contents, "tool_call")
-    assert approval["decision"] == "approved" and approval["port"] == "callback" and approval["edited"] is False
+    assert approval["decision"] == "approved" and approval["approved"] is True and approval["name"] == "transfer"
+    assert approval["responder"] == "callback" and approval["ag2"]["edited"] is False
+    assert approval["arguments"] == ran["arguments"] == {"amount": 5, "to": "bob"}
     assert approval["arguments_digest"] == token.arguments_digest == ran["arguments_digest"]
-    assert ran["approval_id"] == approval["approval_id"] == request.approval_id
-    assert ran["grant_id"] == token.grant_id and ran["arguments_ran_observed"] is True
+    assert ran["ag2"]["approval_id"] == approval["ag2"]["approval_id"] == request.approval_id
+    assert ran["ag2"]["grant_id"] == token.grant_id
     assert approval_step["call_id"] == call_step["call_id"] == "t1" and approval_step["seq"] < call_step["seq"]
     assert approval_step["ended_at"] <= call_step["started_at"]
     code, violations = _policy(collector, receipt, tmp_path, capsys)
@@ -109,7 +111,9 @@ async def test_a_denied_call_does_not_run_and_the_model_sees_an_error(
     receipt, contents = check(collector)
     [(_, approval)] = of_kind(receipt, contents, "approval")
     [(call_step, stopped)] = of_kind(receipt, contents, "tool_call")
-    assert approval["decision"] == "denied" and call_step["status"] == "cancelled" and stopped["executed"] is False
+    assert approval["decision"] == "denied" and approval["approved"] is False
+    assert call_step["status"] == "cancelled" and stopped["ag2"]["executed"] is False and stopped["result"] is None
+    assert stopped["error"] == {"type": "approval_denied", "module": None, "message": refused.result.parts[0].content}
     code, violations = _policy(collector, receipt, tmp_path, capsys)
     assert (code, violations) == (0, [])  # a denied call that did not run is the gate working
 
@@ -145,8 +149,8 @@ async def test_an_approval_that_edits_the_arguments_is_denied(collector: AER1AG2
     assert bank.ran == []
     receipt, contents = check(collector)
     [(_, approval)] = of_kind(receipt, contents, "approval")
-    assert approval["decision"] == "denied" and approval["edited"] is True
-    assert approval["reason"] == "the approval edited the arguments; edits are not applied"
+    assert approval["decision"] == "denied" and approval["ag2"]["edited"] is True
+    assert approval["ag2"]["reason"] == "the approval edited the arguments; edits are not applied"
 
 
 async def test_a_failing_port_denies(collector: AER1AG2Collector, check: Check) -> None:
@@ -159,8 +163,9 @@ async def test_a_failing_port_denies(collector: AER1AG2Collector, check: Check) 
     await agent.ask("pay bob")
     assert bank.ran == []
     receipt, contents = check(collector)
-    [(_, approval)] = of_kind(receipt, contents, "approval")
-    assert approval["decision"] == "denied" and "reviewer offline" in approval["reason"]
+    [(step, approval)] = of_kind(receipt, contents, "approval")
+    assert approval["decision"] == "denied" and "reviewer offline" in approval["ag2"]["reason"]
+    assert step["status"] == "error" and approval["error"]["type"] == "OSError"  # the approval function raised
 
 
 async def test_arguments_that_are_not_an_object_are_refused(collector: AER1AG2Collector, check: Check) -> None:
@@ -194,7 +199,7 @@ async def test_a_replayed_call_id_gets_no_token(collector: AER1AG2Collector, che
     await first.ask("again, same call id")
     assert bank.ran == [{"amount": 5, "to": "bob"}]
     receipt, contents = check(collector)
-    decisions = [(c["decision"], c["reason"]) for _, c in of_kind(receipt, contents, "approval")]
+    decisions = [(c["decision"], c["ag2"]["reason"]) for _, c in of_kind(receipt, contents, "approval")]
     assert decisions == [("approved", None), ("denied", "call id was already gated in this run (replayed call)")]
 
 
@@ -217,9 +222,10 @@ async def test_ag2_approval_answered(collector: AER1AG2Collector, check: Check, 
     receipt, contents = check(collector)
     [(approval_step, approval)] = of_kind(receipt, contents, "approval")
     [(call_step, _)] = of_kind(receipt, contents, "tool_call")
-    assert approval["decision"] == decision and approval["answer"] == answer and approval["grant"] is None
-    assert approval["tool"] == "transfer" and approval["arguments"] == {"amount": 5, "to": "bob"}
-    assert approval["via"] == "ag2.approval_required" and "transfer" in approval["question"]
+    assert approval["decision"] == decision and approval["ag2"]["answer"] == answer and approval["ag2"]["grant"] is None
+    assert approval["name"] == "transfer" and approval["arguments"] == {"amount": 5, "to": "bob"}
+    assert approval["ag2"]["via"] == "ag2.approval_required" and "transfer" in approval["ag2"]["question"]
+    assert approval["responder"] == "human"
     assert approval_step["call_id"] == "t1" == call_step["call_id"] and approval_step["seq"] < call_step["seq"]
     if ran:
         assert approval_step["ended_at"] <= call_step["started_at"]
@@ -240,8 +246,8 @@ async def test_ag2_approval_always_grants_later_calls(collector: AER1AG2Collecto
     assert len(bank.ran) == 2 and len(answers) == 1  # the second call was not asked about
     receipt, contents = check(collector)
     [(_, approval)] = of_kind(receipt, contents, "approval")
-    assert approval["decision"] == "approved" and approval["grant"] == "always"
-    assert approval["grant_scope"].startswith("function:")
+    assert approval["decision"] == "approved" and approval["ag2"]["grant"] == "always"
+    assert approval["ag2"]["grant_scope"].startswith("function:")
 
 
 async def test_ag2_approval_timeout(collector: AER1AG2Collector, check: Check) -> None:
@@ -256,7 +262,7 @@ async def test_ag2_approval_timeout(collector: AER1AG2Collector, check: Check) -
     assert bank.ran == []
     receipt, contents = check(collector)
     [(approval_step, approval)] = of_kind(receipt, contents, "approval")
-    assert approval["decision"] == "unanswered" and approval_step["status"] == "cancelled"
+    assert approval["decision"] == "pending" and approval["approved"] is None and approval_step["status"] == "cancelled"
     [(call_step, failed)] = of_kind(receipt, contents, "tool_call")
     assert call_step["status"] == "error" and failed["error"]["type"] == "HumanInputTimeoutError"
     [(end_step, _)] = of_kind(receipt, contents, "termination")
@@ -273,3 +279,25 @@ async def test_ag2_approval_without_any_hook(collector: AER1AG2Collector, check:
     assert of_kind(receipt, contents, "approval") == []  # nobody was asked: AG2 has no one to ask
     [(call_step, failed)] = of_kind(receipt, contents, "tool_call")
     assert call_step["status"] == "error" and failed["error"]["type"] == "HumanInputNotProvidedError"
+
+
+async def test_a_gate_that_is_not_innermost_denies_without_asking(collector: AER1AG2Collector, check: Check) -> None:
+    """A tool middleware listed after the gate could change the arguments after approval: the gate fails closed."""
+    asked: list[Any] = []
+
+    async def double(call_next: Any, event: Any, context: Any) -> Any:
+        event.serialized_arguments = {**event.serialized_arguments, "amount": event.serialized_arguments["amount"] * 2}
+        return await call_next(event, context)
+
+    bank = Bank()
+    gate = collector.approval_gate(CallbackApproval(lambda r: asked.append(r) is None))
+    gated = tool(bank.transfer, name="transfer", middleware=[gate, double])
+    agent = collector.observe(Agent("teller", config=TestConfig(call("transfer", "t1", amount=5, to="bob"), "no",
+                                                                raise_tool_errors=False), tools=[gated]))
+    await agent.ask("pay bob")
+    assert bank.ran == [] and asked == []
+    receipt, contents = check(collector)
+    [(_, approval)] = of_kind(receipt, contents, "approval")
+    assert approval["decision"] == "denied" and approval["ag2"]["reason"] == NOT_INNERMOST
+    [(call_step, stopped)] = of_kind(receipt, contents, "tool_call")
+    assert call_step["status"] == "cancelled" and stopped["error"]["type"] == "approval_denied"

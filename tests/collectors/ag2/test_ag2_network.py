@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +40,19 @@ class Run:
 
 
 async def _workflow(collector: AER1AG2Collector | None, triage: TestConfig, billing: TestConfig,
-                    graph: Callable[[dict[str, str]], TransitionGraph]) -> Run:
-    """desk opens a workflow channel with triage and billing and says the case; wait until it closes."""
+                    graph: Callable[[dict[str, str]], TransitionGraph], *,
+                    middleware: Mapping[str, Sequence[Any]] | None = None) -> Run:
+    """desk opens a workflow channel with triage and billing and says the case; wait until it closes.
+
+    ``middleware``: agent middleware by agent name (the user's own, beside the recorder)."""
     hub = await Hub.open(MemoryKnowledgeStore(), expectation_sweep_interval=0, ttl_sweep_interval=0)
     if collector is not None:
         assert collector.observe_hub(hub) is hub
     client = HubClient(LocalLink(hub), hub=hub)
-    agents = [Agent("desk", config=TestConfig("unused")), Agent("triage", config=triage, tools=[route]),
-              Agent("billing", config=billing, tools=[resolve])]
+    extra = middleware or {}
+    agents = [Agent("desk", config=TestConfig("unused")),
+              Agent("triage", config=triage, tools=[route], middleware=extra.get("triage", ())),
+              Agent("billing", config=billing, tools=[resolve], middleware=extra.get("billing", ()))]
     clients = {}
     for agent in agents:
         if collector is not None:
@@ -80,27 +85,35 @@ async def test_a_handoff_then_a_finish(collector: AER1AG2Collector, check: Check
     receipt, contents = check(collector)
     actor = channel_actor(run.channel_id)
     [(handoff_step, handoff)] = of_kind(receipt, contents, "handoff")
-    assert handoff_step["agent"] == "triage" and handoff_step["target"] == "billing"
-    assert handoff["reason"] == "a billing question" and handoff["tool"] == "route" and handoff["kind"] == "handoff"
-    ends = [(s["tool"], s["agent"], c) for s, c in of_kind(receipt, contents, "termination")]
-    finish = [c for tool, agent, c in ends if tool == "finish"]
-    assert finish[0]["summary"] == "refunded the double charge" and finish[0]["reason"] == "resolved"
-    [closed] = [c for tool, agent, c in ends if tool == "channel_closed"]
-    assert closed["reason"] == "resolved" and closed["channel_id"] == run.channel_id
-    picks = [(s["target"] if "target" in s else None, c["after_turn"]) for s, c in
+    assert handoff_step["agent"] == "triage" and handoff_step["target"] == "billing" == handoff["target"]
+    assert handoff_step["call_id"] == handoff["call_id"] == "r1"  # the tool call that returned the Handoff
+    assert handoff["content"] == "a billing question" and handoff["ag2"]["tool"] == "route"
+    assert handoff["ag2"]["kind"] == "handoff"
+    [(end_step, closed)] = of_kind(receipt, contents, "termination")  # one run: the channel
+    assert end_step["tool"] == "channel_closed" and end_step["agent"] == actor and end_step["status"] == "ok"
+    assert (closed["outcome"], closed["reason"]) == ("finished", "resolved")
+    assert closed["ag2"]["channel_id"] == run.channel_id
+    [finish] = [c for s, c in of_kind(receipt, contents, "message") if s["tool"] == "finish"]
+    assert finish["content"] == "refunded the double charge" and finish["ag2"]["reason"] == "resolved"
+    picks = [(s.get("target"), c["selected"], c["mechanism"], c["ag2"]["after_turn"]) for s, c in
              of_kind(receipt, contents, "speaker_selection")]
-    assert picks == [("triage", 1), ("billing", 2), (None, 3)]
+    assert picks == [("triage", ["triage"], "graph", 1), ("billing", ["billing"], "handoff", 2), (None, [], "graph", 3)]
     assert all(s["agent"] == actor for s, _ in of_kind(receipt, contents, "speaker_selection"))
     tasks = {s["agent"]: c for s, c in of_kind(receipt, contents, "task") if s["agent"] in ("triage", "billing")}
-    assert tasks["triage"]["run_id"] == tasks["billing"]["run_id"] == run.channel_id  # the run is the channel
-    assert tasks["triage"]["channel"] == {"channel_id": run.channel_id, "type": "workflow"}
+    assert tasks["triage"]["ag2"]["run_id"] == tasks["billing"]["ag2"]["run_id"] == run.channel_id  # the channel
+    assert tasks["triage"]["ag2"]["channel"] == {"channel_id": run.channel_id, "type": "workflow"}
+    assert tasks["triage"]["team"] == {"name": "workflow", "id": run.channel_id, "type": "ag2.network.Channel"}
     [created] = [c for s, c in of_kind(receipt, contents, "task") if s["tool"] == "channel_created"]
-    assert created["type"] == "workflow" and created["creator"] == "desk"
-    assert created["participants"] == ["desk", "triage", "billing"]
+    assert created["ag2"]["type"] == "workflow" and created["ag2"]["creator"] == "desk"
+    assert created["ag2"]["participants"] == ["desk", "triage", "billing"]
+    assert created["task"] == {"type": "workflow", "participants": ["desk", "triage", "billing"]}
+    ends = [c["ag2"] for s, c in of_kind(receipt, contents, "message") if s["tool"] == "turn_end"]
+    assert {e["run_id"] for e in ends} == {run.channel_id}  # agent turns in a channel end with their reply
     order = [s["tool"] for s in receipt["steps"]]
     assert order.index("handoff") < order.index("finish") < order.index("channel_closed")
     calls = {s["call_id"]: c for s, c in of_kind(receipt, contents, "tool_call")}
-    assert calls["r1"]["result"]["data"]["type"] == "Handoff" and calls["f1"]["result"]["data"]["type"] == "Finish"
+    assert calls["r1"]["result"]["type"] == "Handoff" and calls["f1"]["result"]["type"] == "Finish"
+    assert receipt["status"] == "ok"
 
 
 async def test_max_turns_closes_the_channel(collector: AER1AG2Collector, check: Check) -> None:
@@ -117,8 +130,8 @@ async def test_max_turns_closes_the_channel(collector: AER1AG2Collector, check: 
     assert (run.state, run.close_reason) == ("closed", "max_turns")
     receipt, contents = check(collector)
     [closed] = [c for s, c in of_kind(receipt, contents, "termination") if s["tool"] == "channel_closed"]
-    assert closed["reason"] == "max_turns"
-    assert [c["agent"] for s, c in of_kind(receipt, contents, "task") if s["agent"] == "billing"] == []
+    assert (closed["outcome"], closed["reason"]) == ("finished", "max_turns")
+    assert [s for s, c in of_kind(receipt, contents, "task") if s["agent"] == "billing"] == []
 
 
 async def test_a_terminate_target_closes_with_its_reason(collector: AER1AG2Collector, check: Check) -> None:
@@ -131,7 +144,8 @@ async def test_a_terminate_target_closes_with_its_reason(collector: AER1AG2Colle
     assert (run.state, run.close_reason) == ("closed", "triaged")
     receipt, contents = check(collector)
     picks = [c for _, c in of_kind(receipt, contents, "speaker_selection")]
-    assert picks[-1]["next_speaker"] is None and picks[-1]["ends"] is True and picks[-1]["close_reason"] == "triaged"
+    assert picks[-1]["selected"] == [] and picks[-1]["ag2"]["ends"] is True
+    assert picks[-1]["ag2"]["close_reason"] == "triaged"
     [closed] = [c for s, c in of_kind(receipt, contents, "termination") if s["tool"] == "channel_closed"]
     assert closed["reason"] == "triaged"
 
@@ -145,10 +159,16 @@ async def test_a_turn_failing_inside_a_network(collector: AER1AG2Collector, chec
     failures = [(s, c) for s, c in of_kind(receipt, contents, "error") if s["tool"] == "turn_failed"]
     assert failures  # billing is handed each envelope addressed to it, and fails each time
     for failed_step, failed in failures:
-        assert failed["agent"] == "billing" and failed["error"]["type"] == "TimeoutError"
+        assert failed["ag2"]["agent"] == "billing" and failed["error"]["type"] == "TimeoutError"
+        assert failed["phase"] == "reply"
         assert failed_step["agent"] == channel_actor(run.channel_id) and failed_step["status"] == "error"
     models = [c for s, c in of_kind(receipt, contents, "error") if s["tool"] == "model_call"]
     assert len(models) == len(failures) and models[0]["error"]["message"] == "provider timed out"
+    # the channel was still open at finalize: its run is recorded unfinished, the receipt incomplete
+    [(end_step, end)] = of_kind(receipt, contents, "termination")
+    assert (end_step["tool"], end_step["status"], end["outcome"], end["observed"]) == (
+        "channel_unfinished", "cancelled", "unfinished", False)
+    assert end["error"]["type"] == "cancelled" and receipt["status"] == "incomplete"
 
 
 async def test_the_same_network_unobserved_ends_the_same(collector: AER1AG2Collector, check: Check) -> None:
@@ -181,4 +201,5 @@ async def test_an_envelope_sent_out_of_turn_is_rejected(collector: AER1AG2Collec
     receipt, contents = check(collector)
     [(step, rejected)] = of_kind(receipt, contents, "error")
     assert step["tool"] == "envelope_rejected" and step["agent"] == channel_actor(channel.channel_id)
-    assert rejected["sender"] == "triage" and "expects" in str(rejected["reason"])
+    assert rejected["ag2"]["sender"] == "triage" and "expects" in str(rejected["ag2"]["reason"])
+    assert rejected["phase"] == "validation" and rejected["error"]["type"] == "envelope_rejected"
