@@ -31,6 +31,7 @@ from .._tlog import (
     consistency_proof,
     dir_bundle_reader,
     dir_tile_reader,
+    leaf_hash,
     open_checkpoint,
     parse_tlog_proof,
     parse_vkey,
@@ -39,7 +40,7 @@ from .._tlog import (
     verify_consistency,
     verify_tlog_proof,
 )
-from .._tlog._entry import CLOSED, OPENED, entry_for_receipt, parse_entry
+from .._tlog._entry import CLOSED, OPENED, parse_entry, receipt_entry_bytes
 from ..errors import LogInvalid, LogMalformed
 from ._report import PASS, CheckResult, Report
 
@@ -70,6 +71,13 @@ class LogTrust:
     log_keys: tuple[str, ...]
     witnesses: tuple[str, ...] = ()
     min_witnesses: int = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The key strings only: the parsed keys and opened checkpoints (unpicklable) are made again in a worker."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("verifiers", "_opened")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     @functools.cached_property
     def verifiers(self) -> tuple[list[Verifier], list[Verifier]]:
@@ -110,13 +118,16 @@ def receipt_entry(workflow: dict[str, Any] | None) -> tuple[bytes | None, str]:
     if workflow is None:
         return None, "the receipt could not be read again"
     try:
-        return entry_for_receipt(workflow).encode(), ""
+        return receipt_entry_bytes(workflow), ""
     except LogMalformed as e:
         return None, str(e)
 
 
-def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict[str, Any] | None) -> CheckResult:
-    """Add the ``log`` check to ``report`` for the receipt at ``path`` (parsed: ``workflow``)."""
+def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes | None, why: str = "") -> CheckResult:
+    """Add the ``log`` check to ``report`` for the receipt at ``path``, whose entry is ``entry`` (None: ``why``).
+
+    The entry is computed once by the caller from the receipt the checks parsed
+    (:func:`receipt_entry`), and serves the completeness walk too."""
     result = CheckResult(len(report.checks) + 1, LOG_CHECK)
     report.checks.append(result)
     if report.malformed:
@@ -134,7 +145,6 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict
     except LogMalformed as e:
         result.fail(f"{proof_path}: {e}")
         return result
-    entry, why = receipt_entry(workflow)
     if entry is None:
         result.fail(f"the receipt has no log entry: {why}")
         return result
@@ -164,6 +174,12 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict
 def _key(ids: tuple[str, str]) -> bytes:
     """A short key for a (workflow_id, receipt_id) pair: the walk holds one per entry."""
     return hashlib.sha256(f"{ids[0]}/{ids[1]}".encode()).digest()[:16]
+
+
+def _closed_key(entry: bytes) -> bytes:
+    """:func:`_key` of a closed entry :func:`receipt_entry` made (canonical: its ids are lines 3 and 4)."""
+    lines = entry.split(b"\n", 4)
+    return _key((lines[2][len(b"workflow_id "):].decode("ascii"), lines[3][len(b"receipt_id "):].decode("ascii")))
 
 
 @dataclass
@@ -314,10 +330,7 @@ class Completeness:
             why = getattr(outcome, "log_why", "") or "its entry could not be computed"
             self.problems["not_listed"].add(f"{r.source} ({why})")
             return
-        e = parse_entry(entry)
-        from .._tlog import leaf_hash
-
-        self.seen.setdefault(_key(e.ids), []).append((leaf_hash(entry), r.source or "?"))
+        self.seen.setdefault(_closed_key(entry), []).append((leaf_hash(entry), r.source or "?"))
 
     def finish_run(self, tally: Any) -> None:
         """At the end of the run: the comparison, as the run's ``log`` section and into its exit code."""

@@ -407,3 +407,23 @@ def test_a_log_folder_that_is_not_a_log(capsys: pytest.CaptureFixture[str], logg
 
 def test_checkpoint_of_the_log_uses_checkpoint_dataclass() -> None:
     assert Checkpoint(LOG_ORIGIN, 0, b"\x00" * 32).origin == LOG_ORIGIN
+
+
+def test_the_log_trust_reaches_worker_processes_after_the_walk_parsed_its_keys(
+        capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    """Defect: the walk cached the parsed keys on the trust, and ``-j 2`` could not pickle it to the workers."""
+    log, vkey, archive, _paths = logged
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
+    assert code == 0 and doc["verdict"] == "VALID", doc.get("log")
+    assert _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    assert doc["log"]["complete"]["receipts"] == 4
+    assert all(next(c for c in r["checks"] if c["name"] == "log")["status"] == "PASS" for r in doc["results"])
+
+
+def test_completeness_with_j2_still_finds_a_deleted_receipt(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, paths = logged
+    for suffix in (".json", ".evidence.jsonl", ".tlog-proof"):
+        paths[1].with_suffix(suffix).unlink()
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
+    assert code == 1 and doc["verdict"] == "INVALID"
+    assert _counts(doc)["missing"] == 1
