@@ -427,3 +427,42 @@ def test_completeness_with_j2_still_finds_a_deleted_receipt(capsys: pytest.Captu
     code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
     assert code == 1 and doc["verdict"] == "INVALID"
     assert _counts(doc)["missing"] == 1
+
+
+def test_a_policy_names_log_and_witness_keys_by_files_beside_it(capsys: pytest.CaptureFixture[str], logged: Any,
+                                                                 tmp_path: Path) -> None:
+    """spec/policy.md: a value without ``+`` is a file, relative to the policy; K must be met by trusted witnesses."""
+    from aer1._cli import main as aer1_main
+
+    log, vkey, _archive, paths = logged
+    _cosign(log, WITNESS)
+    assert aer1_main(["log", "prove", str(log), str(paths[0])]) == 0  # its proof against the cosigned checkpoint
+    capsys.readouterr()
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    shutil.copy(vkey, folder / "log.vkey")
+    (folder / "w1.vkey").write_text(WITNESS.verifier().vkey + "\n")
+    (folder / "w2.vkey").write_text(OTHER_WITNESS.verifier().vkey + "\n")
+    policy = folder / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n[require]\nlog = true\nmin_witnesses = 1\n'
+                      '[trust]\nlog_keys = ["log.vkey"]\nwitnesses = ["w1.vkey", "w2.vkey"]\n')
+    code, doc = run_json(capsys, paths[0], "--policy", policy)
+    log_check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 0 and log_check["status"] == "PASS", log_check
+    assert "cosigned by 1 of 2 trusted witnesses (witness.example/w1)" in log_check["detail"]
+    policy.write_text(policy.read_text().replace("min_witnesses = 1", "min_witnesses = 2"))
+    code, doc = run_json(capsys, paths[0], "--policy", policy)
+    assert code == 1 and next(c for c in doc["checks"] if c["name"] == "log")["status"] == "FAIL"
+    assert any(f["rule"] == "require.log" for c in doc["checks"] if c["name"] == "policy" for f in c["failures"])
+
+
+@pytest.mark.parametrize("members", ['[trust]\nwitnesses = ["w1.vkey"]\n', "[require]\nmin_witnesses = 1\n"])
+def test_a_policy_s_witness_demands_without_a_log_key_are_not_ignored(
+        capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path, members: str) -> None:
+    """Defect: a policy naming witnesses or a quorum, but no log key, was applied without them (exit 0)."""
+    _, _, _, paths = logged
+    (tmp_path / "w1.vkey").write_text(WITNESS.verifier().vkey + "\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n' + members)
+    code, text = run(capsys, paths[0], "--policy", policy)
+    assert code == 2 and "goes with --log-key" in text and len(text.strip().splitlines()) == 1
