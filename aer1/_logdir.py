@@ -49,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from ._outfile import TEMP_FLAGS, temp_path
+from ._outfile import TEMP_FLAGS, replace_file, temp_path
 from ._signing import load_private_key
 from ._tlog import (
     EMPTY_ROOT,
@@ -287,7 +287,10 @@ class LogDir:
         folder = self.root / PENDING
         folder.mkdir(exist_ok=True)
         name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
-        write_durable(folder / f"{name}{_QUEUED}", b"".join(len(e).to_bytes(2, "big") + e for e in entries))
+        # Its bytes are synced (a torn file must never read as entries); its name need not be: until an answer
+        # it is not acknowledged, and an appender gone with a crash waits for none.
+        write_durable(folder / f"{name}{_QUEUED}", b"".join(len(e).to_bytes(2, "big") + e for e in entries),
+                      sync_dir=False)
         return name
 
     def _queued(self, first: str | None) -> list[tuple[str, list[bytes]]]:
@@ -351,17 +354,23 @@ class LogDir:
         return Appended(cp.size, size, cp.size, note)
 
     def _tell_queued(self, record: dict[str, Any]) -> None:
-        """Each queued batch's place (``pending/NAME.done``), its queue file removed, then the record."""
+        """Each queued batch's place (``pending/NAME.done``), its queue file removed, then the record.
+
+        The answers are not synced: they are for appenders that wait now, and a machine crash ends those
+        too. The queue files' removal is synced before the record goes: a record lost with a crash while
+        its queue files came back would have them integrated twice. The record's removal is not synced: a
+        record that comes back makes the next sequencer answer again, which changes nothing.
+        """
         folder = self.root / PENDING
         for name, first, count in record["batches"]:
             done = {"old_size": record["old_size"], "size": record["size"], "first": first, "count": count,
                     "note": record["note"]}
-            write_durable(folder / f"{name}{_DONE}", orjson.dumps(done), sync_dir=False)
+            answer = orjson.dumps(done)
+            replace_file(folder / f"{name}{_DONE}", lambda f, data=answer: f.write(data))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / f"{name}{_QUEUED}")
         _fsync_dir(folder)
         os.unlink(self.root / SEQUENCING)
-        _fsync_dir(self.root)
 
     def _finish_interrupted(self) -> None:
         """Under the lock: a sequencer killed between its record and its answers is finished or undone."""

@@ -8,6 +8,9 @@ Measured in one run, side by side:
 * append rate into a local log (``LogDir.append``: tiles, bundles, fsync, a signed
   checkpoint per batch), batched, in entries/s, and one entry per append (a collector's
   finalize) in appends/s; target: at least 10,000 entries/s batched;
+* group commit: 4 producer processes appending one entry at a time to one log folder:
+  entries/s and how many checkpoints took them (each appender that finds the sequencer
+  busy queues its entry for the next checkpoint);
 * building a log of N entries (batches of 100,000) and checking it whole as the verifier
   does (``walk_log``: checkpoint, every tile and bundle, every entry parsed): time, disk;
 * the completeness walk of an archive of R receipts (real collector runs of 10 steps,
@@ -86,6 +89,38 @@ def append_rate(folder: Path, total: int, batch: int) -> dict[str, float]:
     for e in _entries(total, singles):
         log.append([e])
     return {"batched_entries_per_s": batched, "single_appends_per_s": singles / (time.perf_counter() - t)}
+
+
+#: A producer process: ``count`` appends of one entry each, printing the checkpoint size that took each.
+_PRODUCER = """
+import sys
+sys.path.insert(0, sys.argv[4])
+from aer1._logdir import LogDir
+from bench_log import _entries
+log, start, count = LogDir(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+for e in _entries(start, count):
+    print(log.append([e]).size, flush=True)
+"""
+
+
+def concurrent_rate(folder: Path, procs: int, each: int) -> dict[str, float]:
+    """``procs`` processes appending one entry at a time to one log: entries/s, and checkpoints written."""
+    log = _new_log(folder / "concurrent")
+    here = str(Path(__file__).parent)
+    t = time.perf_counter()
+    children = [subprocess.Popen([sys.executable, "-c", _PRODUCER, str(log.root), str(10**7 + k * each), str(each),
+                                  here], stdout=subprocess.PIPE, text=True) for k in range(procs)]
+    sizes: set[int] = set()
+    for c in children:
+        out, _ = c.communicate(timeout=_TIMEOUT_S)
+        if c.returncode != 0:
+            raise SystemExit(f"a producer exited {c.returncode}")
+        sizes.update(int(line) for line in out.split())
+    wall = time.perf_counter() - t
+    total = procs * each
+    if log.checkpoint()[0].size != total:
+        raise SystemExit(f"log size {log.checkpoint()[0].size}, want {total}")
+    return {"processes": procs, "entries": total, "entries_per_s": total / wall, "checkpoints": len(sizes)}
 
 
 def build_and_check(folder: Path, n: int) -> dict[str, float]:
@@ -173,6 +208,11 @@ def main() -> None:
             print(f"append, batches of {args.batch}: {rate['batched_entries_per_s']:,.0f} entries/s "
                   f"(target >= 10,000); one entry per append: {rate['single_appends_per_s']:,.0f} appends/s")
             shutil.rmtree(folder / "rate")
+            many = concurrent_rate(folder, 4, 100)
+            rate.update({f"concurrent_{k}": v for k, v in many.items()})
+            print(f"{many['processes']:.0f} processes appending one entry at a time: {many['entries_per_s']:,.0f} "
+                  f"entries/s, {many['entries']:.0f} entries in {many['checkpoints']:.0f} checkpoints (group commit)")
+            shutil.rmtree(folder / "concurrent")
         if args.only in (None, "log"):
             big = build_and_check(folder, args.entries)
             n = int(big["entries"])

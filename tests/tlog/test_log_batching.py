@@ -38,7 +38,7 @@ print("acked", name, done.first, done.size, flush=True)
 sys.stdout.buffer.write(format_tlog_proof(proof))
 """
 
-#: A child that appends one entry and SIGKILLs itself just before it writes the file named ``target``.
+#: A child that appends one entry and SIGKILLs itself just before it writes a file whose name ends in ``target``.
 KILLED_AT = """
 import os, signal, sys
 from pathlib import Path
@@ -51,6 +51,12 @@ def write_durable(path, data, *, sync_dir=True):
         os.kill(os.getpid(), signal.SIGKILL)
     real(path, data, sync_dir=sync_dir)
 logdir.write_durable = write_durable
+real_replace = logdir.replace_file
+def replace_file(path, write, **kw):
+    if Path(path).name.endswith(target):
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_replace(path, write, **kw)
+logdir.replace_file = replace_file
 logdir.LogDir(log).append([entry("killer", 0, 0)])
 """
 
