@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import secrets
@@ -45,7 +46,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -365,8 +366,7 @@ class LogDir:
         for name, first, count in record["batches"]:
             done = {"old_size": record["old_size"], "size": record["size"], "first": first, "count": count,
                     "note": record["note"]}
-            answer = orjson.dumps(done)
-            replace_file(folder / f"{name}{_DONE}", lambda f, data=answer: f.write(data))
+            replace_file(folder / f"{name}{_DONE}", functools.partial(_write_bytes, orjson.dumps(done)))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / f"{name}{_QUEUED}")
         _fsync_dir(folder)
@@ -441,6 +441,10 @@ class LogDir:
             raise LogInvalid("new checkpoint: got another body than the current checkpoint's, want the same")
         open_checkpoint(note, [self.verifier], origin=self.origin)
         write_durable(self.root / CHECKPOINT, note)
+
+
+def _write_bytes(data: bytes, f: IO[bytes]) -> None:
+    f.write(data)
 
 
 def _decode_queued(data: bytes) -> list[bytes]:

@@ -320,8 +320,13 @@ def test_witness_quorum(capsys: pytest.CaptureFixture[str], logged: Any) -> None
     _cosign(log, WITNESS)
     code, doc = run_json(capsys, "--log", log, "--log-key", vkey, *wargs, "--min-witnesses", "1")
     assert code == 0 and doc["log"]["witnesses"] == ["witness.example/w1"]
+    code, doc = run_json(capsys, archive, "--log-key", vkey, *wargs, "--min-witnesses", "1", "-j", "1")
+    assert code == 1  # the proofs beside the receipts predate the cosignature: alone, they fall short
     code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
-    assert code == 1  # the proofs beside the receipts predate the cosignature
+    assert code == 0, doc["log"]  # the walked log is cosigned and holds every entry: its proofs are not needed
+    assert all(next(c for c in r["checks"] if c["name"] == "log")["detail"].startswith("entry ")
+               and "in the log's checkpoint" in next(c for c in r["checks"] if c["name"] == "log")["detail"]
+               for r in doc["results"])
     assert aer1_main(["log", "prove", str(log), *map(str, paths)]) == 0
     assert "against the current checkpoint" in capsys.readouterr().out
     code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
