@@ -471,3 +471,20 @@ def test_a_policy_s_witness_demands_without_a_log_key_are_not_ignored(
     policy.write_text('format = "aer1-policy-v1"\n' + members)
     code, text = run(capsys, paths[0], "--policy", policy)
     assert code == 2 and "goes with --log-key" in text and len(text.strip().splitlines()) == 1
+
+
+def test_a_completeness_run_with_a_policy_checks_each_proof_before_the_policy(
+        capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    """``require.log`` is judged on a log check that exists when the policy runs: the proof's, in the worker."""
+    log, vkey, archive, paths = logged
+    policy = tmp_path / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n[require]\nlog = true\n')
+    code, doc = _complete(capsys, log, vkey, archive, "--policy", policy)
+    assert code == 0, [r["failures"] for r in doc["results"]]
+    assert all("in its checkpoint" in next(c for c in r["checks"] if c["name"] == "log")["detail"]
+               for r in doc["results"])
+    paths[0].with_suffix(".tlog-proof").unlink()  # now its log check is NOT CHECKED, and the policy fails it
+    code, doc = _complete(capsys, log, vkey, archive, "--policy", policy)
+    assert code == 1 and _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    r0 = next(r for r in doc["results"] if r["source"] == str(paths[0]))
+    assert any(f["rule"] == "require.log" for f in r0["failures"])
