@@ -9,12 +9,48 @@ line, and what adds its arguments and sets ``func``).
 from __future__ import annotations
 
 import argparse
+import base64
 import os
+import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from .verifier._output import CliError, one_line
+from .verifier._output import CliError, dump_json, one_line
 
-__all__ = ["LOG_COMMANDS", "add_log_arguments"]
+if TYPE_CHECKING:
+    from ._tlog import Checkpoint
+
+__all__ = ["LOG_COMMANDS", "add_json_argument", "add_log_arguments", "checkpoint_json", "emit"]
+
+
+def add_json_argument(p: argparse.ArgumentParser) -> None:
+    """``--json``: the command's result as one JSON object on standard output (an error too)."""
+    p.add_argument("--json", action="store_true", help="one JSON object on standard output (errors too)")
+
+
+def emit(args: argparse.Namespace, command: str, doc: dict[str, Any], lines: list[str], code: int = 0) -> int:
+    """Print ``lines`` or, with ``--json``, ``doc`` (with the command and exit code) as one object; returns ``code``."""
+    if getattr(args, "json", False):
+        sys.stdout.write(dump_json({"command": command, **doc, "exit_code": code}))
+    else:
+        for line in lines:
+            print(one_line(line))
+    return code
+
+
+def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
+    """A checkpoint as a command's JSON gives it: origin, size, root (base64)."""
+    return {"origin": cp.origin, "size": cp.size, "root": base64.b64encode(cp.root).decode("ascii")}
+
+
+def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:
+    """The result of ``append`` or ``prove``: each receipt's index and proof, and the log's checkpoint now."""
+    from ._logdir import LogDir
+    from ._tlog import proof_path_for
+
+    receipts = [{"path": p, "index": i, "proof": proof_path_for(p)} for p, i in done]
+    doc = {"dir": args.dir, "checkpoint": checkpoint_json(LogDir(args.dir).checkpoint()[0]), "receipts": receipts}
+    return emit(args, command, doc, [line.format(**r) for r in receipts])
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -29,16 +65,14 @@ def _init(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
     where = os.path.join(args.dir, LOG_VKEY)
-    print(one_line(f"created log {args.origin} in {args.dir}; verifier key (also in {where}):"))
-    print(one_line(vkey))
-    return 0
+    return emit(args, "log init", {"dir": args.dir, "origin": args.origin, "vkey": vkey, "vkey_file": where},
+                [f"created log {args.origin} in {args.dir}; verifier key (also in {where}):", vkey])
 
 
 def _append(args: argparse.Namespace) -> int:
     from ._cli import _read_receipt
     from ._logdir import append_receipts
     from ._signing import KeyFileError
-    from ._tlog import proof_path_for
     from .errors import LogInvalid, LogMalformed, UsageError
 
     receipts = [(path, _read_receipt(path)) for path in args.receipts]
@@ -48,15 +82,12 @@ def _append(args: argparse.Namespace) -> int:
         raise CliError(f"log append: {e}") from e
     except OSError as e:
         raise CliError(f"log append {args.dir}: {e.strerror or e}") from e
-    for path, index in done:
-        print(one_line(f"{path}: logged at index {index}; proof {proof_path_for(path)}"))
-    return 0
+    return _logged(args, "log append", done, "{path}: logged at index {index}; proof {proof}")
 
 
 def _prove(args: argparse.Namespace) -> int:
     from ._cli import _read_receipt
     from ._logdir import prove_receipts
-    from ._tlog import proof_path_for
     from .errors import LogInvalid, LogMalformed
 
     receipts = [(path, _read_receipt(path)) for path in args.receipts]
@@ -66,15 +97,14 @@ def _prove(args: argparse.Namespace) -> int:
         raise CliError(f"log prove: {e}") from e
     except OSError as e:
         raise CliError(f"log prove {args.dir}: {e.strerror or e}") from e
-    for path, index in done:
-        print(one_line(f"{path}: entry {index}; proof {proof_path_for(path)} against the current checkpoint"))
-    return 0
+    return _logged(args, "log prove", done, "{path}: entry {index}; proof {proof} against the current checkpoint")
 
 
 def _init_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log")
     p.add_argument("--origin", required=True, help="the log's name, e.g. example.com/receipts (no spaces, no '+')")
     p.add_argument("--key", required=True, metavar="LOGKEY", help="the log's Ed25519 private key (from aer1 keygen)")
+    add_json_argument(p)
     p.set_defaults(func=_init)
 
 
@@ -82,12 +112,14 @@ def _append_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
     p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
+    add_json_argument(p)
     p.set_defaults(func=_append)
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
+    add_json_argument(p)
     p.set_defaults(func=_prove)
 
 

@@ -221,6 +221,16 @@ def _witness_command(args: argparse.Namespace) -> int:
     except (LogMalformed, LogInvalid, UsageError) as e:
         raise CliError(str(e)) from e
     note = "" if keys else " (not verified: no --witness-key)"
+    code = 0 if all(o.error is None for o in run.outcomes) else 1
+    if args.json:
+        from ._log_cli import checkpoint_json, emit
+
+        return emit(args, "log witness", {
+            "dir": args.dir, "checkpoint": checkpoint_json(run.checkpoint),
+            "verified": bool(keys), "written": run.written,
+            "witnesses": [{"url": o.url, "cosigned": o.error is None,
+                           "signatures": [f"{s.name}+{s.key_id:08x}" for s in o.signatures], "error": o.error}
+                          for o in run.outcomes]}, [], code)
     for outcome in run.outcomes:
         if outcome.error is None:
             names = ", ".join(f"{s.name}+{s.key_id:08x}" for s in outcome.signatures)
@@ -228,7 +238,7 @@ def _witness_command(args: argparse.Namespace) -> int:
         else:
             print(one_line(f"failed: {outcome.url}: {outcome.error}"), file=sys.stderr)
     print(f"checkpoint {run.checkpoint.origin} size {run.checkpoint.size}: {run.written} cosignature(s) written")
-    return 0 if all(o.error is None for o in run.outcomes) else 1
+    return code
 
 
 def add_log_witness_arguments(p: argparse.ArgumentParser) -> None:
@@ -241,4 +251,5 @@ def add_log_witness_arguments(p: argparse.ArgumentParser) -> None:
                         "by these keys are kept, each checked; repeat for more")
     p.add_argument("--timeout", type=float, default=DEFAULT_WITNESS_TIMEOUT_S, metavar="SECONDS",
                    help=f"longest one request to a witness may take (default {DEFAULT_WITNESS_TIMEOUT_S:g})")
+    p.add_argument("--json", action="store_true", help="one JSON object on standard output (errors too)")
     p.set_defaults(func=_witness_command)

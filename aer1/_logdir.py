@@ -38,16 +38,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import os
+import secrets
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
-from ._outfile import TEMP_FLAGS, temp_path
+from ._outfile import TEMP_FLAGS, replace_file, temp_path
 from ._signing import load_private_key
 from ._tlog import (
     EMPTY_ROOT,
@@ -88,6 +91,9 @@ __all__ = [
     "LOG_CONFIG",
     "LOG_FORMAT",
     "LOG_VKEY",
+    "MAX_QUEUED_BYTES",
+    "PENDING",
+    "SEQUENCING",
     "Appended",
     "LogDir",
     "ReceiptLog",
@@ -103,11 +109,21 @@ CHECKPOINT = "checkpoint"
 LOG_VKEY = "log.vkey"
 LOG_CONFIG = "log-config.json"
 LOCK = "lock"
+#: Batches queued by appenders waiting for the lock (``NAME.entries``) and their answers (``NAME.done``).
+PENDING = "pending"
+#: What a sequencer integrating queued batches is about to make true, written before its checkpoint.
+SEQUENCING = "sequencing.json"
 LOG_FORMAT = "aer1-log-v1"
 #: Most entries one append takes (bounds the memory of one batch).
 MAX_BATCH = 1_000_000
 _MAX_CONFIG_BYTES = 64 * 1024
 _MAX_CHECKPOINT_BYTES = 1024 * 1024
+#: Largest batch an appender queues (a larger one waits for the lock and is sequenced alone).
+MAX_QUEUED_BYTES = 64 * 1024 * 1024
+_MAX_RECORD_BYTES = 64 * 1024 * 1024
+_QUEUED, _DONE = ".entries", ".done"
+#: Answers and leftovers in ``pending/`` older than this are removed (their appender is gone).
+_STALE_S = 3600.0
 
 
 def _fsync_dir(path: Path) -> None:
@@ -207,9 +223,10 @@ class LogDir:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the sequencer lock of this log (blocks until it is free)."""
-        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = self._lock_fd()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self._finish_interrupted()
             yield
         finally:
             os.close(fd)  # closing releases the lock
@@ -229,7 +246,12 @@ class LogDir:
         return TileHashReader(cp.size, cp.root, dir_tile_reader(self.root))
 
     def append(self, entries: Sequence[bytes]) -> Appended:
-        """Sequence ``entries`` as one batch under the lock; durable when this returns."""
+        """Sequence ``entries`` as one batch, durable when this returns.
+
+        When another process holds the lock, the batch is queued in ``DIR/pending/`` first;
+        whichever appender holds the lock next integrates every queued batch in one
+        checkpoint (group commit), and each waiting appender finds its indexes there.
+        """
         if not entries:
             raise UsageError("nothing to append")
         if len(entries) > MAX_BATCH:
@@ -238,21 +260,159 @@ class LogDir:
             if len(e) > MAX_ENTRY_BYTES:
                 raise LogMalformed(f"entry {i}: got {len(e)} bytes, want at most {MAX_ENTRY_BYTES}")
         signer = self.signer  # a wrong key is refused before anything is written
-        with self.locked():
-            cp, _ = self.checkpoint()
-            reader = self.hash_reader(cp)
-            size = cp.size + len(entries)
-            tiles, edge = grow_tiles(cp.size, reader.edge, [leaf_hash(e) for e in entries])
-            files = {self.root / tile_path(level, index, width): data for level, index, width, data in tiles}
-            files.update(self._bundles(cp.size, entries))
-            for path, data in files.items():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_durable(path, data, sync_dir=False)
-            for folder in {p.parent for p in files}:  # every new file durable before the checkpoint names it
-                _fsync_dir(folder)
-            note = sign_note(Checkpoint(self.origin, size, edge_root(size, edge)).text(), [signer])
-            write_durable(self.root / CHECKPOINT, note)
+        fd = self._lock_fd()
+        try:
+            queued = None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a sequencer is at work: queue the batch for the next one, then wait
+                if sum(2 + len(e) for e in entries) <= MAX_QUEUED_BYTES:
+                    queued = self._queue(entries)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            self._finish_interrupted()
+            if queued is not None:
+                done = self._take_done(queued)
+                if done is not None:  # another appender integrated it
+                    return done
+                if not (self.root / PENDING / f"{queued}{_QUEUED}").exists():
+                    raise LogInvalid(f"{self.root}: the queued batch {queued} was neither integrated nor kept")
+            return self._sequence(signer, None if queued is not None else entries, queued)
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _lock_fd(self) -> int:
+        return os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+
+    def _queue(self, entries: Sequence[bytes]) -> str:
+        """Write ``entries`` durably to ``pending/NAME.entries``; returns NAME (sorts by time of queueing)."""
+        folder = self.root / PENDING
+        folder.mkdir(exist_ok=True)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
+        # Its bytes are synced (a torn file must never read as entries); its name need not be: until an answer
+        # it is not acknowledged, and an appender gone with a crash waits for none.
+        write_durable(folder / f"{name}{_QUEUED}", b"".join(len(e).to_bytes(2, "big") + e for e in entries),
+                      sync_dir=False)
+        return name
+
+    def _queued(self, first: str | None) -> list[tuple[str, list[bytes]]]:
+        """The queued batches, oldest first (``first`` ahead of all), up to MAX_BATCH entries in all."""
+        folder = self.root / PENDING
+        if not folder.is_dir():
+            return []
+        names = sorted(p.name[:-len(_QUEUED)] for p in folder.iterdir() if p.name.endswith(_QUEUED))
+        if first is not None and first in names:
+            names.remove(first)
+            names.insert(0, first)
+        out: list[tuple[str, list[bytes]]] = []
+        total = 0
+        for name in names:
+            try:
+                batch = _decode_queued(read_file_bounded(folder / f"{name}{_QUEUED}", MAX_QUEUED_BYTES))
+            except (OSError, LogMalformed) as e:  # never integrated, never blocking the others
+                _logger.warning("aer1: log %s: queued batch %s refused: %s", self.root, name, e)
+                with contextlib.suppress(OSError):
+                    os.replace(folder / f"{name}{_QUEUED}", folder / f"{name}.refused")
+                continue
+            if out and total + len(batch) > MAX_BATCH:
+                break
+            out.append((name, batch))
+            total += len(batch)
+        return out
+
+    def _sequence(self, signer: Ed25519Signer, own: Sequence[bytes] | None, queued: str | None) -> Appended:
+        """Under the lock: ``own`` entries and the queued batches as one batch, one new checkpoint."""
+        cp, _ = self.checkpoint()
+        reader = self.hash_reader(cp)
+        batches = self._queued(queued)
+        entries: list[bytes] = list(own or ())
+        placed: list[tuple[str, int, int]] = []  # (queued name, first index, count)
+        for name, batch in batches:
+            placed.append((name, cp.size + len(entries), len(batch)))
+            entries.extend(batch)
+        size = cp.size + len(entries)
+        tiles, edge = grow_tiles(cp.size, reader.edge, [leaf_hash(e) for e in entries])
+        files = {self.root / tile_path(level, index, width): data for level, index, width, data in tiles}
+        files.update(self._bundles(cp.size, entries))
+        for path, data in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_durable(path, data, sync_dir=False)
+        for folder in {p.parent for p in files}:  # every new file durable before the checkpoint names it
+            _fsync_dir(folder)
+        note = sign_note(Checkpoint(self.origin, size, edge_root(size, edge)).text(), [signer])
+        record = {"old_size": cp.size, "size": size, "note": note.decode("utf-8"),
+                  "batches": [list(p) for p in placed]}
+        if placed:  # what the queued batches became, durable before the checkpoint that makes it true
+            write_durable(self.root / SEQUENCING, orjson.dumps(record))
+        write_durable(self.root / CHECKPOINT, note)
+        if placed:
+            self._tell_queued(record)
+        self._sweep()
+        if queued is not None:
+            done = self._take_done(queued)
+            if done is None:
+                raise LogInvalid(f"{self.root}: the queued batch {queued} was not integrated")
+            return done
         return Appended(cp.size, size, cp.size, note)
+
+    def _tell_queued(self, record: dict[str, Any]) -> None:
+        """Each queued batch's place (``pending/NAME.done``), its queue file removed, then the record.
+
+        The answers are not synced: they are for appenders that wait now, and a machine crash ends those
+        too. The queue files' removal is synced before the record goes: a record lost with a crash while
+        its queue files came back would have them integrated twice. The record's removal is not synced: a
+        record that comes back makes the next sequencer answer again, which changes nothing.
+        """
+        folder = self.root / PENDING
+        for name, first, count in record["batches"]:
+            done = {"old_size": record["old_size"], "size": record["size"], "first": first, "count": count,
+                    "note": record["note"]}
+            replace_file(folder / f"{name}{_DONE}", functools.partial(_write_bytes, orjson.dumps(done)))
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / f"{name}{_QUEUED}")
+        _fsync_dir(folder)
+        os.unlink(self.root / SEQUENCING)
+
+    def _finish_interrupted(self) -> None:
+        """Under the lock: a sequencer killed between its record and its answers is finished or undone."""
+        try:
+            record = orjson.loads(read_file_bounded(self.root / SEQUENCING, _MAX_RECORD_BYTES))
+        except FileNotFoundError:
+            return
+        except (orjson.JSONDecodeError, LogMalformed) as e:
+            raise LogMalformed(f"{self.root / SEQUENCING}: unreadable: {e}") from e
+        cp, _ = self.checkpoint()
+        if cp.size == record.get("size"):  # its checkpoint was written: tell the queued batches
+            self._tell_queued(record)
+        elif cp.size == record.get("old_size"):  # killed before its checkpoint: the batches stay queued
+            os.unlink(self.root / SEQUENCING)
+            _fsync_dir(self.root)
+        else:
+            raise LogInvalid(f"{self.root / SEQUENCING}: names sizes {record.get('old_size')} -> "
+                             f"{record.get('size')}, but the checkpoint's size is {cp.size}")
+
+    def _take_done(self, name: str) -> Appended | None:
+        """The answer to queued batch ``name`` (its file removed), or None when it was not integrated yet."""
+        path = self.root / PENDING / f"{name}{_DONE}"
+        try:
+            done = orjson.loads(read_file_bounded(path, _MAX_RECORD_BYTES))
+        except FileNotFoundError:
+            return None
+        except (orjson.JSONDecodeError, LogMalformed) as e:
+            raise LogMalformed(f"{path}: unreadable: {e}") from e
+        os.unlink(path)
+        return Appended(done["old_size"], done["size"], done["first"], done["note"].encode("utf-8"))
+
+    def _sweep(self) -> None:
+        """Remove answers and leftovers in ``pending/`` older than an hour (their appender is gone)."""
+        folder = self.root / PENDING
+        if not folder.is_dir():
+            return
+        cutoff = time.time() - _STALE_S
+        for p in folder.iterdir():
+            if not p.name.endswith(_QUEUED):
+                with contextlib.suppress(OSError):
+                    if p.stat().st_mtime < cutoff:
+                        p.unlink()
 
     def _bundles(self, size: int, entries: Sequence[bytes]) -> dict[Path, bytes]:
         """The entry bundles an append writes: the partial one extended, then new ones."""
@@ -281,6 +441,26 @@ class LogDir:
             raise LogInvalid("new checkpoint: got another body than the current checkpoint's, want the same")
         open_checkpoint(note, [self.verifier], origin=self.origin)
         write_durable(self.root / CHECKPOINT, note)
+
+
+def _write_bytes(data: bytes, f: IO[bytes]) -> None:
+    f.write(data)
+
+
+def _decode_queued(data: bytes) -> list[bytes]:
+    """The entries of a queue file: each a big-endian uint16 length, then its bytes."""
+    out, pos = [], 0
+    while pos < len(data):
+        if pos + 2 > len(data):
+            raise LogMalformed("queued batch: cut inside a length")
+        n = int.from_bytes(data[pos:pos + 2], "big")
+        if pos + 2 + n > len(data):
+            raise LogMalformed("queued batch: cut inside an entry")
+        out.append(data[pos + 2:pos + 2 + n])
+        pos += 2 + n
+    if not out:
+        raise LogMalformed("queued batch: empty")
+    return out
 
 
 def _vkey_public(path: Path, origin: str) -> bytes:

@@ -175,6 +175,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _vkey(args: argparse.Namespace) -> int:
     signer = load_cosigner(args.key, args.name)
+    if args.json:
+        from ._log_cli import emit
+
+        return emit(args, "witness vkey", {"name": signer.name, "vkey": signer.verifier().vkey}, [])
     sys.stdout.write(signer.verifier().vkey + "\n")
     return 0
 
@@ -203,4 +207,5 @@ def add_witness_arguments(p: argparse.ArgumentParser) -> None:
     s.set_defaults(func=_serve)
     v = sub.add_parser("vkey", help="print the witness's verifier key (type 0x04) for verifiers and logs")
     _key_options(v)
+    v.add_argument("--json", action="store_true", help="one JSON object on standard output (errors too)")
     v.set_defaults(func=_vkey)

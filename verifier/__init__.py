@@ -77,6 +77,23 @@ def verify_receipt(
     rarely beat one: measure). A file too large or too costly to hold parsed is verified by
     streaming; every path gives the same checks and the same report.
     """
+    return _verify_kept(receipt, evidence=evidence, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+                       expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring, jobs=jobs)[0]
+
+
+def _verify_kept(
+    receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes,
+    *,
+    evidence: str | os.PathLike[str] | None = None,
+    trusted_key_ids: Iterable[str] | None = None,
+    expected_root: str | None = None,
+    expected_head: str | None = None,
+    tsa_trust: TsaTrust | None = None,
+    keyring: Mapping[str, KeyEntry] | None = None,
+    jobs: int = 1,
+) -> tuple[Report, Any]:
+    """:func:`verify_receipt`, and the receipt as it was parsed for the checks (None when it was streamed,
+    split or could not be parsed): an archive run's log entry and policy read it instead of parsing it again."""
     from ._assemble import fresh_checks, skip_rest, steps_checked
     from ._checks import claims_profile
     from ._steps import check_members
@@ -102,13 +119,13 @@ def verify_receipt(
                                      expected_root=expected_root, expected_head=expected_head,
                                      tsa_trust=tsa_trust, keyring=keyring)
                 if split is not None:
-                    return split
+                    return split, None
             if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
                 from ._stream import verify_streaming  # loaded only for a file streamed
 
                 return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
                                         expected_root=expected_root, expected_head=expected_head,
-                                        tsa_trust=tsa_trust, keyring=keyring)
+                                        tsa_trust=tsa_trust, keyring=keyring), None
             wf, owed = parse_unwalked(data, what=source)  # size and cost checked just above
             if owed:  # steps the quick path passes are JSON data within the limits: the walk skips them
                 passed, quick_done = quick_steps(wf, jobs), True
@@ -126,31 +143,32 @@ def verify_receipt(
     except MalformedInput as e:
         c_parse.fail(str(e))
         skip_rest(checks[1:], "the input is not JSON data" if given_parsed else "the input could not be parsed")
-        return report
+        return report, None
     c_parse.passed("given as parsed JSON data within limits" if given_parsed
                    else "strict UTF-8 JSON; no duplicate keys; size and depth within limits")
     from ._kind import refuse_unless_receipt
 
     if refuse_unless_receipt(report, wf):  # not a receipt: MALFORMED (exit 2), never a receipt that fails
-        return report
+        return report, None
 
     if not quick_done:
         passed = quick_steps(wf, jobs)
     checker = check_members(wf, isinstance(wf, dict) and claims_profile(wf), c_members, passed)
     if checker is None:
         skip_rest(checks[2:], "members check failed")
-        return report
+        return report, None
     signed = None
     if passed is not None and isinstance(wf, dict) and "signature" in wf:  # every step passed the quick checks
         from ._signed import signing_input_of_passed
 
         signed = functools.partial(signing_input_of_passed, wf)
-    return steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence, signed=signed,
-                         beside=None if source is None else evidence_path_for(source),
-                         trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
-                         tsa_trust=tsa_trust, keyring=keyring,
-                         links=checker.links if checker.links is not None
-                         else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
+    report = steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence, signed=signed,
+                           beside=None if source is None else evidence_path_for(source),
+                           trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
+                           tsa_trust=tsa_trust, keyring=keyring,
+                           links=checker.links if checker.links is not None
+                           else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
+    return report, wf
 
 
 __getattr__, __dir__ = lazy_exports(__name__, {"TsaTrust": "._timestamp", "verify_proof": "._proof"}, __all__,

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from . import verify_proof, verify_receipt
+from . import _verify_kept, verify_proof
 from ._evidence import evidence_for
 from ._output import dump_json, one_line, unreadable_report
 from ._parse import MalformedInput, open_regular
@@ -64,6 +64,9 @@ class ArchiveOptions:
     steps_jobs: int = 1
     #: The log check's trusted keys (``--log-key``, ``--witness``): adds check ``log``.
     log: LogTrust | None = None
+    #: A completeness run: the parent answers each receipt's log check from the walked log
+    #: (``Completeness.judge``), so a worker computes the entry only (unless a policy needs the check).
+    log_walked: bool = False
 
 
 @dataclass
@@ -132,28 +135,26 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
             proof.rules = apply_policy(proof.report, opts.policy, None, None)
         return proof
     before = _stat(path)
-    report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
-                            expected_root=opts.expected_root, expected_head=opts.expected_head, jobs=opts.steps_jobs,
-                            **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy, opts.keyring))
+    report, parsed = _verify_kept(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
+                                  expected_root=opts.expected_root, expected_head=opts.expected_head,
+                                  jobs=opts.steps_jobs, **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy,
+                                                                  opts.keyring))
     outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"))
     evidence = evidence_for(path, opts.evidence)
     outcome.evidence = None if evidence is None else os.fspath(evidence)
     wf = None
     chain = report.check("chain")
-    if not report.malformed and chain.status == PASS and (
-            "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
-        from ._policy import load_workflow
-
-        wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
+    bound = not report.malformed and chain.status == PASS
+    if bound and ("status" not in chain.facts or opts.log is not None or (
+            opts.policy is not None and opts.policy.needs_workflow)):
+        # The receipt as the checks parsed it; only a streamed one is parsed once more (or none, if too large).
+        wf = parsed if isinstance(parsed, dict) else _load_again(path, report)
     if opts.log is not None:
-        from ._policy import load_workflow
         from ._tlog import check_receipt_log, receipt_entry
 
-        if wf is None and not report.malformed and chain.status == PASS:
-            wf, _ = load_workflow(path, report)
-        check_receipt_log(report, path, opts.log, wf)
-        outcome.log_entry, outcome.log_why = receipt_entry(wf) if chain.status == PASS else (
-            None, "its chain check did not pass")
+        outcome.log_entry, outcome.log_why = receipt_entry(wf) if bound else (None, "its chain check did not pass")
+        if not opts.log_walked or opts.policy is not None:
+            check_receipt_log(report, path, opts.log, outcome.log_entry, outcome.log_why)
     if opts.policy is not None:
         from ._policy import apply_policy
 
@@ -170,6 +171,13 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
         report.notes.append("the file changed while it was verified: verify it again")
         report.checks[0].fail("the file changed while it was verified")
     return outcome
+
+
+def _load_again(path: str, report: Report) -> dict[str, Any] | None:
+    """A streamed receipt parsed again (the bytes ``report`` verified), or None when it cannot be held."""
+    from ._policy import load_workflow
+
+    return load_workflow(path, report)[0]
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:
@@ -351,7 +359,10 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
     if as_json:
         out.write('{\n  "schema": "' + SCHEMA + '",\n  "results": [')
     try:
+        judges = [j for j in (getattr(s, "judge", None) for s in sinks) if j is not None]
         for o in outcomes(tasks, opts, jobs, client):
+            for judge in judges:  # a sink that completes the report (the log check of a completeness run)
+                judge(o)
             tally.add(o)
             for sink in sinks:
                 sink.add(o)

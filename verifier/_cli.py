@@ -286,7 +286,8 @@ def _run(argv: Sequence[str] | None) -> int:
     expected_root = _hex_arg("--expected-root", args.expected_root)
     expected_head = _hex_arg("--expected-head", args.expected_head)
     if (args.log_key or args.witness or args.log or args.complete or args.since or args.min_witnesses is not None
-            or getattr(policy, "log_keys", None) or "log" in getattr(policy, "require", ())):
+            or getattr(policy, "log_keys", None) or getattr(policy, "witnesses", None)
+            or getattr(policy, "min_witnesses", None) or "log" in getattr(policy, "require", ())):
         from ._tlog_cli import log_only_run, log_trust, prepare_log
 
         if args.bundle or args.proof:

@@ -31,6 +31,7 @@ from .._tlog import (
     consistency_proof,
     dir_bundle_reader,
     dir_tile_reader,
+    leaf_hash,
     open_checkpoint,
     parse_tlog_proof,
     parse_vkey,
@@ -39,7 +40,7 @@ from .._tlog import (
     verify_consistency,
     verify_tlog_proof,
 )
-from .._tlog._entry import CLOSED, OPENED, entry_for_receipt, parse_entry
+from .._tlog._entry import CLOSED, OPENED, parse_entry, receipt_entry_bytes
 from ..errors import LogInvalid, LogMalformed
 from ._report import PASS, CheckResult, Report
 
@@ -72,8 +73,11 @@ class LogTrust:
     min_witnesses: int = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        """Only the key strings cross to a worker: parsed keys and opened checkpoints (not picklable) are rebuilt."""
-        return {"log_keys": self.log_keys, "witnesses": self.witnesses, "min_witnesses": self.min_witnesses}
+        """The key strings only: the parsed keys and opened checkpoints (unpicklable) are made again in a worker."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("verifiers", "_opened")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     @functools.cached_property
     def verifiers(self) -> tuple[list[Verifier], list[Verifier]]:
@@ -114,20 +118,18 @@ def receipt_entry(workflow: dict[str, Any] | None) -> tuple[bytes | None, str]:
     if workflow is None:
         return None, "the receipt could not be read again"
     try:
-        return entry_for_receipt(workflow).encode(), ""
+        return receipt_entry_bytes(workflow), ""
     except LogMalformed as e:
         return None, str(e)
 
 
-def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict[str, Any] | None) -> CheckResult:
-    """Add the ``log`` check to ``report`` for the receipt at ``path`` (parsed: ``workflow``)."""
-    result = CheckResult(len(report.checks) + 1, LOG_CHECK)
-    report.checks.append(result)
-    if report.malformed:
-        result.skip("the receipt could not be read")
-        return result
-    if report.check("chain").status != PASS:
-        result.skip("the chain check did not pass: the members an entry binds are not bound")
+def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes | None, why: str = "") -> CheckResult:
+    """Add the ``log`` check to ``report`` for the receipt at ``path``, whose entry is ``entry`` (None: ``why``).
+
+    The entry is computed once by the caller from the receipt the checks parsed
+    (:func:`receipt_entry`), and serves the completeness walk too."""
+    result, open_ = _log_result(report)
+    if not open_:
         return result
     proof_path = proof_path_for(path)
     try:
@@ -138,7 +140,6 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict
     except LogMalformed as e:
         result.fail(f"{proof_path}: {e}")
         return result
-    entry, why = receipt_entry(workflow)
     if entry is None:
         result.fail(f"the receipt has no log entry: {why}")
         return result
@@ -152,22 +153,45 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, workflow: dict
     except LogInvalid as e:
         result.fail(f"{os.path.basename(proof_path)}: {e}")
         return result
-    cp = done.checkpoint
-    names = [n for n, _ in done.cosigners]
-    cosigned = f"; cosigned by {len(names)} of {len(witnesses)} trusted witnesses ({', '.join(names)})" if (
-        witnesses) else "; no witness trusted"
-    result.facts.update({"index": done.index, "origin": cp.origin, "size": cp.size,
-                         "root": base64.b64encode(cp.root).decode("ascii"), "log_key": done.log_key,
-                         "witnesses": [{"name": n, "timestamp": t} for n, t in done.cosigners],
-                         "min_witnesses": trust.min_witnesses})
-    result.passed(f"entry {done.index} of {cp.origin} in its checkpoint of size {cp.size}, signed by "
-                  f"{done.log_key}{cosigned}")
+    _included(result, done.index, done.checkpoint, done.log_key, list(done.cosigners), trust, "its checkpoint")
     return result
+
+
+def _log_result(report: Report) -> tuple[CheckResult, bool]:
+    """The ``log`` check added to ``report``, and False when it is NOT CHECKED already (no entry to check)."""
+    result = CheckResult(len(report.checks) + 1, LOG_CHECK)
+    report.checks.append(result)
+    if report.malformed:
+        result.skip("the receipt could not be read")
+        return result, False
+    if report.check("chain").status != PASS:
+        result.skip("the chain check did not pass: the members an entry binds are not bound")
+        return result, False
+    return result, True
+
+
+def _included(result: CheckResult, index: int, cp: Checkpoint, log_key: str, cosigners: list[tuple[str, int]],
+              trust: LogTrust, where: str) -> None:
+    """Pass ``result``: the entry at ``index`` is in checkpoint ``cp`` (``where``: which one)."""
+    names = [n for n, _ in cosigners]
+    cosigned = f"; cosigned by {len(names)} of {len(trust.witnesses)} trusted witnesses ({', '.join(names)})" if (
+        trust.witnesses) else "; no witness trusted"
+    result.facts.update({"index": index, "origin": cp.origin, "size": cp.size,
+                         "root": base64.b64encode(cp.root).decode("ascii"), "log_key": log_key,
+                         "witnesses": [{"name": n, "timestamp": t} for n, t in cosigners],
+                         "min_witnesses": trust.min_witnesses})
+    result.passed(f"entry {index} of {cp.origin} in {where} of size {cp.size}, signed by {log_key}{cosigned}")
 
 
 def _key(ids: tuple[str, str]) -> bytes:
     """A short key for a (workflow_id, receipt_id) pair: the walk holds one per entry."""
     return hashlib.sha256(f"{ids[0]}/{ids[1]}".encode()).digest()[:16]
+
+
+def _closed_key(entry: bytes) -> bytes:
+    """:func:`_key` of a closed entry :func:`receipt_entry` made (canonical: its ids are lines 3 and 4)."""
+    lines = entry.split(b"\n", 4)
+    return _key((lines[2][len(b"workflow_id "):].decode("ascii"), lines[3][len(b"receipt_id "):].decode("ascii")))
 
 
 @dataclass
@@ -186,10 +210,21 @@ class LogWalk:
     #: opened entries: key -> (index, ids text)
     opened: dict[bytes, tuple[int, str]] = field(default_factory=dict)
     entries: int = 0
+    #: The trusted witnesses' cosignatures on the checkpoint: (name, timestamp).
+    cosigned: list[tuple[str, int]] = field(default_factory=list)
 
     def fail(self, message: str, *, malformed: bool = False) -> None:
         self.problems.append(message)
         self.malformed = self.malformed or malformed
+
+
+def _timestamp(sig: bytes) -> int:
+    from .._tlog import cosignature_timestamp
+
+    try:
+        return cosignature_timestamp(sig)
+    except LogMalformed:
+        return -1
 
 
 def _read_checkpoint(path: str, what: str) -> bytes:
@@ -214,6 +249,7 @@ def walk_log(directory: str, trust: LogTrust, since: str | None = None) -> LogWa
         return walk
     walk.checkpoint, walk.log_key = cp, f"{sigs[0].name}+{sigs[0].key_id:08x}"
     walk.cosigners = [v.name for v, _ in cosigned]
+    walk.cosigned = [(v.name, _timestamp(s.sig)) for v, s in cosigned]
     if len(cosigned) < trust.min_witnesses:
         walk.fail(f"checkpoint: got {len(cosigned)} cosignatures by trusted witnesses, want at least "
                   f"{trust.min_witnesses}")
@@ -302,11 +338,37 @@ PROBLEMS = (
 class Completeness:
     """A sink for an archive run: each receipt's entry, then the comparison with the log."""
 
-    def __init__(self, walk: LogWalk) -> None:
+    def __init__(self, walk: LogWalk, trust: LogTrust) -> None:
         self.walk = walk
+        self.trust = trust
         self.seen: dict[bytes, list[tuple[bytes, str]]] = {}
         self.problems = {name: _Problem() for name, _ in PROBLEMS}
         self.receipts = 0
+
+    def judge(self, outcome: Any) -> None:
+        """Before the outcome is counted and shown: its ``log`` check, answered from the walked log.
+
+        In a completeness run the walk has checked every entry against the checkpoint, so a
+        receipt whose entry the log holds is shown included in it without reading its proof
+        file. Any other receipt (the log did not verify, or lacks its entry) has its proof
+        checked as outside a completeness run: a proof of a tree that held the entry is the
+        evidence of a fork. The worker left the check to this, unless a policy needed it first.
+        """
+        r = outcome.report
+        if r.kind != "receipt" or any(c.name == LOG_CHECK for c in r.checks):
+            return
+        entry: bytes | None = getattr(outcome, "log_entry", None)
+        why: str = getattr(outcome, "log_why", "")
+        w = self.walk
+        if entry is not None and not w.problems and w.checkpoint is not None and w.log_key is not None:
+            leaf = leaf_hash(entry)
+            found = next((i for i, h, _ in w.closed.get(_closed_key(entry), ()) if h == leaf), None)
+            if found is not None:
+                result, open_ = _log_result(r)
+                if open_:
+                    _included(result, found, w.checkpoint, w.log_key, w.cosigned, self.trust, "the log's checkpoint")
+                return
+        check_receipt_log(r, r.source or "", self.trust, entry, why)
 
     def add(self, outcome: Any) -> None:
         r = outcome.report
@@ -318,10 +380,7 @@ class Completeness:
             why = getattr(outcome, "log_why", "") or "its entry could not be computed"
             self.problems["not_listed"].add(f"{r.source} ({why})")
             return
-        e = parse_entry(entry)
-        from .._tlog import leaf_hash
-
-        self.seen.setdefault(_key(e.ids), []).append((leaf_hash(entry), r.source or "?"))
+        self.seen.setdefault(_closed_key(entry), []).append((leaf_hash(entry), r.source or "?"))
 
     def finish_run(self, tally: Any) -> None:
         """At the end of the run: the comparison, as the run's ``log`` section and into its exit code."""

@@ -105,7 +105,7 @@ def prepare_log(args: argparse.Namespace, trust: LogTrust | None) -> None:
             from ._tlog import Completeness, walk_log
 
             walk = walk_log(args.log, trust, args.since)
-            args.log_sink = Completeness(walk) if args.complete is not None else None
+            args.log_sink = Completeness(walk, trust) if args.complete is not None else None
             args.log_walk = walk
         elif args.log is not None:
             raise CliError("--log DIR checks the log alone, or with --complete ARCHIVE: not with PATHs "

@@ -24,6 +24,7 @@ API:
              chain_head=None, signer=None, ended_at=None)    .encode() -> bytes; .ids
     entry_for_receipt(receipt) -> LogEntry         the "closed" entry of a parsed receipt (LogMalformed if
                                                    it lacks what an entry binds)
+    receipt_entry_bytes(receipt) -> bytes          the same entry's bytes, checked once
     opened_entry(workflow_id, receipt_id, started_at) -> LogEntry
     parse_entry(data) -> LogEntry                  LogMalformed unless canonical entry bytes
 """
@@ -47,6 +48,7 @@ __all__ = [
     "entry_for_receipt",
     "opened_entry",
     "parse_entry",
+    "receipt_entry_bytes",
 ]
 
 ENTRY_HEADER = "aer1-log-entry/v1"
@@ -91,6 +93,9 @@ class LogEntry:
     def encode(self) -> bytes:
         """The entry's bytes; refuses values an entry cannot hold."""
         self._check()
+        return self._bytes()
+
+    def _bytes(self) -> bytes:
         return (f"{ENTRY_HEADER}\n{self.kind}\n" + "".join(f"{k} {v}\n" for k, v in self._lines())).encode("ascii")
 
     def _check(self) -> None:
@@ -128,6 +133,11 @@ def opened_entry(workflow_id: str, receipt_id: str, started_at: str) -> LogEntry
     entry = LogEntry(OPENED, workflow_id, receipt_id, started_at)
     entry._check()
     return entry
+
+
+def receipt_entry_bytes(receipt: Mapping[str, Any]) -> bytes:
+    """``entry_for_receipt(receipt).encode()``, its values checked once (the verifier's per-receipt path)."""
+    return entry_for_receipt(receipt)._bytes()
 
 
 def entry_for_receipt(receipt: Mapping[str, Any]) -> LogEntry:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 import struct
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -80,6 +81,8 @@ MAX_NAME_CHARS = 1024
 #: Longest key string read (characters).
 _MAX_KEY_CHARS = MAX_NAME_CHARS + 4096
 _SIG_PREFIX = "\u2014 "
+#: What a note's text may not hold: ASCII controls but newline, and lone surrogates.
+_BAD_CHAR = re.compile("[\x00-\x09\x0b-\x1f\ud800-\udfff]")
 _SIGNER_PREFIX = "PRIVATE+KEY+"
 
 
@@ -138,9 +141,9 @@ def check_key_name(name: Any) -> None:
 
 def _check_text_chars(text: str, what: str) -> None:
     """No ASCII control character other than newline (and no lone surrogate)."""
-    bad = next((c for c in text if (ord(c) < 0x20 and c != "\n") or 0xD800 <= ord(c) <= 0xDFFF), None)
-    if bad is not None:
-        raise LogMalformed(f"{what}: got control character U+{ord(bad):04X}, want none but newline")
+    found = _BAD_CHAR.search(text)
+    if found is not None:
+        raise LogMalformed(f"{what}: got control character U+{ord(found.group()):04X}, want none but newline")
 
 
 def key_id_for(name: str, key_type: int, public: bytes) -> int:

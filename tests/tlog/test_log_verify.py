@@ -336,8 +336,13 @@ def test_witness_quorum(capsys: pytest.CaptureFixture[str], logged: Any) -> None
     _cosign(log, WITNESS)
     code, doc = run_json(capsys, "--log", log, "--log-key", vkey, *wargs, "--min-witnesses", "1")
     assert code == 0 and doc["log"]["witnesses"] == ["witness.example/w1"]
+    code, doc = run_json(capsys, archive, "--log-key", vkey, *wargs, "--min-witnesses", "1", "-j", "1")
+    assert code == 1  # the proofs beside the receipts predate the cosignature: alone, they fall short
     code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
-    assert code == 1  # the proofs beside the receipts predate the cosignature
+    assert code == 0, doc["log"]  # the walked log is cosigned and holds every entry: its proofs are not needed
+    assert all(next(c for c in r["checks"] if c["name"] == "log")["detail"].startswith("entry ")
+               and "in the log's checkpoint" in next(c for c in r["checks"] if c["name"] == "log")["detail"]
+               for r in doc["results"])
     assert aer1_main(["log", "prove", str(log), *map(str, paths)]) == 0
     assert "against the current checkpoint" in capsys.readouterr().out
     code, doc = _complete(capsys, log, vkey, archive, *wargs, "--min-witnesses", "1")
@@ -423,3 +428,79 @@ def test_a_log_folder_that_is_not_a_log(capsys: pytest.CaptureFixture[str], logg
 
 def test_checkpoint_of_the_log_uses_checkpoint_dataclass() -> None:
     assert Checkpoint(LOG_ORIGIN, 0, b"\x00" * 32).origin == LOG_ORIGIN
+
+
+def test_the_log_trust_reaches_worker_processes_after_the_walk_parsed_its_keys(
+        capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    """Defect: the walk cached the parsed keys on the trust, and ``-j 2`` could not pickle it to the workers."""
+    log, vkey, archive, _paths = logged
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
+    assert code == 0 and doc["verdict"] == "VALID", doc.get("log")
+    assert _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    assert doc["log"]["complete"]["receipts"] == 4
+    assert all(next(c for c in r["checks"] if c["name"] == "log")["status"] == "PASS" for r in doc["results"])
+
+
+def test_completeness_with_j2_still_finds_a_deleted_receipt(capsys: pytest.CaptureFixture[str], logged: Any) -> None:
+    log, vkey, archive, paths = logged
+    for suffix in (".json", ".evidence.jsonl", ".tlog-proof"):
+        paths[1].with_suffix(suffix).unlink()
+    code, doc = run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", "2")
+    assert code == 1 and doc["verdict"] == "INVALID"
+    assert _counts(doc)["missing"] == 1
+
+
+def test_a_policy_names_log_and_witness_keys_by_files_beside_it(capsys: pytest.CaptureFixture[str], logged: Any,
+                                                                 tmp_path: Path) -> None:
+    """spec/policy.md: a value without ``+`` is a file, relative to the policy; K must be met by trusted witnesses."""
+    from aer1._cli import main as aer1_main
+
+    log, vkey, _archive, paths = logged
+    _cosign(log, WITNESS)
+    assert aer1_main(["log", "prove", str(log), str(paths[0])]) == 0  # its proof against the cosigned checkpoint
+    capsys.readouterr()
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    shutil.copy(vkey, folder / "log.vkey")
+    (folder / "w1.vkey").write_text(WITNESS.verifier().vkey + "\n")
+    (folder / "w2.vkey").write_text(OTHER_WITNESS.verifier().vkey + "\n")
+    policy = folder / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n[require]\nlog = true\nmin_witnesses = 1\n'
+                      '[trust]\nlog_keys = ["log.vkey"]\nwitnesses = ["w1.vkey", "w2.vkey"]\n')
+    code, doc = run_json(capsys, paths[0], "--policy", policy)
+    log_check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 0 and log_check["status"] == "PASS", log_check
+    assert "cosigned by 1 of 2 trusted witnesses (witness.example/w1)" in log_check["detail"]
+    policy.write_text(policy.read_text().replace("min_witnesses = 1", "min_witnesses = 2"))
+    code, doc = run_json(capsys, paths[0], "--policy", policy)
+    assert code == 1 and next(c for c in doc["checks"] if c["name"] == "log")["status"] == "FAIL"
+    assert any(f["rule"] == "require.log" for c in doc["checks"] if c["name"] == "policy" for f in c["failures"])
+
+
+@pytest.mark.parametrize("members", ['[trust]\nwitnesses = ["w1.vkey"]\n', "[require]\nmin_witnesses = 1\n"])
+def test_a_policy_s_witness_demands_without_a_log_key_are_not_ignored(
+        capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path, members: str) -> None:
+    """Defect: a policy naming witnesses or a quorum, but no log key, was applied without them (exit 0)."""
+    _, _, _, paths = logged
+    (tmp_path / "w1.vkey").write_text(WITNESS.verifier().vkey + "\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n' + members)
+    code, text = run(capsys, paths[0], "--policy", policy)
+    assert code == 2 and "goes with --log-key" in text and len(text.strip().splitlines()) == 1
+
+
+def test_a_completeness_run_with_a_policy_checks_each_proof_before_the_policy(
+        capsys: pytest.CaptureFixture[str], logged: Any, tmp_path: Path) -> None:
+    """``require.log`` is judged on a log check that exists when the policy runs: the proof's, in the worker."""
+    log, vkey, archive, paths = logged
+    policy = tmp_path / "policy.toml"
+    policy.write_text('format = "aer1-policy-v1"\n[require]\nlog = true\n')
+    code, doc = _complete(capsys, log, vkey, archive, "--policy", policy)
+    assert code == 0, [r["failures"] for r in doc["results"]]
+    assert all("in its checkpoint" in next(c for c in r["checks"] if c["name"] == "log")["detail"]
+               for r in doc["results"])
+    paths[0].with_suffix(".tlog-proof").unlink()  # now its log check is NOT CHECKED, and the policy fails it
+    code, doc = _complete(capsys, log, vkey, archive, "--policy", policy)
+    assert code == 1 and _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
+    r0 = next(r for r in doc["results"] if r["source"] == str(paths[0]))
+    assert any(f["rule"] == "require.log" for f in r0["failures"])

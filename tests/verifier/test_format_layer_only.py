@@ -40,10 +40,20 @@ FORMAT_LAYER = {
     "aer1._receipt",
     "aer1._signing",
     "aer1._timefmt",
+    # the transparency-log formats (checkpoints, tiles, proofs, entries): read by ``--log`` and ``--log-key``
+    "aer1._tlog",
+    "aer1._tlog._checkpoint",
+    "aer1._tlog._cosig",
+    "aer1._tlog._entry",
+    "aer1._tlog._note",
+    "aer1._tlog._proof",
+    "aer1._tlog._tiles",
+    "aer1._tlog._tree",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
 PRODUCERS = {"aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._recover", "aer1.groupchat",
-             "aer1.collectors"}
+             "aer1.collectors", "aer1._logdir", "aer1._log_server", "aer1._log_client", "aer1._log_witness",
+             "aer1._witness", "aer1._witness_server", "aer1._witness_state"}
 
 
 def aer1_modules_after(code: str) -> set[str]:
@@ -79,6 +89,21 @@ def test_verifying_a_signed_receipt_with_evidence_loads_no_producer_module(tmp_p
             f"code = main([{path!r}, '--key', {str(KEYS / 'trusted.pub')!r}, '--json'])\n"
             f"assert code == 0, code")
     loaded = aer1_modules_after(code)
+    assert outside_the_format_layer(loaded) == set(), f"got {sorted(loaded)}, want the format layer only"
+    assert loaded & PRODUCERS == set()
+
+
+def test_checking_an_archive_against_a_log_loads_no_producer_module(tmp_path: Path) -> None:
+    """``--log DIR --complete ARCHIVE`` and the per-receipt log check read the log with the format layer alone."""
+    from ..tlog.helpers import make_log
+
+    log, vkey, archive, _ = make_log(tmp_path, 2)
+    code = (f"from aer1.verifier._cli import main\n"
+            f"code = main(['--log', {str(log)!r}, '--log-key', {str(vkey)!r}, '--complete', {str(archive)!r}, "
+            f"'-j', '1', '--json'])\n"
+            f"assert code == 0, code")
+    loaded = aer1_modules_after(code)
+    assert "aer1._tlog._proof" in loaded and "aer1._tlog._entry" in loaded  # the log was read
     assert outside_the_format_layer(loaded) == set(), f"got {sorted(loaded)}, want the format layer only"
     assert loaded & PRODUCERS == set()
 
