@@ -57,10 +57,10 @@ async def _listening(port: int) -> None:
 class Worker:
     """A worker process and the lines it prints."""
 
-    def __init__(self, address: str, name: str, journal: Path) -> None:
-        self.name, self.journal = name, journal
+    def __init__(self, address: str, name: str, journal: Path, *, traced: bool = False) -> None:
+        self.name, self.journal, self.address = name, journal, address
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.linked.grpc_worker", address, name, str(journal)],
+            [sys.executable, "-m", "tests.linked.grpc_worker", address, name, str(journal)] + (["traced"] * traced),
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
 
