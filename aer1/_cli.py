@@ -200,6 +200,14 @@ def _report(args: argparse.Namespace) -> int:
             frame = load_frame(args.frame)
         except ValueError as e:
             raise CliError(f"--frame: {e}") from e
+    trace_url = None
+    if args.trace_url is not None:
+        from ._report._trace_url import TraceUrl
+
+        try:
+            trace_url = TraceUrl(args.trace_url)
+        except ValueError as e:
+            raise CliError(f"--trace-url: {e}") from e
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
@@ -210,9 +218,9 @@ def _report(args: argparse.Namespace) -> int:
     if os.path.isdir(args.path):
         if args.evidence:
             raise CliError("--evidence goes with exactly one receipt, not a folder")
-        outcomes = write_archive(args.path, tasks, opts, args.output, frame)
+        outcomes = write_archive(args.path, tasks, opts, args.output, frame, trace_url)
     else:
-        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame)]
+        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame, trace_url)]
     code = max(o.report.exit_code for o in outcomes)
     verdicts = Counter(o.report.verdict for o in outcomes)
     print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
@@ -284,6 +292,9 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
                     help="the HTML file to write (for a folder: its pages go beside it, the folder made as needed)")
     rp.add_argument("--frame", metavar="NAME", help="add a section mapping what was verified onto obligations: a "
                     "shipped frame (eu-ai-act) or a frame file (spec/report.md)")
+    rp.add_argument("--trace-url", metavar="TEMPLATE", help="link the run and each step with a span to a trace "
+                    "viewer: an http(s) URL with {trace_id} and optionally {span_id}, e.g. "
+                    "https://jaeger.example/trace/{trace_id} (spec/report.md)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
 
