@@ -11,9 +11,11 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
+
+_T = TypeVar("_T")
 
 __all__ = ["console", "main"]
 
@@ -183,31 +185,29 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_option(flag: str, value: str | None, read: Callable[[str], _T]) -> _T | None:
+    """``read(value)`` for an option that was given (None when not); its ValueError is one line for the user."""
+    if value is None:
+        return None
+    try:
+        return read(value)
+    except ValueError as e:
+        raise CliError(f"{flag}: {e}") from e
+
+
 def _report(args: argparse.Namespace) -> int:
     """``aer1 report``: the HTML page of a receipt, or of every receipt under a folder; exit as aer1-verify."""
     from collections import Counter
 
     from ._outfile import check_output
     from ._report import write_archive, write_receipt_page
+    from ._report._frame import load_frame
+    from ._report._trace_url import TraceUrl
     from ._report._verify import expand_paths, view_options
 
     opts = view_options(args)
-    frame = None
-    if args.frame is not None:
-        from ._report._frame import load_frame
-
-        try:
-            frame = load_frame(args.frame)
-        except ValueError as e:
-            raise CliError(f"--frame: {e}") from e
-    trace_url = None
-    if args.trace_url is not None:
-        from ._report._trace_url import TraceUrl
-
-        try:
-            trace_url = TraceUrl(args.trace_url)
-        except ValueError as e:
-            raise CliError(f"--trace-url: {e}") from e
+    frame = _read_option("--frame", args.frame, load_frame)
+    trace_url = _read_option("--trace-url", args.trace_url, TraceUrl)
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")

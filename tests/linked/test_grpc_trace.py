@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from autogen_core import AgentId
-from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntimeHost
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -32,7 +31,7 @@ from aer1.collectors.grpc_runtime import AER1GrpcWorkerRuntime, collect_worker_r
 from .grpc_agents import Answer, Plan, serializers
 from .grpc_worker import GRPC_OPTIONS
 from .helpers import verify_bundle_cli
-from .test_grpc_runtime import GUARD_S, Worker, _free_port, _listening
+from .test_grpc_runtime import GUARD_S, Worker, running_cluster
 
 
 def reached(start: str, spans: Any) -> set[str]:
@@ -50,23 +49,8 @@ def reached(start: str, spans: Any) -> set[str]:
 
 @pytest.fixture
 async def traced_cluster(tmp_path: Path) -> AsyncIterator[list[Worker]]:
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    host = GrpcWorkerAgentRuntimeHost(address=address, extra_grpc_config=GRPC_OPTIONS)
-    host.start()
-    workers: list[Worker] = []
-    try:
-        await asyncio.wait_for(_listening(port), GUARD_S)
-        for name in ("w1", "w2"):
-            (tmp_path / name).mkdir()
-            workers.append(Worker(address, name, tmp_path / name / "run.journal", traced=True))
-        for w in workers:
-            await asyncio.wait_for(w.said("ready"), GUARD_S)
+    async with running_cluster(tmp_path, traced=True) as workers:
         yield workers
-    finally:
-        for w in workers:
-            w.end(signal.SIGTERM)
-        await host.stop(grace=1)
 
 
 async def test_linked_worker_receipts_keep_the_starters_trace(traced_cluster: str, tmp_path: Path) -> None:
