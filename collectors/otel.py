@@ -94,6 +94,7 @@ class ReceiptSpanProcessor(SpanProcessor):
         self._lock = threading.Lock()
         self._tool_spans: OrderedDict[str, deque[Any]] = OrderedDict()  # call id -> execute_tool spans, oldest first
         self._tool_span_count = 0
+        self._remembered: set[int] = set()  # span ids of the execute_tool spans in _tool_spans
         self._named: dict[int, list[tuple[int, str]]] = {}  # span id -> (seq, receipt_id) of its steps
         self._shut = False
         watch(collector, self)
@@ -115,11 +116,21 @@ class ReceiptSpanProcessor(SpanProcessor):
             collector.count_recording_failure("a span's start", e)
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Forget which steps the span named (it can take no more attributes)."""
+        """Forget which steps the span named (it can take no more attributes); remember an execute_tool span
+        whose call id was set only after its start (AG2's middleware), for the step that follows it."""
         ctx = span.get_span_context()
         if ctx is not None and self._named:
             with self._lock:
                 self._named.pop(ctx.span_id, None)
+        attributes = span.attributes
+        if not attributes or attributes.get(_OPERATION) != _EXECUTE_TOOL or self._collector.closed:
+            return
+        try:
+            call_id = attributes.get(_CALL_ID)
+            if isinstance(call_id, str) and call_id and ctx is not None and ctx.span_id not in self._remembered:
+                self._remember_tool_span(call_id, span)
+        except Exception as e:
+            self._collector.count_recording_failure("a span's end", e)
 
     def shutdown(self) -> None:
         """Stop joining; a collector still open is told (its receipt counts a recording failure)."""
@@ -146,13 +157,15 @@ class ReceiptSpanProcessor(SpanProcessor):
                 return None
             span = spans.popleft()
             self._tool_span_count -= 1
+            self._remembered.discard(span.get_span_context().span_id)
             if not spans:
                 del self._tool_spans[call_id]
             return span
 
     def step_recorded(self, span: Any, step: dict[str, Any]) -> None:
         """Name the step on its span while the span is recording (a list when several steps share it)."""
-        if not span.is_recording():
+        recording = getattr(span, "is_recording", None)  # an ended span is handed over as a ReadableSpan
+        if recording is None or not recording():
             return
         key = span.get_span_context().span_id
         with self._lock:
@@ -170,10 +183,11 @@ class ReceiptSpanProcessor(SpanProcessor):
     def _remember_tool_span(self, call_id: str, span: Any) -> None:
         with self._lock:
             self._tool_spans.setdefault(call_id, deque()).append(span)
+            self._remembered.add(span.get_span_context().span_id)
             self._tool_span_count += 1
             while self._tool_span_count > MAX_TOOL_SPANS:  # the oldest call, never claimed, is let go
                 _, oldest = next(iter(self._tool_spans.items()))
-                oldest.popleft()
+                self._remembered.discard(oldest.popleft().get_span_context().span_id)
                 self._tool_span_count -= 1
                 if not oldest:
                     self._tool_spans.popitem(last=False)

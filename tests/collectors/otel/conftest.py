@@ -20,9 +20,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
-#: The Agent Framework tests need its extra (not installed in the ag2 and autogen environments; its own
-#: suite's conftest fails CI when it is missing).
-collect_ignore_glob = [] if importlib.util.find_spec("agent_framework_orchestrations") else ["*agent_framework*.py"]
+from aer1.collectors import _ag2_internals as ag2_internals
+
+#: The Agent Framework and AG2 1.x tests need their extras (not installed in the ag2 classic and autogen
+#: environments; their own suites' conftests fail CI when one is missing).
+collect_ignore_glob = [
+    *([] if importlib.util.find_spec("agent_framework_orchestrations") else ["*agent_framework*.py"]),
+    *([] if ag2_internals.installed() is not None else ["*ag2*.py"]),
+]
 
 
 class _Switch(Sampler):
