@@ -20,7 +20,7 @@ from aer1.collectors.otel import ReceiptSpanProcessor, SpanReceiptCollector
 
 from ...receipts import Peers, evidence_contents, verify_everywhere
 from ..ag2.support import call
-from .conftest import Tracing
+from .conftest import Tracing, finalized
 
 
 async def add(a: int, b: int) -> int:
@@ -76,9 +76,7 @@ async def test_tool_steps_are_their_execute_tool_spans(tracing: Tracing, tmp_pat
     collector = AER1AG2Collector(goal="add")
     tracing.provider.add_span_processor(ReceiptSpanProcessor(collector))
     await ask(collector, tracing, True)
-    receipt = collector.finalize("done")
-    assert collector.recording_failures == 0
-    verify_everywhere(collector.save(tmp_path / "r.json", workflow=receipt), receipt, peers)
+    receipt = finalized(collector, tmp_path, peers)
     spans = {format(s.context.span_id, "016x"): s for s in tracing.spans()}
     tools = [s for s in receipt["steps"] if s["kind"] == "tool_call"]
     assert len(tools) == 2

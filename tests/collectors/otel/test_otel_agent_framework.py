@@ -21,7 +21,7 @@ from aer1.verifier import verify_receipt
 from ...agent_framework.test_af_orchestrations import assert_same_steps
 from ...agent_framework.workflows import handoff, sequential
 from ...receipts import Peers, evidence_contents, verify_everywhere
-from .conftest import Tracing
+from .conftest import Tracing, finalized
 
 RUNS = {"sequential": sequential, "handoff": handoff}
 
@@ -57,9 +57,7 @@ async def test_tool_steps_are_their_execute_tool_spans_and_spans_name_their_step
     collector = AER1AgentFrameworkCollector(goal="plan")
     tracing.provider.add_span_processor(ReceiptSpanProcessor(collector))
     await run(name, collector, tracing)
-    receipt = collector.finalize("done")
-    assert collector.recording_failures == 0
-    verify_everywhere(collector.save(tmp_path / "r.json", workflow=receipt), receipt, peers)
+    receipt = finalized(collector, tmp_path, peers)
     spans = tracing.spans()
     by_id = {_hex(s.context)[1]: s for s in spans}
     tools = [s for s in receipt["steps"] if s["kind"] == "tool_call"]
