@@ -11,9 +11,11 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
+
+_T = TypeVar("_T")
 
 __all__ = ["console", "main"]
 
@@ -183,23 +185,29 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_option(flag: str, value: str | None, read: Callable[[str], _T]) -> _T | None:
+    """``read(value)`` for an option that was given (None when not); its ValueError is one line for the user."""
+    if value is None:
+        return None
+    try:
+        return read(value)
+    except ValueError as e:
+        raise CliError(f"{flag}: {e}") from e
+
+
 def _report(args: argparse.Namespace) -> int:
     """``aer1 report``: the HTML page of a receipt, or of every receipt under a folder; exit as aer1-verify."""
     from collections import Counter
 
     from ._outfile import check_output
     from ._report import write_archive, write_receipt_page
+    from ._report._frame import load_frame
+    from ._report._trace_url import TraceUrl
     from ._report._verify import expand_paths, view_options
 
     opts = view_options(args)
-    frame = None
-    if args.frame is not None:
-        from ._report._frame import load_frame
-
-        try:
-            frame = load_frame(args.frame)
-        except ValueError as e:
-            raise CliError(f"--frame: {e}") from e
+    frame = _read_option("--frame", args.frame, load_frame)
+    trace_url = _read_option("--trace-url", args.trace_url, TraceUrl)
     tasks = expand_paths(args.path)
     if not tasks:
         raise CliError(f"{args.path}: no receipts (*.json, not proofs) to report on")
@@ -210,9 +218,9 @@ def _report(args: argparse.Namespace) -> int:
     if os.path.isdir(args.path):
         if args.evidence:
             raise CliError("--evidence goes with exactly one receipt, not a folder")
-        outcomes = write_archive(args.path, tasks, opts, args.output, frame)
+        outcomes = write_archive(args.path, tasks, opts, args.output, frame, trace_url)
     else:
-        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame)]
+        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame, trace_url)]
     code = max(o.report.exit_code for o in outcomes)
     verdicts = Counter(o.report.verdict for o in outcomes)
     print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
@@ -284,6 +292,9 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
                     help="the HTML file to write (for a folder: its pages go beside it, the folder made as needed)")
     rp.add_argument("--frame", metavar="NAME", help="add a section mapping what was verified onto obligations: a "
                     "shipped frame (eu-ai-act) or a frame file (spec/report.md)")
+    rp.add_argument("--trace-url", metavar="TEMPLATE", help="link the run and each step with a span to a trace "
+                    "viewer: an http(s) URL with {trace_id} and optionally {span_id}, e.g. "
+                    "https://jaeger.example/trace/{trace_id} (spec/report.md)")
     add_verify_options(rp)
     rp.set_defaults(func=_report)
 

@@ -14,10 +14,14 @@ from typing import Any
 from ._receipt import CLOSE_KIND, STEP_STATUSES
 
 __all__ = [
+    "ERROR_MEMBER",
     "FRAMEWORK_MEMBERS",
+    "SHOWN_MEMBERS",
     "VOCABULARY",
     "VOCABULARY_MEMBER",
+    "error_message",
     "follows_vocabulary",
+    "shown_members",
     "status_counts",
 ]
 
@@ -26,6 +30,23 @@ VOCABULARY_MEMBER = "vocabulary"
 VOCABULARY = "aer1-steps/1"
 #: The one member per framework under which a collector keeps what the vocabulary does not define.
 FRAMEWORK_MEMBERS = ("agentchat", "autogen_core", "legacy", "ag2", "agent_framework", "groupchat", "otel")
+
+#: The member a content has when its step failed or was cut: ``{"type", "message", "module"}``.
+ERROR_MEMBER = "error"
+#: Per kind, what a view shows of a vocabulary content: (field, members), the first member that
+#: holds a value giving the field. The fields are the views' (``aer1/_report/_content.py``).
+SHOWN_MEMBERS: Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "tool_call": (("tool", ("name",)), ("arguments", ("arguments",)), ("result", ("result",))),
+    "message": (("text", ("content",)),),
+    "task": (("text", ("task",)),),
+    "handoff": (("target", ("target",)), ("text", ("content",))),
+    "speaker_selection": (("choice", ("selected",)), ("mechanism", ("mechanism",))),
+    "approval": (("decision", ("decision",)), ("tool", ("name",)), ("arguments", ("arguments",))),
+    "human_input": (("text", ("input", "prompt")),),
+    "code_execution": (("exit_code", ("exit_code",)), ("output", ("output",))),
+    "error": (("text", ("phase",)),),
+    "termination": (("text", ("reason", "outcome")), ("decision", ("outcome",))),
+}
 
 
 def follows_vocabulary(content: Any) -> bool:
@@ -45,3 +66,21 @@ def status_counts(receipt: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> d
         if isinstance(step, Mapping) and step.get("kind") != CLOSE_KIND and step.get("status") in counts:
             counts[step["status"]] += 1
     return counts
+
+
+def shown_members(kind: str, content: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a view shows of a vocabulary content of ``kind`` (values as the content holds them)."""
+    out: dict[str, Any] = {}
+    for field, members in SHOWN_MEMBERS.get(kind, ()):
+        value = next((content[m] for m in members if content.get(m) is not None), None)
+        if value is not None:
+            out[field] = value
+    return out
+
+
+def error_message(content: Mapping[str, Any]) -> Any:
+    """The message of a content's ``error`` member (the member itself when it has none); None without one."""
+    error = content.get(ERROR_MEMBER)
+    if not error:
+        return None
+    return error.get("message", error) if isinstance(error, Mapping) else error

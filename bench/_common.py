@@ -12,12 +12,21 @@ from typing import Any
 
 import orjson
 
-__all__ = ["PEER_DIR", "REPO", "alternating", "best_us_per_step", "message", "peer", "timed"]
+__all__ = ["MEASURE_CHILD", "PEER_DIR", "REPO", "alternating", "best_us_per_step", "message", "peer", "timed"]
 
 REPO = Path(__file__).resolve().parent.parent
 PEER_DIR = REPO / "tests" / ".peers"
 PEER_PACKAGES = ("aer1-verify==0.2.19", "aer1-autogen==0.1.15")
 _PIP_TIMEOUT_S = 300
+#: ``python -c MEASURE_CHILD ARGV...`` runs ARGV with its output to /dev/null and prints, as JSON, its wall
+#: time, exit code and the peak RSS of its largest process (as the system reports waited-for children).
+MEASURE_CHILD = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+wall = time.perf_counter() - t
+print(json.dumps({"wall_s": wall, "rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "code": code}))
+"""
 _WORDS = ("the", "agent", "reads", "a", "file", "and", "writes", "its", "summary", "to", "report", "with",
           "three", "tool", "calls", "then", "hands", "off", "review", "plan")
 

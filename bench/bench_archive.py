@@ -32,21 +32,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import PEER_DIR, REPO
+from _common import MEASURE_CHILD, PEER_DIR, REPO
 from _table import machine
 
 RECEIPTS = 10_000
 STEPS = 50
 _TIMEOUT_S = 3600
 _KIB_PER_MIB = 1024
-#: Runs ``argv`` with output to /dev/null; prints its wall time and the peak RSS of its largest process.
-_MEASURE = """
-import json, resource, subprocess, sys, time
-t = time.perf_counter()
-code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
-wall = time.perf_counter() - t
-print(json.dumps({"wall_s": wall, "rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "code": code}))
-"""
 
 
 def generate(folder: Path, receipts: int, steps: int) -> None:
@@ -82,7 +74,7 @@ def peer_run(folder: Path) -> int:
 
 
 def _measure(argv: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", _MEASURE, *argv], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", MEASURE_CHILD, *argv], capture_output=True, text=True,
                           timeout=_TIMEOUT_S, env=env, check=True)
     result: dict[str, Any] = json.loads(done.stdout)
     if result["code"] != 0:

@@ -30,7 +30,7 @@ from _table import ROW_KEYS, format_table, machine
 
 #: Benchmark modules, in table order.
 MODULES = ("bench_record", "bench_verify", "bench_cli", "bench_agentchat_wrapper", "bench_agent_framework", "bench_ag2",
-           "bench_journal", "bench_scaling", "bench_linked", "bench_log_serve")
+           "bench_journal", "bench_scaling", "bench_linked", "bench_log_serve", "bench_otel")
 
 
 def collect(quick: bool, million: bool) -> tuple[list[dict[str, Any]], list[str]]:

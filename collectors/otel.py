@@ -16,6 +16,7 @@ OpenTelemetry SDK (extra ``otel``).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import logging
 import os
 import threading
@@ -28,6 +29,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import NonRecordingSpan, StatusCode
 
 from aer1 import Collector
+from aer1 import _steps_vocab as vocab
 from aer1._trace import run_in_context, unwatch, watch
 
 __all__ = [
@@ -53,6 +55,8 @@ _CALL_ID = "gen_ai.tool.call.id"
 _AGENT_NAME = "gen_ai.agent.name"
 _EXECUTE_TOOL = "execute_tool"
 _INVOKE_AGENT = "invoke_agent"
+#: Operations that are a model's reply: their steps carry a ``model`` member.
+_MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 #: execute_tool spans remembered (by call id) for the tool-call step that follows them.
 MAX_TOOL_SPANS = 4096
 #: Steps a span names; a span under which more were recorded names the first ones.
@@ -90,6 +94,7 @@ class ReceiptSpanProcessor(SpanProcessor):
         self._lock = threading.Lock()
         self._tool_spans: OrderedDict[str, deque[Any]] = OrderedDict()  # call id -> execute_tool spans, oldest first
         self._tool_span_count = 0
+        self._remembered: set[int] = set()  # span ids of the execute_tool spans in _tool_spans
         self._named: dict[int, list[tuple[int, str]]] = {}  # span id -> (seq, receipt_id) of its steps
         self._shut = False
         watch(collector, self)
@@ -111,11 +116,21 @@ class ReceiptSpanProcessor(SpanProcessor):
             collector.count_recording_failure("a span's start", e)
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Forget which steps the span named (it can take no more attributes)."""
+        """Forget which steps the span named (it can take no more attributes); remember an execute_tool span
+        whose call id was set only after its start (AG2's middleware), for the step that follows it."""
         ctx = span.get_span_context()
         if ctx is not None and self._named:
             with self._lock:
                 self._named.pop(ctx.span_id, None)
+        attributes = span.attributes
+        if not attributes or attributes.get(_OPERATION) != _EXECUTE_TOOL or self._collector.closed:
+            return
+        try:
+            call_id = attributes.get(_CALL_ID)
+            if isinstance(call_id, str) and call_id and ctx is not None and ctx.span_id not in self._remembered:
+                self._remember_tool_span(call_id, span)
+        except Exception as e:
+            self._collector.count_recording_failure("a span's end", e)
 
     def shutdown(self) -> None:
         """Stop joining; a collector still open is told (its receipt counts a recording failure)."""
@@ -142,13 +157,15 @@ class ReceiptSpanProcessor(SpanProcessor):
                 return None
             span = spans.popleft()
             self._tool_span_count -= 1
+            self._remembered.discard(span.get_span_context().span_id)
             if not spans:
                 del self._tool_spans[call_id]
             return span
 
     def step_recorded(self, span: Any, step: dict[str, Any]) -> None:
         """Name the step on its span while the span is recording (a list when several steps share it)."""
-        if not span.is_recording():
+        recording = getattr(span, "is_recording", None)  # an ended span is handed over as a ReadableSpan
+        if recording is None or not recording():
             return
         key = span.get_span_context().span_id
         with self._lock:
@@ -166,10 +183,11 @@ class ReceiptSpanProcessor(SpanProcessor):
     def _remember_tool_span(self, call_id: str, span: Any) -> None:
         with self._lock:
             self._tool_spans.setdefault(call_id, deque()).append(span)
+            self._remembered.add(span.get_span_context().span_id)
             self._tool_span_count += 1
             while self._tool_span_count > MAX_TOOL_SPANS:  # the oldest call, never claimed, is let go
                 _, oldest = next(iter(self._tool_spans.items()))
-                oldest.popleft()
+                self._remembered.discard(oldest.popleft().get_span_context().span_id)
                 self._tool_span_count -= 1
                 if not oldest:
                     self._tool_spans.popitem(last=False)
@@ -181,19 +199,56 @@ def _utc(ns: int) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc) + _dt.timedelta(microseconds=rest // 1000)
 
 
-def _plain(value: Any) -> Any:
-    """An attribute value as JSON data (OpenTelemetry gives sequences as tuples)."""
-    return list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else value
+def _text(value: str) -> str:
+    """A string attribute as plain text (instrumentations set ``str`` subclasses such as enums)."""
+    return value if type(value) is str else str.__str__(value)
+
+
+def _data(value: Any) -> Any:
+    """An attribute value as JSON data (OpenTelemetry gives sequences as tuples; strings may be enums)."""
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return [_data(v) for v in value]
+    return value
+
+
+def _attributes(span: ReadableSpan) -> dict[str, Any]:
+    """The span's attributes as JSON data, keys as plain text."""
+    return {_text(k): _data(v) for k, v in (span.attributes or {}).items()}
+
+
+def _json_list(value: Any) -> list[str] | None:
+    """A list attribute that some instrumentations give as JSON text (``'["stop"]'``): its strings, else None."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
+    """An opt-in content attribute as data: JSON text parsed when it is JSON, else as the span holds it."""
+    value = attributes.get(name)
+    if isinstance(value, str):
+        try:
+            return vocab.exact_json(value)[0]
+        except vocab.UnfitArguments:
+            return value
+    return value
 
 
 class _Node:
     """A span of the recorded trace, while it or a sibling before it is open."""
 
-    __slots__ = ("agent", "children", "done", "ended", "parent")
+    __slots__ = ("children", "done", "ended", "parent", "span")
 
-    def __init__(self, parent: int | None, agent: str | None) -> None:
+    def __init__(self, parent: int | None, span: Span) -> None:
         self.parent = parent
-        self.agent = agent
+        self.span: Span | None = span  # while open: its agent name may be set after its start
         self.children: deque[int] = deque()  # span ids, in start order, not yet recorded
         self.ended: ReadableSpan | None = None
         self.done = False
@@ -205,13 +260,16 @@ class SpanReceiptCollector(SpanProcessor):
     The spans recorded are those started on the provider from this processor's addition
     until the receipt is finalized, of every trace (AgentChat's runtime starts a trace per
     published message; give each concurrent run its own provider). Each GenAI span (one
-    with ``gen_ai.operation.name``) becomes a step when it ends: ``execute_tool`` a ``tool_call`` step named
-    ``gen_ai.tool.name`` with
-    ``call_id`` ``gen_ai.tool.call.id``; ``invoke_agent``, ``chat`` and the other operations a
-    ``message`` step named after the operation. Its content is the span's name, status and
-    ``gen_ai.*`` / ``error.type`` attributes exactly as the span holds them, and ``absent``: the
-    opt-in content members the span does not hold (never guessed). The order kept is each
-    parent's children in start order, a span after the spans it contains (spec/otel.md).
+    with ``gen_ai.operation.name``) becomes a step when it ends, its content in the step
+    vocabulary (spec/steps.md): ``execute_tool`` a ``tool_call`` named ``gen_ai.tool.name`` with
+    ``call_id`` ``gen_ai.tool.call.id`` and the arguments and result when the span holds them;
+    ``invoke_agent``, ``chat`` and the other operations a ``message`` named after the
+    operation (``chat`` and the completions with their ``model`` facts). Under ``otel``: the
+    span's name, status and ``gen_ai.*`` / ``error.type`` attributes exactly as the span holds
+    them, and ``absent``, the opt-in content attributes the span lacks (never guessed).
+    ``handoffs`` (tool name -> target agent, or a function of the tool name) marks the tools
+    that hand the conversation over: their call is followed by a ``handoff`` step. The order
+    kept is each parent's children in start order, a span after the spans it contains (spec/otel.md).
     The receipt is finalized when the root span ends (``root``: a span name or a predicate;
     the first span without a parent that it accepts), at the provider's shutdown, or by
     :meth:`finalize`; ``collector_options`` are :class:`aer1.Collector`'s (signing key,
@@ -219,8 +277,12 @@ class SpanReceiptCollector(SpanProcessor):
     """
 
     def __init__(self, goal: str, *, root: str | Callable[[Span], bool] | None = None,
+                 handoffs: Mapping[str, str] | Callable[[str], str | None] | None = None,
                  **collector_options: Any) -> None:
         self.collector = Collector(goal, **collector_options)
+        if handoffs is not None and not callable(handoffs) and not isinstance(handoffs, Mapping):
+            raise TypeError(f"handoffs must be a mapping, a function or None, got {type(handoffs).__name__}")
+        self._handoffs = handoffs
         if root is not None and not callable(root) and not (isinstance(root, str) and root):
             raise TypeError(f"root must be a span name, a predicate or None, got {type(root).__name__}")
         self._root_rule: Callable[[Span], bool] | None = (
@@ -288,9 +350,7 @@ class SpanReceiptCollector(SpanProcessor):
             parent = span.parent.span_id if span.parent is not None else None
             if parent is not None and parent not in self._nodes:
                 parent = None  # a parent outside what was seen (another process, before this processor)
-            attributes = span.attributes or {}
-            agent = attributes.get(_AGENT_NAME)
-            self._nodes[ctx.span_id] = _Node(parent, agent if isinstance(agent, str) and agent else None)
+            self._nodes[ctx.span_id] = _Node(parent, span)
             if parent is not None:
                 self._nodes[parent].children.append(ctx.span_id)
 
@@ -354,44 +414,91 @@ class SpanReceiptCollector(SpanProcessor):
                 f"{unended} span(s) of the trace", RuntimeError("they had not ended when the receipt was finalized"))
 
     def _agent(self, node: _Node) -> str | None:
-        """The agent of the span or of the nearest span around it that names one."""
+        """The agent of the span or of the nearest span around it that names one (read now: set late by some)."""
         seen = 0
-        while node is not None and seen < len(self._nodes):
-            if node.agent is not None:
-                return node.agent
-            parent = self._nodes.get(node.parent) if node.parent is not None else None
-            if parent is None:
-                return None
-            node, seen = parent, seen + 1
+        current: _Node | None = node
+        while current is not None and seen <= len(self._nodes):
+            span = current.ended if current.ended is not None else current.span
+            agent = (span.attributes or {}).get(_AGENT_NAME) if span is not None else None
+            if isinstance(agent, str) and agent:
+                return _text(agent)
+            current = self._nodes.get(current.parent) if current.parent is not None else None
+            seen += 1
         return None
 
+    def _handoff_target(self, tool_name: str) -> str | None:
+        rule = self._handoffs
+        if rule is None:
+            return None
+        target = rule(tool_name) if callable(rule) else rule.get(tool_name)
+        return target if isinstance(target, str) and target else None
+
     def _record(self, span: ReadableSpan, node: _Node) -> None:
-        attributes = span.attributes or {}
+        node.span = None
+        attributes = _attributes(span)
         operation = attributes.get(_OPERATION)
         if not isinstance(operation, str) or not operation:
             return  # not a GenAI span: a place in the tree, no step
-        kept = {k: _plain(v) for k, v in attributes.items() if k.startswith("gen_ai.") or k == "error.type"}
         status = span.status.status_code
-        content: dict[str, Any] = {"span": span.name, "operation": operation, "attributes": kept,
-                                   "status": status.name}
+        failed = status == StatusCode.ERROR
+        extras: dict[str, Any] = {
+            "span": span.name, "operation": operation, "status": status.name,
+            "attributes": {k: v for k, v in attributes.items() if k.startswith("gen_ai.") or k == "error.type"}}
         if span.status.description:
-            content["status_description"] = span.status.description
+            extras["status_description"] = span.status.description
         absent = [name for name in ABSENT_CONTENT.get(operation, ()) if name not in attributes]
         if absent:
-            content["absent"] = absent
+            extras["absent"] = absent
+        error = None
+        if failed:
+            kind_of_error = attributes.get("error.type")
+            error = vocab.error_code(kind_of_error if isinstance(kind_of_error, str) and kind_of_error else "error",
+                                     span.status.description or "the span's status is ERROR")
         tool_name, call_id = attributes.get(_TOOL_NAME), attributes.get(_CALL_ID)
+        call_id = call_id if isinstance(call_id, str) else None
         is_tool = operation == _EXECUTE_TOOL and isinstance(tool_name, str) and tool_name != ""
+        agent = self._agent(node)
         options: dict[str, Any] = {
-            "agent": self._agent(node),
-            "kind": "tool_call" if is_tool else "message",
-            "status": "error" if status == StatusCode.ERROR else "ok",
+            "agent": agent,
+            "status": "error" if failed else "ok",
             "started_at": _utc(span.start_time or 0),
             "ended_at": _utc(span.end_time or span.start_time or 0),
         }
-        if is_tool and isinstance(call_id, str) and call_id:
-            options["call_id"] = call_id
+        if is_tool and isinstance(tool_name, str):
+            content = vocab.tool_call(
+                "otel", name=tool_name, call_id=call_id, arguments=attributes.get("gen_ai.tool.call.arguments"),
+                result=None if failed else _opt_in(attributes, "gen_ai.tool.call.result"), error=error,
+                extras=extras)
+            label = tool_name
+            options["kind"] = "tool_call"
+            if call_id:
+                options["call_id"] = call_id
+        else:
+            model = None
+            if operation in _MODEL_OPERATIONS:
+                model = vocab.model_reply(
+                    provider=attributes.get("gen_ai.provider.name") or attributes.get("gen_ai.system"),
+                    request_model=attributes.get("gen_ai.request.model"),
+                    response_model=attributes.get("gen_ai.response.model"),
+                    input_tokens=attributes.get("gen_ai.usage.input_tokens"),
+                    output_tokens=attributes.get("gen_ai.usage.output_tokens"),
+                    finish_reasons=_json_list(attributes.get("gen_ai.response.finish_reasons")),
+                    latency_ms=((span.end_time - span.start_time) / 1e6
+                                if span.end_time and span.start_time else None))
+            content = vocab.message("otel", content=_opt_in(attributes, "gen_ai.output.messages"),
+                                    role="assistant", model=model, extras=extras)
+            if error is not None:
+                content["error"] = error
+            label = operation
+            options["kind"] = "message"
         # recorded with the span current, so the step carries the span's own ids
         span_context = span.get_span_context()  # None: a span without ids, recorded without them
         ctx = _NO_CONTEXT if span_context is None else trace.set_span_in_context(NonRecordingSpan(span_context),
                                                                                  _NO_CONTEXT)
-        run_in_context(ctx, self.collector.safe_record, tool_name if is_tool else operation, content, **options)
+        run_in_context(ctx, self.collector.safe_record, label, content, **options)
+        target = self._handoff_target(label) if is_tool and not failed else None
+        if target is not None:
+            handoff = vocab.handoff("otel", target=target, content=None, call_id=call_id,
+                                    extras={"span": span.name, "operation": operation})
+            run_in_context(ctx, self.collector.safe_record, "handoff", handoff, agent=agent, kind="handoff",
+                           target=target, started_at=options["ended_at"], ended_at=options["ended_at"])

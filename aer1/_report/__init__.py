@@ -21,6 +21,7 @@ from ..verifier._archive import Outcome
 from ._archive import archive_view, data_block
 from ._frame import Frame, assess_archive, assess_receipt
 from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
+from ._trace_url import TraceUrl
 from ._verify import ViewOptions, verify_for_view
 
 __all__ = ["render_archive", "render_receipt", "write_archive", "write_diff_page", "write_receipt_page"]
@@ -54,10 +55,12 @@ def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None) -> d
 
 
 def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None,
-                   frame: Frame | None = None) -> str:
-    """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations)."""
+                   frame: Frame | None = None, trace_url: TraceUrl | None = None) -> str:
+    """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations;
+    with ``trace_url``: a link to the trace viewer on the run and on each step that has a span)."""
     items = assess_receipt(frame, outcome.report) if frame is not None else None
-    return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence), back=back,
+    return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence, trace_url),
+                 back=back,
                  kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS,
                  frame=_frame_section(frame, items))
 
@@ -80,10 +83,10 @@ def _write(path: str, html: str) -> None:
 
 
 def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str,
-                       frame: Frame | None = None) -> Outcome:
+                       frame: Frame | None = None, trace_url: TraceUrl | None = None) -> Outcome:
     """Verify one receipt and write its page to ``output``; returns the verification's outcome."""
     outcome = verify_for_view(task, opts)
-    _write(output, render_receipt(task[0], outcome, opts.evidence, frame=frame))
+    _write(output, render_receipt(task[0], outcome, opts.evidence, frame=frame, trace_url=trace_url))
     return outcome
 
 
@@ -93,7 +96,7 @@ def write_diff_page(output: str, sides: list[dict[str, Any]], diff: Any, code: i
 
 
 def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: ViewOptions,
-                  output: str, frame: Frame | None = None) -> list[Outcome]:
+                  output: str, frame: Frame | None = None, trace_url: TraceUrl | None = None) -> list[Outcome]:
     """Verify every receipt; write each one's page beside ``output`` and the index to ``output``."""
     where = os.path.dirname(os.path.abspath(output))
     stem = os.path.splitext(os.path.basename(output))[0]
@@ -102,7 +105,7 @@ def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: 
         page = f"{stem}-{number:04d}.html"
         outcome = verify_for_view(task, opts)
         _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output),
-                                                         frame=frame))
+                                                         frame=frame, trace_url=trace_url))
         rows.append(archive_row(task[0], outcome, page, folder))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")

@@ -1,6 +1,8 @@
 """What a step's content says, in a few named fields: the one reader of content shapes for the views.
 
-Collectors record different shapes for the same thing. A tool call is AgentChat's
+A content in the step vocabulary (``aer1-steps/1``, spec/steps.md) is read by the names
+:mod:`aer1._vocabulary` holds for it. Contents from before the vocabulary (or from another
+producer) have collectors' own shapes for the same thing. A tool call is AgentChat's
 ``{name, arguments, result, is_error}``, legacy pyautogen's ``{arguments: "<json text>",
 result, success}``, Agent Framework's ``{arguments, result: [contents], executed}`` with an
 ``error`` on failure. A message carries ``content`` or ``text``; a handoff its ``target``; a
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._canonical import restore
+from .._vocabulary import error_message, follows_vocabulary, shown_members
 
 __all__ = ["FIELDS", "Essentials", "as_text", "essentials"]
 
@@ -107,6 +110,26 @@ def _other(kind: str, c: Mapping[str, Any], target: str | None) -> tuple[dict[st
     return out, bool(error)
 
 
+def _vocabulary(kind: str, c: Mapping[str, Any], tool: str | None,
+                target: str | None) -> tuple[dict[str, Any], bool]:
+    """A vocabulary content's fields: its members by name; failed exactly when it has an ``error``."""
+    out = shown_members(kind, c)
+    if kind == "tool_call":
+        out.setdefault("tool", tool)
+    if kind == "handoff":
+        out.setdefault("target", target)
+    choice = out.get("choice")
+    if isinstance(choice, list) and len(choice) == 1:
+        out["choice"] = choice[0]
+    for name in ("text", "result"):
+        if name in out:
+            out[name] = _contents_text(out[name])
+    message = error_message(c)
+    if message is not None:
+        out["error"] = message
+    return out, message is not None
+
+
 def essentials(kind: str, content: Any, *, tool: str | None = None, target: str | None = None) -> Essentials:
     """The named fields of one step's content (tags restored); ``tool`` and ``target`` are the step's own
     members, used when the content does not name them."""
@@ -116,7 +139,9 @@ def essentials(kind: str, content: Any, *, tool: str | None = None, target: str 
         if kind == "handoff" and target:
             fields["target"] = target
         return Essentials(tuple((k, as_text(v)) for k, v in fields.items()), False)
-    if kind == "tool_call":
+    if follows_vocabulary(value):
+        found, failed = _vocabulary(kind, value, tool, target)
+    elif kind == "tool_call":
         found, failed = _tool_call(value, tool)
     else:
         found, failed = _other(kind, value, target)

@@ -22,6 +22,7 @@ from ..verifier._parse import MalformedInput, parse_strict, read_limited
 from ..verifier._policy import POLICY_CHECK, RuleViolation, evidence_for
 from ..verifier._report import FAIL, MAX_FAILURES_SHOWN, PASS, Report
 from ._content import essentials
+from ._trace_url import TraceUrl
 
 __all__ = ["INLINE_CHARS", "MAX_CONTENT_CHARS", "MAX_PAGE_CONTENT_CHARS", "MAX_STEPS_SHOWN", "MAX_TEXT_CHARS",
            "MAX_TIMELINE_STEPS", "archive_row", "load_receipt", "receipt_view", "short_id"]
@@ -248,8 +249,9 @@ def _inline(kind: str, r: StepRow, content: Any) -> tuple[list[dict[str, Any]], 
     return fields, found.failed
 
 
-def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str, Any]:
-    """Everything a receipt's page shows, as plain strings, numbers and lists."""
+def receipt_view(path: str, outcome: Outcome, evidence: str | None,
+                 trace_url: TraceUrl | None = None) -> dict[str, Any]:
+    """Everything a receipt's page shows, as plain strings, numbers and lists (with ``trace_url``: trace links)."""
     report = outcome.report
     wf, why = load_receipt(path, report)
     notes = [clip(n) for n in report.notes]
@@ -260,7 +262,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
         "source": clip(path), "verdict": report.verdict, "verdict_line": verdict_line(report),
         "basis": _basis(report), "checks": _checks(report), "notes": notes, "steps": [], "timeline": None,
         "goal": "", "status": "", "workflow_id": clip(report.workflow_id or ""), "total_steps": 0,
-        "violations": [], "first_failing": None,
+        "violations": [], "first_failing": None, "traces": [],
     }
     failing = next((f for f in report.failures if f.seq is not None and f.check != POLICY_CHECK), None)
     view["violations"] = [{"rule": clip(v.rule, 200), "message": clip(v.message), "seqs": list(v.seqs)}
@@ -285,6 +287,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     markers: dict[int, str] = {}
     shown = []
     shown_as = shown_content(report)
+    by_seq = {s.get("seq"): s for s in steps[:MAX_STEPS_SHOWN] if isinstance(s, Mapping)} if trace_url else {}
     budget = MAX_PAGE_CONTENT_CHARS
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
@@ -306,6 +309,8 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
             "has_content": r.seq in contents, "matches": r.content_matches, "redacted": REDACTED in text,
             "mark": markers.get(r.seq, "") if r.seq is not None else "", "violations": violated.get(r.seq or -1, []),
             "failing": is_failing,
+            "trace_url": None if trace_url is None or r.seq not in by_seq else trace_url.link(
+                by_seq[r.seq].get("trace_id"), by_seq[r.seq].get("span_id")),
             "failure": None if not is_failing or failing is None else {
                 "reason": clip(failing.reason), "expected": clip(failing.expected or "-"),
                 "actual": clip(failing.actual or "-")},
@@ -316,6 +321,8 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None) -> dict[str,
     drawn = rows[:MAX_TIMELINE_STEPS]
     if len(rows) > MAX_TIMELINE_STEPS:
         notes.append(f"the timeline draws the first {MAX_TIMELINE_STEPS} of {len(rows)} steps; all are listed")
+    if trace_url is not None:
+        view["traces"] = trace_url.run_links(s for s in steps if isinstance(s, Mapping))
     view.update(goal=clip(wf.get("goal", "")), status=clip(wf.get("status", "")), steps=shown,
                 total_steps=len(steps), timeline=_timeline(drawn, markers),
                 first_failing=failing.seq if failing is not None else None,

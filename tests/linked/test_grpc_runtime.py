@@ -10,6 +10,7 @@ The starter links them into the workflow receipt and the bundle verifies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import socket
@@ -57,10 +58,10 @@ async def _listening(port: int) -> None:
 class Worker:
     """A worker process and the lines it prints."""
 
-    def __init__(self, address: str, name: str, journal: Path) -> None:
-        self.name, self.journal = name, journal
+    def __init__(self, address: str, name: str, journal: Path, *, traced: bool = False) -> None:
+        self.name, self.journal, self.address = name, journal, address
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.linked.grpc_worker", address, name, str(journal)],
+            [sys.executable, "-m", "tests.linked.grpc_worker", address, name, str(journal)] + (["traced"] * traced),
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
 
@@ -83,8 +84,9 @@ class Worker:
             self.proc.wait()
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+@contextlib.asynccontextmanager
+async def running_cluster(tmp_path: Path, *, traced: bool = False) -> AsyncIterator[list[Worker]]:
+    """A host on a free port and the workers w1 and w2, each ready; ended (SIGTERM) and stopped after."""
     port = _free_port()
     address = f"127.0.0.1:{port}"
     host = GrpcWorkerAgentRuntimeHost(address=address, extra_grpc_config=GRPC_OPTIONS)
@@ -94,14 +96,20 @@ async def cluster(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
         await asyncio.wait_for(_listening(port), GUARD_S)
         for name in ("w1", "w2"):
             (tmp_path / name).mkdir()
-            workers.append(Worker(address, name, tmp_path / name / "run.journal"))
+            workers.append(Worker(address, name, tmp_path / name / "run.journal", traced=traced))
         for w in workers:
             await asyncio.wait_for(w.said("ready"), GUARD_S)
-        yield {"address": address, "workers": {w.name: w for w in workers}}
+        yield workers
     finally:
         for w in workers:
             w.end(signal.SIGTERM)
         await host.stop(grace=1)
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    async with running_cluster(tmp_path) as workers:
+        yield {"address": workers[0].address, "workers": {w.name: w for w in workers}}
 
 
 async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], tmp_path: Path) -> None:

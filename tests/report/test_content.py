@@ -66,3 +66,29 @@ def test_a_recorded_run_reports_failure_exactly_where_its_steps_say_error(tmp_pa
         found = essentials(s["kind"], contents[s["seq"]], tool=s["tool"], target=s.get("target"))
         assert found.fields, f"got no fields for step {s['seq']} ({s['kind']})"
         assert found.failed == (s["status"] == "error"), f"step {s['seq']}: got failed={found.failed}"
+
+
+def test_vocabulary_contents_are_read_by_their_members() -> None:
+    """aer1-steps/1 contents (spec/steps.md): fields from the vocabulary's names, failure from its error member."""
+    v = {"vocabulary": "aer1-steps/1"}
+    call = {**v, "name": "lookup", "call_id": "c1", "arguments": {"id": 7}, "result": None,
+            "error": {"type": "KeyError", "module": None, "message": "no such id"}, "otel": {"result": "decoy"}}
+    assert fields_of("tool_call", call) == ({"tool": "lookup", "arguments": '{"id": 7}', "error": "no such id"}, True)
+    ok = {**v, "name": "add", "call_id": None, "arguments": {"a": 1}, "result": [{"type": "text", "text": "3"}]}
+    assert fields_of("tool_call", ok) == ({"tool": "add", "arguments": '{"a": 1}', "result": "3"}, False)
+    # a member only an old shape used is not read from a vocabulary content
+    assert fields_of("message", {**v, "content": None, "message_id": None, "role": None, "model": None,
+                                 "text": "not a vocabulary member"}) == ({}, False)
+    assert fields_of("handoff", {**v, "target": "bob", "content": "over to you", "message_id": None,
+                                 "call_id": None})[0] == {"target": "bob", "text": "over to you"}
+    assert fields_of("speaker_selection", {**v, "selected": ["carol"], "mechanism": "model", "candidates": None,
+                                           "model_replies": None})[0] == {"choice": "carol", "mechanism": "model"}
+    assert fields_of("approval", {**v, "decision": "denied", "approved": False, "name": "pay", "call_id": "p",
+                                  "arguments": {}, "responder": "ann"})[0] == {
+        "tool": "pay", "arguments": "{}", "decision": "denied"}
+    assert fields_of("human_input", {**v, "prompt": "ok?", "input": None, "request_id": None})[0] == {"text": "ok?"}
+    assert fields_of("termination", {**v, "outcome": "timeout", "reason": None, "observed": True, "messages": 3,
+                                     "step_statuses": {}}) == ({"text": "timeout", "decision": "timeout"}, False)
+    assert fields_of("code_execution", {**v, "language": "py", "code_blocks": [], "exit_code": 1, "output": "x",
+                                        "error": {"type": "exit_code", "module": None, "message": "exit code 1"}}) \
+        == ({"error": "exit code 1", "exit_code": "1", "output": "x"}, True)

@@ -135,9 +135,11 @@ async def test_a_receipt_from_the_spans_lists_the_native_tool_calls(tracing: Tra
     contents = evidence_contents(path)
     for step in tools:
         content = contents[step["seq"]]
-        assert content["absent"] == ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"], content
-        assert content["attributes"]["gen_ai.tool.call.id"] == step["call_id"]
-        assert "arguments" not in content and "result" not in content
+        assert content["vocabulary"] == "aer1-steps/1"
+        assert (content["name"], content["call_id"]) == (step["tool"], step["call_id"])
+        assert content["otel"]["absent"] == ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"], content
+        assert content["otel"]["attributes"]["gen_ai.tool.call.id"] == step["call_id"]
+        assert content["arguments"] is None and content["result"] is None
 
 
 @pytest.mark.parametrize("where", ["tool span start", "naming a step"])

@@ -1,0 +1,173 @@
+"""Benchmark: what aer1's span processors add to a traced AgentChat run.
+
+    python bench/bench_otel.py [--messages 200] [--runs 15] [--quick]
+
+A RoundRobinGroupChat of two ``AssistantAgent``s on ``ReplayChatCompletionClient``s takes
+``--messages`` turns with tracing on: an OpenTelemetry SDK tracer provider (global, and the
+runtime's) exporting every span to memory, AutoGen's own spans (runtime messages,
+``invoke_agent``, ...), and the agents wrapped by ``AER1AgentWrapper`` recording into an
+``AER1AutoGenCollector``. Each paired run times, in rotating order: that run without an aer1
+span processor; with ``ReceiptSpanProcessor`` (spans name their steps, steps their spans);
+and with ``SpanReceiptCollector`` beside it (a second receipt built from the spans). The one
+provider is kept for every run; a slot processor hands the spans to the variant's aer1
+processor, or to none, so every variant pays the same tracing cost.
+
+The table gives each variant's median CPU and wall time and the median over the pairs of
+its ratio to the run without a processor (target for ``ReceiptSpanProcessor``: at most
+1.03). Numbers, not assertions: nothing here fails on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autogen_agentchat.agents import AssistantAgent
+from autogen_agentchat.teams import RoundRobinGroupChat
+from autogen_core import SingleThreadedAgentRuntime
+from autogen_ext.models.replay import ReplayChatCompletionClient
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aer1.collectors import AER1AgentWrapper, AER1AutoGenCollector
+from aer1.collectors.otel import ReceiptSpanProcessor, SpanReceiptCollector
+
+DEFAULT_MESSAGES = 200
+DEFAULT_RUNS = 15
+QUICK_RUNS = 5
+AGENTS = ("alice", "bob")
+BASE = "tracing on, aer1 collector, no aer1 span processor"
+JOINED = "+ ReceiptSpanProcessor"
+BOTH = "+ ReceiptSpanProcessor + SpanReceiptCollector"
+
+
+class Slot(SpanProcessor):
+    """Hands spans to the processor of the run being timed (or to none)."""
+
+    def __init__(self) -> None:
+        self.processors: list[SpanProcessor] = []
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        for p in self.processors:
+            p.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for p in self.processors:
+            p.on_end(span)
+
+
+class Traced:
+    """The one tracer provider of every run, exporting to memory (emptied after each run)."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.slot = Slot()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.provider.add_span_processor(self.slot)
+        trace.set_tracer_provider(self.provider)
+
+    async def run(self, messages: int, processors: Callable[[AER1AutoGenCollector], list[SpanProcessor]]) -> int:
+        """One traced team run; returns the spans exported."""
+        collector = AER1AutoGenCollector(goal="bench")
+        self.slot.processors = processors(collector)
+        per_agent = messages // len(AGENTS) + 1
+        members = [AER1AgentWrapper(AssistantAgent(name, model_client=ReplayChatCompletionClient(
+            [f"reply {i}" for i in range(per_agent)])), collector) for name in AGENTS]
+        runtime = SingleThreadedAgentRuntime(tracer_provider=self.provider)
+        runtime.start()
+        with self.provider.get_tracer("bench").start_as_current_span("bench run"):
+            result = await RoundRobinGroupChat(members, max_turns=messages, runtime=runtime).run(task="go")
+        await runtime.stop_when_idle()
+        collector.finalize(result)
+        for p in self.slot.processors:
+            if isinstance(p, SpanReceiptCollector):
+                p.finalize()
+        self.slot.processors = []
+        spans = len(self.exporter.get_finished_spans())
+        self.exporter.clear()
+        return spans
+
+
+VARIANTS: dict[str, Callable[[AER1AutoGenCollector], list[SpanProcessor]]] = {
+    BASE: lambda c: [],
+    JOINED: lambda c: [ReceiptSpanProcessor(c)],
+    BOTH: lambda c: [ReceiptSpanProcessor(c), SpanReceiptCollector("bench, from spans", root="bench run")],
+}
+
+
+async def measure(messages: int, runs: int) -> tuple[dict[str, list[tuple[float, float]]], int]:
+    """Paired runs, every variant once per pair in an order rotated from pair to pair; (samples, spans a run)."""
+    traced = Traced()
+    names = list(VARIANTS)
+    spans = 0
+    for name in names:  # warm-up
+        spans = await traced.run(messages, VARIANTS[name])
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    for i in range(runs):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            gc.collect()
+            wall, cpu = time.perf_counter(), time.process_time()
+            await traced.run(messages, VARIANTS[name])
+            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return times, spans
+
+
+def _ratio(samples: list[tuple[float, float]], base: list[tuple[float, float]], clock: int) -> float:
+    return statistics.median(s[clock] / b[clock] for s, b in zip(samples, base, strict=True))
+
+
+def report(times: dict[str, list[tuple[float, float]]], messages: int, runs: int, spans: int) -> str:
+    base = times[BASE]
+    lines = [f"RoundRobinGroupChat, {len(AGENTS)} AssistantAgents, {messages} messages, {spans} spans a run, "
+             f"{runs} paired runs (ratio: median over the pairs of variant / {BASE!r})", "",
+             "| variant | median wall (ms) | wall ratio | median CPU (ms) | CPU ratio | CPU more by |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, samples in times.items():
+        cpu = _ratio(samples, base, 1)
+        lines.append(f"| {name} | {statistics.median(s[0] for s in samples) * 1000:.1f} | "
+                     f"{_ratio(samples, base, 0):.3f} | {statistics.median(s[1] for s in samples) * 1000:.1f} | "
+                     f"{cpu:.3f} | {(cpu - 1) * 100:+.1f}% |")
+    return "\n".join(lines)
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """Rows for ``run_all.py``: CPU time with each processor relative to the run without one."""
+    from _table import make_row
+
+    runs = QUICK_RUNS if quick else DEFAULT_RUNS
+    times, _ = asyncio.run(measure(DEFAULT_MESSAGES, runs))
+    label = f"AgentChat, {DEFAULT_MESSAGES} messages, tracing on, run time / without an aer1 span processor"
+    return [make_row(f"{label}: {name[2:]}", _ratio(times[name], times[BASE], 1), None, "× without")
+            for name in (JOINED, BOTH)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} paired runs")
+    args = parser.parse_args(argv)
+    if args.messages < 2 or args.runs < 1:
+        parser.error("--messages must be at least 2 and --runs at least 1")
+    runs = QUICK_RUNS if args.quick else args.runs
+    times, spans = asyncio.run(measure(args.messages, runs))
+    print(report(times, args.messages, runs, spans))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+

@@ -1,0 +1,115 @@
+"""Receipts from GenAI spans of a framework aer1 has no collector for: spans made here with the real SDK.
+
+The spans follow the OpenTelemetry GenAI conventions as any instrumented framework emits
+them: an ``invoke_agent`` span per agent turn, ``chat`` spans for model calls, ``execute_tool``
+spans for tool calls (with or without the opt-in arguments and results).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.trace import StatusCode
+
+from aer1.collectors.otel import SpanReceiptCollector
+
+from ...receipts import Peers, evidence_contents, verify_everywhere
+from .conftest import Tracing
+
+
+def rows(receipt: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    return [(s["kind"], s["tool"], s["agent"], s.get("target") or s.get("call_id")) for s in receipt["steps"]]
+
+
+def test_handoff_tools_give_handoff_steps_and_failures_their_error(tracing: Tracing, tmp_path: Path,
+                                                                   peers: Peers | None) -> None:
+    from_spans = SpanReceiptCollector("triage", root="run", handoffs={"transfer_to_billing": "billing"})
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    with tracer.start_as_current_span("run"):
+        with tracer.start_as_current_span("invoke_agent triage", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage"}):
+            with tracer.start_as_current_span("chat gpt-x", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x",
+                    "gen_ai.provider.name": "openai", "gen_ai.usage.input_tokens": 12,
+                    "gen_ai.usage.output_tokens": 3, "gen_ai.response.finish_reasons": ("tool_calls",)}):
+                pass
+            with tracer.start_as_current_span("execute_tool lookup", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                    "gen_ai.tool.call.id": "k1", "gen_ai.tool.call.arguments": '{"id": 7}'}) as span:
+                span.set_status(StatusCode.ERROR, "no such account")
+                span.set_attribute("error.type", "KeyError")
+            with tracer.start_as_current_span("execute_tool transfer_to_billing", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "transfer_to_billing",
+                    "gen_ai.tool.call.id": "h1", "gen_ai.tool.call.arguments": "{}",
+                    "gen_ai.tool.call.result": "billing"}):
+                pass
+        with tracer.start_as_current_span("invoke_agent billing", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "billing"}):
+            pass
+    receipt = from_spans.receipt
+    assert receipt is not None
+    path = from_spans.save(tmp_path / "r.json")
+    verify_everywhere(path, receipt, peers)
+    assert rows(receipt) == [
+        ("message", "chat", "triage", None),
+        ("tool_call", "lookup", "triage", "k1"),
+        ("tool_call", "transfer_to_billing", "triage", "h1"),
+        ("handoff", "handoff", "triage", "billing"),
+        ("message", "invoke_agent", "triage", None),
+        ("message", "invoke_agent", "billing", None),
+        ("close", "close", "aer1", None),
+    ]
+    contents = evidence_contents(path)
+    assert contents[1]["model"]["request_model"] == "gpt-x" and contents[1]["model"]["input_tokens"] == 12
+    assert contents[1]["model"]["finish_reasons"] == ["tool_calls"]
+    failed = receipt["steps"][1]
+    assert failed["status"] == "error" and receipt["status"] == "ok"  # a failed tool is a step's status, not the run's
+    assert contents[2]["error"] == {"type": "KeyError", "module": None, "message": "no such account"}
+    assert contents[2]["arguments"] == {"id": 7} and contents[2]["result"] is None
+    assert "gen_ai.tool.call.result" in contents[2]["otel"]["absent"]
+    assert contents[3]["result"] == "billing" and "absent" not in contents[3]["otel"]
+    assert contents[4]["target"] == "billing" and contents[4]["call_id"] == "h1"
+    handoff, call = receipt["steps"][3], receipt["steps"][2]
+    assert (handoff["trace_id"], handoff["span_id"]) == (call["trace_id"], call["span_id"])
+
+
+def test_spans_ending_out_of_start_order_are_kept_in_start_order(tracing: Tracing) -> None:
+    """Two tool spans started a then b, ended b then a (parallel calls): the receipt keeps a, b."""
+    from_spans = SpanReceiptCollector("parallel", root="run")
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    with tracer.start_as_current_span("run"):
+        a = tracer.start_span("execute_tool a", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "a", "gen_ai.tool.call.id": "ca"})
+        b = tracer.start_span("execute_tool b", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "b", "gen_ai.tool.call.id": "cb"})
+        b.end()
+        a.end()
+    receipt = from_spans.receipt
+    assert receipt is not None
+    assert rows(receipt)[:2] == [("tool_call", "a", "unattributed", "ca"), ("tool_call", "b", "unattributed", "cb")]
+    ends = [s["ended_at"] for s in receipt["steps"][:2]]
+    assert ends[0] >= ends[1]  # the end times the receipt keeps are the spans' own
+
+
+def test_hostile_attribute_values_are_data(tracing: Tracing, tmp_path: Path) -> None:
+    """Arguments that are not JSON, JSON with constants, and markup stay as the span's text."""
+    from_spans = SpanReceiptCollector("hostile", root="run")
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    weird = ['{"x": NaN}', "<script>alert(1)</script>", '{"a": 1, "a": 2}']
+    with tracer.start_as_current_span("run"):
+        for i, text in enumerate(weird):
+            with tracer.start_as_current_span(f"execute_tool t{i}", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{i}",
+                    "gen_ai.tool.call.id": f"c{i}", "gen_ai.tool.call.arguments": text,
+                    "gen_ai.tool.call.result": text}):
+                pass
+    receipt = from_spans.receipt
+    assert receipt is not None and receipt.get("recording_failures", 0) == 0
+    contents = evidence_contents(from_spans.save(tmp_path / "r.json"))
+    for i, text in enumerate(weird):
+        assert contents[i + 1]["arguments"] == text and contents[i + 1]["arguments_malformed"] is True
+        assert contents[i + 1]["result"] == text
