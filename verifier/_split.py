@@ -34,6 +34,7 @@ import orjson
 from .._keyring import KeyEntry
 from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
+from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
@@ -42,7 +43,7 @@ from ._kind import refuse_unless_receipt
 from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
 from ._report import CheckResult, Report
-from ._signed import Hashes, passed_steps_bytes, signing_input
+from ._signed import Hashes, passed_steps_bytes
 from ._steps import StepChecker
 from ._timestamp import TsaTrust
 
@@ -487,7 +488,7 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     signed = None
     if spills is not None:
         pieces = list(zip(spills, (p.spilled for p in parts), strict=True))
-        signed = lambda: signing_input(rest, pieces, None)  # noqa: E731
+        signed = lambda: signing_input_of_parts(rest, pieces, None)  # noqa: E731
 
     def evidence_check(view: Mapping[str, Any], path: str, result: CheckResult) -> None:
         if _evidence_quick(path, rest.get("workflow_id"), hashes, jobs):

@@ -33,6 +33,7 @@ from .._keyring import KeyEntry
 from .._limits import MAX_VALUE_BYTES, STREAM_MIN_BYTES
 from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
+from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._fast import Run, check_block, combine
@@ -53,7 +54,7 @@ from ._parse import (
     parse_line_quick,
 )
 from ._report import CheckResult, Report
-from ._signed import Hashes, passed_steps_bytes, signing_input
+from ._signed import Hashes, passed_steps_bytes
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
 from ._timestamp import TsaTrust
 
@@ -359,7 +360,7 @@ class _Walker:
 
     def signing_input(self) -> bytearray:
         """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
-        return signing_input(self.rest, [(self.spill, self.spilled)], self.unencodable)
+        return signing_input_of_parts(self.rest, [(self.spill, self.spilled)], self.unencodable)
 
 
 def verify_streaming(
