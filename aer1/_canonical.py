@@ -46,6 +46,7 @@ __all__ = [
     "check_exact",
     "exact_bytes",
     "jcs_encode",
+    "member_order",
     "normalize",
     "restore",
     "sorted_json",
@@ -133,8 +134,9 @@ def _jcs_string(s: str) -> str:
     return '"' + "".join(_ESCAPES.get(ch, ch) for ch in s) + '"'
 
 
-def _utf16_key(s: str) -> bytes:
-    return s.encode("utf-16-be", "surrogatepass")
+def member_order(name: str) -> bytes:
+    """RFC 8785 member order: a sort key comparing member names as UTF-16 code units."""
+    return name.encode("utf-16-be", "surrogatepass")
 
 
 def _jcs_parts(value: Any, out: list[str], depth: int) -> None:
@@ -162,7 +164,7 @@ def _jcs_parts(value: Any, out: list[str], depth: int) -> None:
     elif t is dict:
         out.append("{")
         first = True
-        for key in sorted(value, key=_utf16_key):
+        for key in sorted(value, key=member_order):
             if type(key) is not str:
                 raise CanonicalizationError(f"object key {key!r} is not a string")
             if not first:

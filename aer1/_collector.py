@@ -18,8 +18,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import _timefmt as timefmt
-from ._canonical import CanonicalizationError, _is_plain, canonical_bytes, check_exact, exact_bytes, normalize
-from ._chain import _VARIANT, STEP_TAG, genesis_digest, uuid8_from_hex
+from ._canonical import (
+    CanonicalizationError,
+    _is_plain,
+    canonical_bytes,
+    check_exact,
+    exact_bytes,
+    normalize,
+    sorted_json,
+)
+from ._chain import genesis_digest, step_link
 from ._commit import Personal, commit_content, marker_for
 from ._evidence import EvidenceSink
 from ._imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
@@ -85,7 +93,6 @@ _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
 #: Kinds whose status says how the run ended (spec/steps.md, *The workflow's status*).
 _RUN_END_KINDS = frozenset({"termination", "error"})
-_STEP_HASH = sha256(STEP_TAG)
 
 
 class CollectorClosedError(UsageError, RuntimeError):
@@ -412,11 +419,7 @@ class Collector:
                 raise ValueError("the receipt or its evidence would grow past the size the verifier reads "
                                  f"({MAX_INPUT_BYTES} and {MAX_EVIDENCE_BYTES} bytes)")
             self._receipt_bytes, self._evidence_bytes = receipt_bytes, evidence_bytes
-            digest = _STEP_HASH.copy()  # the tag is hashed once, not once a step
-            digest.update(hbytes)
-            h = digest.hexdigest()
-            # uuid8_from_hex, inlined: version nibble 8, variant bits 10
-            rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+            h, rid = step_link(hbytes)
             if self.journal is not None:
                 keep = self._sink is not None or kind == CLOSE_KIND  # the close content is always journaled
                 self.journal.write_step(rid, hbytes, cbytes if keep else None)
@@ -669,13 +672,11 @@ class Collector:
         for i, step in enumerate(steps):
             if type(step) is not dict or step.get("seq") != i + 1 or step.get("prev_digest") != prev:
                 return f"step {i + 1}"
-            body = step.copy()
-            rid = body.pop("receipt_id", None)
             try:
-                h = sha256(STEP_TAG + orjson.dumps(body, option=_SORT)).hexdigest()
-            except orjson.JSONEncodeError:
+                h, rid = step_link(sorted_json({k: v for k, v in step.items() if k != "receipt_id"}))
+            except (TypeError, ValueError):
                 return f"step {i + 1}"
-            if rid != uuid8_from_hex(h):
+            if step.get("receipt_id") != rid:
                 return f"step {i + 1}"
             prev = h
         if len(steps) != self._seq:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ._canonical import exact_bytes
 from ._receipt import CLOSE_BOUND_MEMBERS
-from ._signing import SIG_DOMAIN, pae
+from ._signing import pae
 
 __all__ = [
     "DEFAULT_TSA_TIMEOUT_S",
@@ -86,4 +86,4 @@ def imprint_digest(receipt: Mapping[str, Any]) -> str:
 
 def _pae(body: bytes) -> bytes:
     """The signature's pre-authentication encoding, under this module's own domain."""
-    return IMPRINT_DOMAIN + pae(IMPRINT_TYPE, body)[len(SIG_DOMAIN):]
+    return pae(IMPRINT_TYPE, body, domain=IMPRINT_DOMAIN)

@@ -26,6 +26,7 @@ __all__ = [
     "inclusion_proof",
     "leaf_receipt_id",
     "leaf_seq_output",
+    "leaves_of_ids",
     "merkle_root",
     "merkle_root_hex",
     "reduce_levels",
@@ -38,6 +39,7 @@ _HASH_LEN = 32
 #: Leaves :func:`merkle_root_hex` hashes and reduces at a time (a power of two).
 CHUNK_LEAVES = 256
 _sha256 = hashlib.sha256
+_HASH_DIGEST = type(_sha256()).digest
 
 
 class RootMismatchError(VerificationError):
@@ -52,6 +54,11 @@ class RootMismatchError(VerificationError):
 def leaf_receipt_id(receipt_id: str) -> bytes:
     """Leaf hash under ``receipt-id-v0``."""
     return _sha256(receipt_id.encode("utf-8")).digest()
+
+
+def leaves_of_ids(receipt_ids: Iterable[str]) -> list[bytes]:
+    """:func:`leaf_receipt_id` of each id, in order: the batch form for many steps at once."""
+    return list(map(_HASH_DIGEST, map(_sha256, map(str.encode, receipt_ids))))
 
 
 def leaf_seq_output(seq: int, output_hash: str) -> bytes:
@@ -110,7 +117,7 @@ def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) ->
     peaks: list[bytes | None] = []
     full = 0
     while True:
-        leaves = [sha(r.encode()).digest() for r in islice(ids, chunk)]
+        leaves = leaves_of_ids(islice(ids, chunk))
         if len(leaves) < chunk:
             break
         full += 1

@@ -15,15 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._chain import PROFILE
-
 __all__ = [
     "CLOSED_BY_RECOVERY",
     "CLOSE_AGENT",
     "CLOSE_BOUND_MEMBERS",
     "CLOSE_KIND",
     "DEFAULT_VERIFY_URL",
-    "DERIVED_ID_PATTERN",
     "EVIDENCE_TYPE",
     "EVIDENCE_VERSION",
     "HEX64_PATTERN",
@@ -31,6 +28,7 @@ __all__ = [
     "MERKLE_VERSION",
     "MERKLE_VERSIONS",
     "MERKLE_VERSION_SEQ_OUTPUT",
+    "PROFILE",
     "PROOF_MEMBERS",
     "PROOF_TYPE",
     "PROOF_VERSION",
@@ -55,6 +53,8 @@ __all__ = [
 
 #: The ``type`` of an AER-1 workflow receipt (Section 8).
 WORKFLOW_TYPE = "verifiable-workflow-receipt"
+#: Names the hash-chain construction (aer1._chain) and its version in the receipt's ``profile`` member.
+PROFILE = "aer1-chain-v1"
 #: The ``version`` of the workflow receipts we write.
 WORKFLOW_VERSION = "1"
 #: The Section 8.1 leaf construction our receipts use (and a receipt without merkle_version means).
@@ -111,8 +111,6 @@ AGENT_MEMBERS = ("name", "type", "description", "config_digest")
 
 #: A lowercase UUID (workflow_id, receipt_id, a step's receipt_id).
 UUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-#: A step id derived by the chain: RFC 9562 version 8, variant 10.
-DERIVED_ID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 #: A SHA-256 digest: 64 lowercase hex characters.
 HEX64_PATTERN = r"[0-9a-f]{64}"
 #: Our step times: UTC with microseconds; group 1 is the calendar date (checked separately).

@@ -34,7 +34,7 @@ import orjson
 
 from . import _timefmt as timefmt
 from ._canonical import CanonicalizationError, exact_bytes
-from ._chain import PROFILE, STEP_TAG, genesis_digest, uuid8_from_digest
+from ._chain import PROFILE, genesis_digest, step_link
 from ._evidence import evidence_header, evidence_line
 from ._journal import JOURNAL_TYPE, JOURNAL_VERSION
 from ._layout import receipt_json
@@ -312,17 +312,17 @@ class _Recovery:
             cbytes = exact_bytes(record["content"]) if wants_content else None
         except CanonicalizationError as e:
             raise _BadLine(f"line cannot be canonicalized: {e}", seq) from e
-        digest = hashlib.sha256(STEP_TAG + hbytes).digest()
-        if uuid8_from_digest(digest) != rid:
+        head, derived = step_link(hbytes)
+        if derived != rid:
             raise _BadLine("receipt_id is not derived from the step's members (the line was changed)", seq)
         if cbytes is not None and hashlib.sha256(cbytes).hexdigest() != step["receipt_hash"]:
             raise _BadLine("content does not hash to receipt_hash (the line was changed)", seq)
         if step["kind"] == CLOSE_KIND:
             # Checked, then set aside: recovery always ends the chain with its own close step.
             self._check_close(step, record["content"], seq)
-            self.close_id, self.close_head = rid, digest.hex()
+            self.close_id, self.close_head = rid, head
             return
-        self.head = digest.hex()
+        self.head = head
         rhash = step["receipt_hash"]
         self.steps.append(step_in_order(step, rid))
         if self.evidence is not None and cbytes is not None:
@@ -389,9 +389,8 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
         "status": "ok", "prev_digest": state.head,
     }
     rhash = header["receipt_hash"]
-    digest = hashlib.sha256(STEP_TAG + exact_bytes(header)).digest()
-    state.head = digest.hex()
-    state.steps.append(step_in_order(header, uuid8_from_digest(digest)))
+    state.head, rid = step_link(exact_bytes(header))
+    state.steps.append(step_in_order(header, rid))
     if state.evidence is not None:
         state.evidence.write(evidence_line(seq, rhash, cbytes))
 

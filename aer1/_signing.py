@@ -16,11 +16,11 @@ import base64
 import hashlib
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ._canonical import exact_bytes
+from ._canonical import CanonicalizationError, exact_bytes, member_order
 from ._infile import NotRegularFile, open_regular
 from .errors import CouldNotVerifyError, MalformedInputError, VerificationError
 
@@ -44,6 +44,7 @@ __all__ = [
     "parse_signature",
     "sign_receipt",
     "signing_input",
+    "signing_input_of_parts",
     "verify_signature",
 ]
 
@@ -54,6 +55,9 @@ ENV_SIGNING_KEY = "AER1_SIGNING_KEY"
 _RAW_KEY_LEN = 32
 _SIG_LEN = 64
 MAX_KEY_FILE_BYTES = 64 * 1024
+_U64 = struct.Struct(">Q")
+#: Bytes of spilled step encodings copied at a time.
+_COPY_BYTES = 4 * 1024 * 1024
 
 
 class KeyFileError(MalformedInputError):
@@ -72,15 +76,14 @@ class SignatureMalformed(CouldNotVerifyError):
     """The ``signature`` member has the wrong shape, so it could not be checked at all."""
 
 
-def pae(payload_type: bytes, body: bytes) -> bytes:
+def pae(payload_type: bytes, body: bytes, *, domain: bytes = SIG_DOMAIN) -> bytes:
     """Pre-authentication encoding: domain, then type and body each length-prefixed."""
-    return (
-        SIG_DOMAIN
-        + struct.pack(">Q", len(payload_type))
-        + payload_type
-        + struct.pack(">Q", len(body))
-        + body
-    )
+    return _pae_head(payload_type, len(body), domain) + body
+
+
+def _pae_head(payload_type: bytes, body_len: int, domain: bytes) -> bytes:
+    """What :func:`pae` writes before the body: the domain, the type with its length, the body's length."""
+    return domain + _U64.pack(len(payload_type)) + payload_type + _U64.pack(body_len)
 
 
 def signing_input(receipt: Mapping[str, Any], payload_type: bytes = PAYLOAD_TYPE) -> bytes:
@@ -90,6 +93,52 @@ def signing_input(receipt: Mapping[str, Any], payload_type: bytes = PAYLOAD_TYPE
     """
     body = {k: v for k, v in receipt.items() if k != "signature"}
     return pae(payload_type, exact_bytes(body))
+
+
+def signing_input_of_parts(rest: Mapping[str, Any], spills: Sequence[tuple[IO[bytes], int]],
+                           unencodable: str | None) -> bytearray:
+    """:func:`signing_input` of a receipt whose steps' RFC 8785 bytes are held in files, not as dicts.
+
+    ``rest``: the receipt's members but ``steps``; ``spills``: files holding the steps' JCS
+    bytes, comma-separated, in order, each with its length (joined here by commas). The
+    bytes are written into one buffer, the steps' bytes copied into place a chunk at a time.
+    CanonicalizationError (``unencodable``'s message) when a step has no exact JCS form:
+    the receipt then has no signed bytes.
+    """
+    if unencodable is not None:
+        raise CanonicalizationError(unencodable)
+    body = {k: v for k, v in rest.items() if k != "signature"}
+    keys = sorted([*body, "steps"], key=member_order)
+    cut = keys.index("steps")
+
+    def members(names: list[str]) -> bytes:
+        return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
+
+    before, after = members(keys[:cut]), members(keys[cut + 1:])
+    front = b"{" + before + (b"," if before else b"") + b'"steps":['
+    back = b"]" + (b"," if after else b"") + after + b"}"
+    parts = [(spill, n) for spill, n in spills if n]
+    steps_len = sum(n for _, n in parts) + max(len(parts) - 1, 0)
+    head = _pae_head(PAYLOAD_TYPE, len(front) + steps_len + len(back), SIG_DOMAIN)
+    msg = bytearray(len(head) + len(front) + steps_len + len(back))
+    view = memoryview(msg)
+    at = len(head) + len(front)
+    view[:at] = head + front
+    for k, (spill, n) in enumerate(parts):
+        if k:
+            view[at:at + 1] = b","
+            at += 1
+        spill.seek(0)
+        end = at + n
+        while at < end:
+            chunk = spill.read(min(_COPY_BYTES, end - at))
+            if not chunk:
+                raise OSError("the spilled step bytes ended early")
+            view[at:at + len(chunk)] = chunk
+            at += len(chunk)
+    view[at:] = back
+    view.release()
+    return msg
 
 
 def _raw_public(key: Ed25519PublicKey) -> bytes:

@@ -24,9 +24,9 @@ from _table import make_row
 from bench_linked import _control_ratio
 
 from aer1 import Collector
+from aer1._chain import step_digests as _digests
 from aer1._merkle import root_of_leaves
 from aer1.verifier import verify_receipt
-from aer1.verifier._fast import _digests
 from aer1.verifier._parallel import quick_steps
 
 #: Steps of the receipts (full run / quick run) and alternating rounds.

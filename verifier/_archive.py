@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from . import _verify_kept, verify_proof
+from . import verify_proof
+from ._driver import verify_kept
 from ._evidence import evidence_for
 from ._output import dump_json, one_line, unreadable_report
 from ._parse import MalformedInput, open_regular
@@ -135,7 +136,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
             proof.rules = apply_policy(proof.report, opts.policy, None, None)
         return proof
     before = _stat(path)
-    report, parsed = _verify_kept(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
+    report, parsed = verify_kept(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
                                   expected_root=opts.expected_root, expected_head=opts.expected_head,
                                   jobs=opts.steps_jobs, **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy,
                                                                   opts.keyring))

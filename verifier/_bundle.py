@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._canonical import CanonicalizationError
-from .._limits import MAX_FILES
+from .._limits import BUNDLE_PARALLEL_MIN_BYTES, MAX_FILES
 from .._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ..errors import UsageError
 from ._checks import _is_uuid
@@ -54,7 +54,7 @@ NOT_FOLLOWED = "not followed"
 LINK_FAILED = "FAIL"
 #: Receipt bytes in a bundle from which its receipts are verified in parallel processes
 #: (below it, starting the processes costs more than they save).
-PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+PARALLEL_MIN_BYTES = BUNDLE_PARALLEL_MIN_BYTES
 #: Deepest chain of links followed from the root (the report nests one level per link).
 MAX_LINK_DEPTH = 64
 _RECEIPT_SUFFIX = ".json"

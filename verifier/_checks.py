@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._canonical import MAX_SAFE_INTEGER, CanonicalizationError, exact_bytes
-from .._chain import PROFILE
+from .._chain import PROFILE, is_derived_id
 from .._imprint import KEY_PROOF_MEMBER, TIMESTAMPS_MEMBER
 from .._link import LINK_KIND
 from .._receipt import (
@@ -17,7 +17,6 @@ from .._receipt import (
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
-    DERIVED_ID_PATTERN,
     HEX64_PATTERN,
     KINDS,
     MERKLE_VERSION,
@@ -49,7 +48,6 @@ __all__ = [
 ]
 
 _UUID = re.compile(UUID_PATTERN, re.ASCII)
-_DERIVED_ID = re.compile(DERIVED_ID_PATTERN, re.ASCII)
 #: Why a step with a derived id but no profile members fails (receipts and proofs).
 PROFILE_STRIPPED = (
     "profile stripped: receipt_id has the layout of an aer1-chain-v1 derived id (UUIDv8), "
@@ -108,11 +106,6 @@ def is_rfc3339(v: Any) -> bool:
         return _date_ok(m.group(1))
     m = _ANY_TS.fullmatch(v)
     return m is not None and _date_ok(f"{m.group(1)}-{m.group(2)}-{m.group(3)}")
-
-
-def is_derived_id(v: Any) -> bool:
-    """True when ``v`` has the layout of a chain-derived step id (a lowercase UUIDv8)."""
-    return type(v) is str and _DERIVED_ID.fullmatch(v) is not None
 
 
 def claims_profile(workflow: Mapping[str, Any]) -> bool:

@@ -16,22 +16,16 @@ walk over those steps.
 
 from __future__ import annotations
 
-import struct
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from hashlib import sha256 as _sha256
-from itertools import chain, compress, repeat
-from json.encoder import encode_basestring as _json_string
+from itertools import compress, repeat
 from operator import ge, gt, itemgetter
 from typing import Any
 
-from .._canonical import sorted_json
-from .._chain import STEP_TAG
+from .._chain import derived_ids_hex, step_digests
 from .._limits import MAX_STRING_CHARS
 from .._link import LINK_KIND
-from .._merkle import reduce_levels, root_of_leaves
+from .._merkle import leaves_of_ids, reduce_levels, root_of_leaves
 from .._receipt import (
     CLOSE_KIND,
     KINDS,
@@ -51,14 +45,6 @@ _ALL = frozenset((*STEP_REQUIRED_MEMBERS, *STEP_OPTIONAL_MEMBERS))
 _COLUMNS = tuple(map(itemgetter, STEP_REQUIRED_MEMBERS))
 _KIND_SET = frozenset(KINDS)
 _STATUS_SET = frozenset(STEP_STATUSES)
-#: The types a step's values may have for the digests' encoding (exactly these: no subclass).
-_STEP_VALUE_TYPES = frozenset((str, int))
-#: A step of the required members only, without receipt_id, in RFC 8785 form: its members
-#: (ASCII names) in sorted order, each ``%s`` a value already written as JSON.
-_BODY = sorted(m for m in STEP_REQUIRED_MEMBERS if m != "receipt_id")
-_BODY_TEMPLATE = "{" + ",".join(f'"{m}":%s' for m in _BODY) + "}"
-_BODY_AT = tuple(STEP_REQUIRED_MEMBERS.index(m) for m in _BODY)
-_SEQ_AT = STEP_REQUIRED_MEMBERS.index("seq")
 #: A step time with every digit written 0 (the hour, minute and second digits are checked apart).
 _TIME_SHAPE = b"0000-00-00T00:00:00.000000Z"
 _TS_LEN = len(_TIME_SHAPE)
@@ -75,11 +61,6 @@ _ID_LEN = 36
 _ID_DASHES = (8, 13, 18, 23)
 _HEX_LEN = 64
 _DIGEST = 32
-_HASH_DIGEST = type(_sha256()).digest
-_PREFIX = struct.Struct("16s16x")
-# a step id is the digest's first 16 bytes with the version (8) and variant (10) bits set
-_ID_KEEP = bytes.fromhex("ffffffffffff0fff3fffffffffffffff")
-_ID_SET = bytes.fromhex("00000000000080008000000000000000")
 
 
 @dataclass
@@ -150,10 +131,10 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
     dashes = "-" * n
     if any(ids[k::_ID_LEN] != dashes for k in _ID_DASHES):
         return None
-    digests = _digests(run, columns if max(sizes) == _N_REQUIRED else None)
-    if "".join(prevs[1:]) != digests[:-_DIGEST].hex() or ids.replace("-", "") != _derived_ids(digests, n):
+    digests = step_digests(run, columns if max(sizes) == _N_REQUIRED else None)
+    if "".join(prevs[1:]) != digests[:-_DIGEST].hex() or ids.replace("-", "") != derived_ids_hex(digests):
         return None
-    leaves = list(map(_HASH_DIGEST, map(_sha256, map(str.encode, rids))))
+    leaves = leaves_of_ids(rids)
     return Run(lo, lo + n, prevs[0], digests[-_DIGEST:].hex(), leaves, reduce_levels(leaves[:], levels), links,
                closed)
 
@@ -206,68 +187,6 @@ def _hex_ok(values: tuple[Any, ...]) -> bool:
         return False
     text = "".join(values)
     return not text.encode().translate(None, _HEX_DIGITS)  # UTF-8 of non-ASCII is bytes of 0x80 and up
-
-
-def _digests(run: list[dict[str, Any]], columns: list[tuple[Any, ...]] | None = None) -> bytes:
-    """Each step's chain digest, SHA-256(STEP_TAG || sorted step without receipt_id), concatenated.
-
-    The encoding refuses any value that is not exactly a JSON type (TypeError), so the
-    steps it takes are JSON data; sorted output of ASCII member names, strings and safe
-    integers is their RFC 8785 form (what ``step_digest_hex(flat=True)`` relies on). With
-    orjson loaded it writes them (refusing subclasses itself); otherwise the standard
-    library's encoder does (:func:`~aer1._canonical.sorted_json`, the same bytes), once every
-    value is seen to be exactly a ``str`` or an ``int``. ``columns``, given when every step
-    holds the required members only (each member's values, in STEP_REQUIRED_MEMBERS order):
-    without orjson the steps are then written column by column into one template.
-    """
-    out: list[bytes] = []
-    orjson = sys.modules.get("orjson")
-    if orjson is None and columns is not None:
-        return _digests_of_columns(columns)
-    if orjson is not None:
-        option = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS  # subclasses refused (no ``default``)
-        dumps: Any = partial(orjson.dumps, option=option)
-    elif set(map(type, chain.from_iterable(map(dict.values, run)))) <= _STEP_VALUE_TYPES:
-        dumps = sorted_json
-    else:
-        raise TypeError("a step value is not exactly a string or an integer")
-    append, sha, tag = out.append, _sha256, STEP_TAG
-    for step in run:
-        body = step.copy()
-        del body["receipt_id"]
-        append(sha(tag + dumps(body)).digest())
-    return b"".join(out)
-
-
-def _digests_of_columns(columns: list[tuple[Any, ...]]) -> bytes:
-    """:func:`_digests` of steps holding the required members only, written without orjson.
-
-    Every value must be exactly a ``str`` (seq exactly an ``int``, checked by the caller): each
-    string is written by the standard library's JSON string encoder (``ensure_ascii=False``,
-    which escapes only ``"``, ``\\`` and control characters, as RFC 8785 does), seq as its
-    digits, and the members fall into the template in sorted order. A lone surrogate is
-    written as it is and refused when the text is encoded (UnicodeEncodeError, a ValueError).
-    """
-    written: list[Any] = []
-    for at, values in enumerate(columns):
-        if at == _SEQ_AT:
-            written.append(map(str, values))
-        elif set(map(type, values)) != {str}:
-            raise TypeError("a step value is not exactly a string")
-        else:
-            written.append(map(_json_string, values))
-    texts = map(_BODY_TEMPLATE.__mod__, zip(*(written[at] for at in _BODY_AT), strict=True))
-    sha, tag = _sha256, STEP_TAG
-    return b"".join([sha(tag + text.encode()).digest() for text in texts])
-
-
-def _derived_ids(digests: bytes, n: int) -> str:
-    """The step ids the digests derive (lowercase hex, no dashes), all at once."""
-    prefixes = b"".join(map(itemgetter(0), _PREFIX.iter_unpack(digests)))
-    width = 16 * n
-    value = int.from_bytes(prefixes, "big") & int.from_bytes(_ID_KEEP * n, "big") | int.from_bytes(_ID_SET * n, "big")
-    return value.to_bytes(width, "big").hex()
-
 
 
 @dataclass

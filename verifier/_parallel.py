@@ -1,14 +1,14 @@
 """The quick path over a large receipt in several processes: each checks a run of steps.
 
 Given the ``prev_digest`` a run starts from, each run's digests, links, ids and leaves are
-checked apart, and its Merkle nodes reduced :data:`LEVELS` levels (runs start at a
-multiple of ``2**LEVELS`` steps, so their nodes are those of the whole tree); this
+checked apart, and its Merkle nodes reduced ``Paths.levels`` levels (runs start at a
+multiple of ``2**levels`` steps, so their nodes are those of the whole tree); this
 process then checks the seams, the repeated ids and the top of the tree (``_fast.combine``).
 
 Worker processes are made with ``os.fork``: they read the parsed receipt where it lies,
 with nothing pickled on the way in. A fork is made only when this process runs one
 thread (a lock held by another thread would stay held in the child); otherwise, on a
-system without ``fork``, below :data:`PARALLEL_MIN_STEPS`, or when a worker does not
+system without ``fork``, below ``Paths.parallel_min_steps``, or when a worker does not
 answer, the runs are checked here. The result is the same either way: a run that is not
 certainly passing makes the caller run the reference over the whole receipt.
 """
@@ -24,11 +24,9 @@ from typing import Any
 
 from .._receipt import MERKLE_VERSION
 from ._fast import Passed, Run, check_run, combine
+from ._paths import DEFAULT_PATHS, Paths
 
 __all__ = [
-    "LEVELS",
-    "PARALLEL_MIN_STEPS",
-    "SPLIT_MIN_BYTES",
     "collect",
     "fork_job",
     "fork_safe",
@@ -37,13 +35,6 @@ __all__ = [
     "steps_in_runs",
 ]
 
-#: Receipts with fewer steps are checked in one process: a fork and its page copies cost more.
-PARALLEL_MIN_STEPS = 20_000
-#: Receipt files from this size on may be cut into runs of step lines checked in processes (``_split``);
-#: measured on two free cores: 0.8-0.9x one process's time at 0.7 to 2 MiB, 1.1x at 0.5 MiB.
-SPLIT_MIN_BYTES = 1024 * 1024
-#: Merkle levels each worker reduces its run by (runs are multiples of 2**LEVELS steps, but the last).
-LEVELS = 10
 _READ = 1 << 20
 
 
@@ -63,24 +54,24 @@ def fork_safe() -> bool:
         return False
 
 
-def steps_in_runs(steps: list[Any], jobs: int) -> Passed | None:
+def steps_in_runs(steps: list[Any], jobs: int, paths: Paths = DEFAULT_PATHS) -> Passed | None:
     """The quick path over ``steps`` in up to ``jobs`` processes (this one included); None: run the reference."""
     n = len(steps)
-    block = 1 << LEVELS
+    block, levels = paths.block_steps, paths.levels
     per = -(-n // max(jobs, 1) // block) * block or block  # whole blocks, rounded up
-    if jobs <= 1 or n < PARALLEL_MIN_STEPS or per >= n or not fork_safe():
+    if jobs <= 1 or n < paths.parallel_min_steps or per >= n or not fork_safe():
         return combine([check_run(steps, 0, n, last=True)])
     bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
     workers: list[tuple[int, int, tuple[int, int]]] = []
     try:
         for lo, hi in bounds[1:]:
-            pid, fd = fork_job(functools.partial(check_run, steps, lo, hi, last=hi == n, levels=LEVELS))
+            pid, fd = fork_job(functools.partial(check_run, steps, lo, hi, last=hi == n, levels=levels))
             workers.append((pid, fd, (lo, hi)))
-        runs: list[Run | None] = [check_run(steps, 0, bounds[0][1], last=False, levels=LEVELS)]
+        runs: list[Run | None] = [check_run(steps, 0, bounds[0][1], last=False, levels=levels)]
         while workers:
             pid, fd, (lo, hi) = workers.pop(0)
             run = collect(pid, fd)
-            runs.append(run if isinstance(run, Run) else check_run(steps, lo, hi, last=hi == n, levels=LEVELS))
+            runs.append(run if isinstance(run, Run) else check_run(steps, lo, hi, last=hi == n, levels=levels))
     finally:
         reap([(pid, fd) for pid, fd, _ in workers])
     return combine(runs)
@@ -132,10 +123,10 @@ def reap(workers: list[tuple[int, int]]) -> None:
             os.waitpid(pid, 0)
 
 
-def quick_steps(wf: Any, jobs: int = 1) -> Passed | None:
+def quick_steps(wf: Any, jobs: int = 1, paths: Paths = DEFAULT_PATHS) -> Passed | None:
     """Checks 2, 3 and 5 over the steps of a receipt that claims our profile; None: run the reference.
 
-    ``jobs``: processes to use for a receipt of :data:`PARALLEL_MIN_STEPS` steps or more.
+    ``jobs``: processes to use for a receipt of ``paths.parallel_min_steps`` steps or more.
     """
     if type(wf) is not dict or not ("profile" in wf or "chain_head" in wf):
         return None
@@ -144,4 +135,4 @@ def quick_steps(wf: Any, jobs: int = 1) -> Passed | None:
     steps = wf.get("steps")
     if type(steps) is not list or not steps:
         return None
-    return steps_in_runs(steps, jobs)
+    return steps_in_runs(steps, jobs, paths)

@@ -38,6 +38,7 @@ from .._limits import (
     MAX_STRING_CHARS,
     parse_cost,
 )
+from .._limits import QUICK_PARSE_MIN_BYTES as _QUICK_PARSE_MIN_BYTES
 from ..errors import MalformedInputError
 
 __all__ = [
@@ -56,8 +57,8 @@ __all__ = [
 
 #: Deepest nesting accepted in a receipt or proof (see :mod:`aer1._limits`).
 MAX_DEPTH = MAX_RECEIPT_DEPTH
-#: Texts from this size on are read by the quick parser first (orjson, loaded then).
-QUICK_PARSE_MIN_BYTES = 1024 * 1024
+#: Texts from this size on are read by the quick parser first (orjson, loaded then; see :mod:`aer1._limits`).
+QUICK_PARSE_MIN_BYTES = _QUICK_PARSE_MIN_BYTES
 
 
 class MalformedInput(MalformedInputError):

@@ -3,25 +3,22 @@
 The streaming and the process-split paths keep, of each step, its receipt hash (32 bytes)
 and, for a signed receipt, its RFC 8785 bytes in a spill file; the in-memory path, when
 the quick step checks passed every step, writes its steps' bytes at C speed instead of
-walking them twice in Python. Each builds the signed bytes here, in one place.
+walking them twice in Python. Each builds the signed bytes with
+:func:`aer1._signing.signing_input_of_parts`, the one writer of the spilled form.
 """
 
 from __future__ import annotations
 
 import io
-import struct
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import Any
 
-from .._canonical import CanonicalizationError, check_exact, exact_bytes, sorted_json
-from .._signing import PAYLOAD_TYPE, pae
+from .._canonical import check_exact, sorted_json
+from .._signing import signing_input_of_parts
 
-__all__ = ["Hashes", "passed_steps_bytes", "signing_input", "signing_input_of_passed"]
+__all__ = ["Hashes", "passed_steps_bytes", "signing_input_of_passed"]
 
 _LEAF = 32
-_LEN_FIELD = 8
-#: Bytes copied from a spill file at a time.
-_COPY_BYTES = 4 * 1024 * 1024
 
 
 class Hashes(Sequence[Mapping[str, str]]):
@@ -44,57 +41,6 @@ class Hashes(Sequence[Mapping[str, str]]):
         return (self[i] for i in range(len(self)))
 
 
-def _jcs_key(key: str) -> bytes:
-    return key.encode("utf-16-be", "surrogatepass")
-
-
-def signing_input(rest: Mapping[str, Any], spills: Sequence[tuple[IO[bytes], int]],
-                  unencodable: str | None) -> bytearray:
-    """``pae(PAYLOAD_TYPE, JCS(receipt without signature))`` from its members and its steps' spilled bytes.
-
-    ``spills``: files holding the steps' JCS bytes, comma-separated, in order, each with
-    its length (joined here by commas). CanonicalizationError (``unencodable``'s message)
-    when a step has no exact JCS form: the receipt then has no signed bytes.
-    """
-    if unencodable is not None:
-        raise CanonicalizationError(unencodable)
-    body = {k: v for k, v in rest.items() if k != "signature"}
-    keys = sorted([*body, "steps"], key=_jcs_key)
-    cut = keys.index("steps")
-
-    def members(names: list[str]) -> bytes:
-        return b",".join(exact_bytes(k) + b":" + exact_bytes(body[k]) for k in names)
-
-    before, after = members(keys[:cut]), members(keys[cut + 1:])
-    head = pae(PAYLOAD_TYPE, b"")[:-_LEN_FIELD]  # the domain and the type; the body's length comes next
-    front = b"{" + before + (b"," if before else b"") + b'"steps":['
-    back = b"]" + (b"," if after else b"") + after + b"}"
-    parts = [(spill, n) for spill, n in spills if n]
-    steps_len = sum(n for _, n in parts) + max(len(parts) - 1, 0)
-    msg = bytearray(len(head) + _LEN_FIELD + len(front) + steps_len + len(back))
-    view = memoryview(msg)
-    at = len(head) + _LEN_FIELD
-    view[:len(head)] = head
-    view[len(head):at] = struct.pack(">Q", len(msg) - at)
-    view[at:at + len(front)] = front
-    at += len(front)
-    for k, (spill, n) in enumerate(parts):
-        if k:
-            view[at:at + 1] = b","
-            at += 1
-        spill.seek(0)
-        end = at + n
-        while at < end:
-            chunk = spill.read(min(_COPY_BYTES, end - at))
-            if not chunk:
-                raise OSError("the spilled step bytes ended early")
-            view[at:at + len(chunk)] = chunk
-            at += len(chunk)
-    view[at:] = back
-    view.release()
-    return msg
-
-
 def passed_steps_bytes(steps: Sequence[Any]) -> bytes:
     """The RFC 8785 bytes of steps the quick step checks passed, comma-separated, as the signed bytes hold them.
 
@@ -114,4 +60,4 @@ def signing_input_of_passed(wf: Mapping[str, Any]) -> bytearray:
     rest = {k: v for k, v in wf.items() if k != "steps"}
     check_exact({k: v for k, v in rest.items() if k != "signature"})  # the first problem the whole walk would meet
     data = passed_steps_bytes(wf["steps"])
-    return signing_input(rest, [(io.BytesIO(data), len(data))], None)
+    return signing_input_of_parts(rest, [(io.BytesIO(data), len(data))], None)

@@ -34,24 +34,22 @@ import orjson
 from .._keyring import KeyEntry
 from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
+from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
 from ._kind import refuse_unless_receipt
-from ._parallel import LEVELS, SPLIT_MIN_BYTES, collect, fork_job, fork_safe, reap
+from ._parallel import collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
+from ._paths import DEFAULT_PATHS, Paths
 from ._report import CheckResult, Report
-from ._signed import Hashes, passed_steps_bytes, signing_input
+from ._signed import Hashes, passed_steps_bytes
 from ._steps import StepChecker
 from ._timestamp import TsaTrust
 
-__all__ = ["SPLIT_MIN_BYTES", "verify_split"]
+__all__ = ["verify_split"]
 
-#: Steps per block: a whole Merkle subtree of ``2**LEVELS`` leaves, so the runs' nodes combine.
-BLOCK_STEPS = 1 << LEVELS
-#: Bytes of the file each process reads (or slices, when the file is in memory) at a time.
-_CHUNK = 1024 * 1024
 #: A line longer than this is left to the other paths (their limits bound one value).
 _MAX_CHUNK_BYTES = 16 * 1024 * 1024
 #: Bytes read after a cut to find the next block edge (a cut is dropped when none lies within them).
@@ -68,15 +66,16 @@ _HASH = 32
 #: How an evidence line of ours starts, and how far into the line its seq (and the comma after it) ends at the latest.
 _SEQ_PREFIX = b'{"seq":'
 _SEQ_END = len(_SEQ_PREFIX) + 20
-#: Bytes read to find an evidence file's header line, or the next line break after a cut.
-_HEADER_BYTES = 64 * 1024
 
 
 class _Read:
-    """Bytes of the file by offset: from the bytes already in memory, or read at an offset."""
+    """Bytes of the file by offset: from the bytes already in memory, or read at an offset.
 
-    def __init__(self, data: bytes | None, fd: int, size: int) -> None:
-        self.data, self.fd, self.size = data, fd, size
+    ``paths``: the block and read sizes of this verification (``aer1.verifier._paths``).
+    """
+
+    def __init__(self, data: bytes | None, fd: int, size: int, paths: Paths) -> None:
+        self.data, self.fd, self.size, self.paths = data, fd, size, paths
 
     def __call__(self, start: int, end: int) -> bytes:
         end = min(end, self.size)
@@ -148,7 +147,7 @@ def _members(read: _Read, begin: int, end: int) -> dict[str, Any] | None:
 def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, int]] | None:
     """Runs of step lines for ``jobs`` processes: (first step's index, start, end), starts at block edges.
 
-    A cut goes where a step line's ``seq`` puts a multiple of BLOCK_STEPS; the seq is a
+    A cut goes where a step line's ``seq`` puts a multiple of a block's steps; the seq is a
     claim, checked when the runs join (``combine``).
     """
     starts = [(0, begin)]
@@ -158,7 +157,7 @@ def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, 
             continue
         for size in _CUT_WINDOWS:  # a block of steps is a few hundred kilobytes: a short read first
             try:
-                found = _block_edge(read(at, min(end, at + size)))
+                found = _block_edge(read(at, min(end, at + size)), read.paths.block_steps)
             except ValueError:
                 return None
             if found is not None:
@@ -172,7 +171,7 @@ def _cuts(read: _Read, begin: int, end: int, jobs: int) -> list[tuple[int, int, 
     return [(lo, start, starts[j + 1][1] if j + 1 < len(starts) else end) for j, (lo, start) in enumerate(starts)]
 
 
-def _block_edge(window: bytes) -> tuple[int, int] | None:
+def _block_edge(window: bytes, block_steps: int) -> tuple[int, int] | None:
     """(index of the step, offset of the newline before its line) of the first block edge in ``window``.
 
     None when the window holds none; ValueError when a step line's ``seq`` is not a positive integer.
@@ -188,7 +187,7 @@ def _block_edge(window: bytes) -> tuple[int, int] | None:
         raise ValueError("a step line that is not an object") from e
     if type(seq) is not int or seq < 1:
         raise ValueError("a step line whose seq is not a positive integer")
-    skip = -(seq - 1) % BLOCK_STEPS
+    skip = -(seq - 1) % block_steps
     for _ in range(skip):
         i = window.find(b"\n", i + 1)
         if i < 0:
@@ -197,7 +196,7 @@ def _block_edge(window: bytes) -> tuple[int, int] | None:
 
 
 def _pieces(read: _Read, start: int, end: int, *, lines: bool, max_line: int) -> Iterator[bytes]:
-    """The text from ``start`` to ``end`` in pieces of about _CHUNK bytes, each cut at a newline.
+    """The text from ``start`` to ``end`` in pieces of about ``read.paths.split_read_bytes``, each cut at a newline.
 
     ``lines``: each piece ends with its newline, and so must the text (evidence lines);
     otherwise the newline begins the next piece and the last piece is what is left (step
@@ -207,8 +206,9 @@ def _pieces(read: _Read, start: int, end: int, *, lines: bool, max_line: int) ->
     """
     carry = b""
     at = start
+    chunk = read.paths.split_read_bytes
     while at < end:
-        step = max(_CHUNK, len(carry))
+        step = max(chunk, len(carry))
         piece = carry + read(at, min(end, at + step))
         at = min(end, at + step)
         if at >= end and not lines:
@@ -251,9 +251,10 @@ def _parse_chunk(text: bytes, final: bool) -> list[Any] | None:
 def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: IO[bytes] | None) -> _Part | None:
     """Parse and check steps ``lo`` onwards, the lines from ``start`` to ``end``; None: not certainly passing.
 
-    Steps are checked in blocks of BLOCK_STEPS (``lo`` is a multiple of it), the last block
-    of the part perhaps shorter.
+    Steps are checked in blocks of ``read.paths.block_steps`` (``lo`` is a multiple of it), the
+    last block of the part perhaps shorter.
     """
+    block_steps, levels = read.paths.block_steps, read.paths.levels
     runs: list[Run] = []
     hashes: list[str] = []
     spilled = 0
@@ -262,7 +263,7 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
 
     def check(block: list[Any], is_last: bool) -> bool:
         nonlocal spilled, lo, last
-        run = check_block(block, lo, last=is_last, levels=0 if is_last and lo == 0 else LEVELS)
+        run = check_block(block, lo, last=is_last, levels=0 if is_last and lo == 0 else levels)
         if run is None:
             return False
         runs.append(run)
@@ -285,8 +286,8 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
             pending += steps
             piece = following
             at = 0
-            while len(pending) - at > BLOCK_STEPS or (piece is None and at < len(pending)):
-                block = pending[at:at + BLOCK_STEPS]
+            while len(pending) - at > block_steps or (piece is None and at < len(pending)):
+                block = pending[at:at + block_steps]
                 at += len(block)
                 if not check(block, final and piece is None and at == len(pending)):
                     return None
@@ -371,7 +372,7 @@ def _evidence_part(read: _Read, start: int, end: int, hashes: bytes) -> tuple[in
     return (first, seq) if first else None
 
 
-def _evidence_quick(path: str, workflow_id: Any, hashes: bytes, jobs: int) -> bool:
+def _evidence_quick(path: str, workflow_id: Any, hashes: bytes, jobs: int, paths: Paths) -> bool:
     """True when the evidence file holds exactly our writer's lines for every step, checked in ``jobs`` processes.
 
     The header names the workflow; then a line a step, from the first to the last, each
@@ -382,15 +383,15 @@ def _evidence_quick(path: str, workflow_id: Any, hashes: bytes, jobs: int) -> bo
             size = os.fstat(f.fileno()).st_size
             if size > MAX_EVIDENCE_BYTES:
                 return False
-            read = _Read(None, f.fileno(), size)
-            head = read(0, _HEADER_BYTES)
+            read = _Read(None, f.fileno(), size, paths)
+            head = read(0, paths.header_bytes)
             begin = head.find(b"\n") + 1
             if not begin or not header_ok(head[:begin], workflow_id):
                 return False
             starts = [begin]
             for k in range(1, jobs):
                 at = begin + (size - begin) * k // jobs
-                i = read(at - 1, at - 1 + _HEADER_BYTES).find(b"\n")
+                i = read(at - 1, at - 1 + paths.header_bytes).find(b"\n")
                 if i >= 0 and at + i > starts[-1] and at + i < size:
                     starts.append(at + i)
             bounds = list(zip(starts, [*starts[1:], size], strict=True))
@@ -418,8 +419,11 @@ def verify_split(
     expected_head: str | None,
     tsa_trust: TsaTrust | None = None,
     keyring: Mapping[str, KeyEntry] | None = None,
+    paths: Paths = DEFAULT_PATHS,
 ) -> Report | None:
     """Verify the receipt file ``source`` (its bytes ``data`` when already read) in ``jobs`` processes.
+
+    ``paths``: the smallest file cut, and the block and read sizes (``aer1.verifier._paths``).
 
     None when this path does not apply or does not certainly pass every step: the caller
     then verifies the file by the in-memory or streaming path, which words any failure.
@@ -435,9 +439,9 @@ def verify_split(
                 size = os.fstat(fd).st_size
             else:
                 fd, size = -1, len(data)
-            if not SPLIT_MIN_BYTES <= size <= MAX_INPUT_BYTES:
+            if not paths.split_min_bytes <= size <= MAX_INPUT_BYTES:
                 return None
-            read = _Read(data, fd, size)
+            read = _Read(data, fd, size, paths)
             edges = _edges(read)
             if edges is None:
                 return None
@@ -457,16 +461,17 @@ def verify_split(
             passed = combine([run for p in parts for run in p.runs])
             if passed is None:
                 return None
-            return _report(source, data, rest, StepChecker.from_passed(passed, parts[-1].last), parts, spills, jobs,
-                           evidence=evidence, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+            checker = StepChecker.from_passed(passed, parts[-1].last)
+            return _report(source, data, rest, checker, parts, spills, jobs, paths, evidence=evidence,
+                           trusted_key_ids=trusted_key_ids, expected_root=expected_root,
                            expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring)
     except (OSError, MalformedInput):
         return None  # the other paths say what cannot be read
 
 
 def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: StepChecker, parts: list[_Part],
-            spills: list[IO[bytes]] | None, jobs: int, *, evidence: str | os.PathLike[str] | None, trusted_key_ids: Any,
-            expected_root: str | None, expected_head: str | None, tsa_trust: TsaTrust | None,
+            spills: list[IO[bytes]] | None, jobs: int, paths: Paths, *, evidence: str | os.PathLike[str] | None,
+            trusted_key_ids: Any, expected_root: str | None, expected_head: str | None, tsa_trust: TsaTrust | None,
             keyring: Mapping[str, KeyEntry] | None) -> Report:
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
@@ -487,10 +492,10 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     signed = None
     if spills is not None:
         pieces = list(zip(spills, (p.spilled for p in parts), strict=True))
-        signed = lambda: signing_input(rest, pieces, None)  # noqa: E731
+        signed = lambda: signing_input_of_parts(rest, pieces, None)  # noqa: E731
 
     def evidence_check(view: Mapping[str, Any], path: str, result: CheckResult) -> None:
-        if _evidence_quick(path, rest.get("workflow_id"), hashes, jobs):
+        if _evidence_quick(path, rest.get("workflow_id"), hashes, jobs, paths):
             evidence_passed(result, checker.n, path)
         else:  # the reference decides, and words what fails
             check_evidence(view, path, result)

@@ -9,12 +9,11 @@ worded once, cut off at the same :data:`MAX_MEMBER_FAILURES`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from hashlib import sha256 as _sha256
 from typing import Any
 
-from .._canonical import CanonicalizationError, sorted_json
-from .._chain import _VARIANT, STEP_TAG, genesis_digest, step_digest_hex
-from .._merkle import leaf_seq_output, root_of_leaves
+from .._canonical import CanonicalizationError
+from .._chain import genesis_digest, step_digest_hex, uuid8_from_hex
+from .._merkle import leaf_receipt_id, leaf_seq_output, root_of_leaves
 from .._receipt import CLOSE_KIND, MERKLE_VERSION
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
 from ._fast import Passed
@@ -102,7 +101,7 @@ class StepChecker:
         seq, rid = step["seq"], step["receipt_id"]
         if self.order_fail is None and seq != i + 1:
             self.order_fail = (f"seq out of order: array position {i + 1} carries seq {seq!r}", i + 1, i + 1, seq)
-        leaf = _sha256(rid.encode()).digest()  # leaf_receipt_id, inlined
+        leaf = leaf_receipt_id(rid)
         self._duplicate(leaf, rid, i)
         self.leaves += leaf
         if not self.profile:
@@ -140,19 +139,12 @@ class StepChecker:
             self.chain_fail = (f"prev_digest does not link to the digest of step {i}", seq, self.prev,
                                step["prev_digest"])
             return
-        # step_digest_hex(step, flat=True) and uuid8_from_hex, inlined (the hot path of check 5)
-        body = step.copy()
-        del body["receipt_id"]
         try:
-            digest_hex = _sha256(STEP_TAG + sorted_json(body)).hexdigest()
-        except (TypeError, ValueError):
-            try:  # e.g. a lone surrogate: the exact encoder names the problem
-                digest_hex = step_digest_hex(step)
-            except CanonicalizationError as e:
-                self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
-                return
-        h = digest_hex
-        rid = f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+            digest_hex = step_digest_hex(step, flat=True)
+        except CanonicalizationError as e:
+            self.chain_fail = (f"step cannot be canonicalized: {e}", seq, None, None)
+            return
+        rid = uuid8_from_hex(digest_hex)
         if step["receipt_id"] != rid:
             self.chain_fail = ("receipt_id is not derived from the step's digest (a member was changed)", seq, rid,
                                step["receipt_id"])

@@ -30,15 +30,15 @@ import orjson
 
 from .._canonical import CanonicalizationError, exact_bytes
 from .._keyring import KeyEntry
-from .._limits import MAX_VALUE_BYTES, STREAM_MIN_BYTES
+from .._limits import MAX_VALUE_BYTES
 from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
+from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import _check_workflow_members
 from ._fast import Run, check_block, combine
 from ._kind import refuse_unless_receipt
 from ._output import unreadable_report
-from ._parallel import LEVELS
 from ._parse import (
     MAX_INPUT_BYTES,
     MAX_STRING_CHARS,
@@ -52,23 +52,21 @@ from ._parse import (
     open_regular,
     parse_line_quick,
 )
+from ._paths import DEFAULT_PATHS, Paths
 from ._report import CheckResult, Report
-from ._signed import Hashes, passed_steps_bytes, signing_input
+from ._signed import Hashes, passed_steps_bytes
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
 from ._timestamp import TsaTrust
 
-__all__ = ["STREAM_MIN_BYTES", "verify_streaming"]
+__all__ = ["verify_streaming"]
 
-#: Bytes read from the file at a time.
-CHUNK_BYTES = 4 * 1024 * 1024
 #: A decode error this close to the end of the buffer may be a value cut by the chunk's end.
 _CUT_MARGIN = 8
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
-#: Steps checked at once by the quick path: a whole Merkle subtree of ``2**LEVELS`` leaves, so runs
-#: combine. Small enough that the block's dicts are still in the CPU caches when it is checked (16
-#: times as many steps took 1.7 µs a step more at 200,000 steps).
-BLOCK_STEPS = 1 << LEVELS
+# The quick path checks ``paths.block_steps`` steps at once: a whole Merkle subtree, so runs combine;
+# small enough that the block's dicts are still in the CPU caches when it is checked (16 times as
+# many steps took 1.7 µs a step more at 200,000 steps).
 
 
 class _Unwalkable(Exception):
@@ -90,8 +88,9 @@ class _Quit(Exception):
 class _Text:
     """The file as text, decoded chunk by chunk; ``buf`` holds what is not consumed yet."""
 
-    def __init__(self, f: IO[bytes]) -> None:
+    def __init__(self, f: IO[bytes], chunk: int) -> None:
         self._f = f
+        self._chunk = chunk  # bytes read at a time
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self.buf = ""
         self.eof = False
@@ -103,7 +102,7 @@ class _Text:
         """Append the next ``size`` bytes (a chunk by default); False at the end of the file."""
         if self.eof:
             return False
-        data = self._f.read(max(size, CHUNK_BYTES))
+        data = self._f.read(max(size, self._chunk))
         self.eof = not data
         try:
             self.buf += self._decoder.decode(data, final=self.eof)
@@ -113,7 +112,7 @@ class _Text:
 
     def drop(self, i: int) -> int:
         """Forget ``buf[:i]``; returns the new index of what was at ``i``."""
-        if i >= CHUNK_BYTES:
+        if i >= self._chunk:
             self.buf = self.buf[i:]
             return 0
         return i
@@ -179,8 +178,9 @@ def _step_bytes(step: Any, profile: bool) -> bytes:
 class _Walker:
     """One pass over the file: top-level members kept, steps checked and dropped one by one."""
 
-    def __init__(self, text: _Text, spill: IO[bytes], quick: bool) -> None:
+    def __init__(self, text: _Text, spill: IO[bytes], quick: bool, paths: Paths) -> None:
         self.text = text
+        self.block_steps, self.levels = paths.stream_block(), paths.levels
         # quick: steps checked in blocks by ``_fast``, any doubt quits (the caller then reads again without it)
         self.quick = quick
         self.block: list[Any] = []
@@ -280,7 +280,7 @@ class _Walker:
     def _step(self, step: Any, span: int) -> None:
         """Check one step; ``span`` is the length of its JSON text."""
         if self.quick:
-            if len(self.block) == BLOCK_STEPS:
+            if len(self.block) == self.block_steps:
                 self._flush(last=False)
             self.block.append(step)
             return
@@ -314,7 +314,7 @@ class _Walker:
         """Check the block of steps by the quick path, keep what the report needs of it, drop its steps."""
         block = self.block
         lo = self.runs[-1].hi if self.runs else 0
-        levels = 0 if last and not lo else LEVELS  # one run is the whole tree (reduced, it has no root yet)
+        levels = 0 if last and not lo else self.levels  # one run is the whole tree (reduced, it has no root yet)
         run = check_block(block, lo, last=last, levels=levels)
         if run is None:
             raise _Quit  # seams are ``combine``'s, at the end
@@ -359,7 +359,7 @@ class _Walker:
 
     def signing_input(self) -> bytearray:
         """``pae(PAYLOAD_TYPE, JCS(receipt without signature))``, the steps' bytes read back into place."""
-        return signing_input(self.rest, [(self.spill, self.spilled)], self.unencodable)
+        return signing_input_of_parts(self.rest, [(self.spill, self.spilled)], self.unencodable)
 
 
 def verify_streaming(
@@ -371,8 +371,9 @@ def verify_streaming(
     expected_head: str | None,
     tsa_trust: TsaTrust | None = None,
     keyring: Mapping[str, KeyEntry] | None = None,
+    paths: Paths = DEFAULT_PATHS,
 ) -> Report:
-    """Verify the receipt file ``source`` by streaming.
+    """Verify the receipt file ``source`` by streaming (``paths``: its read and block sizes).
 
     A file outside the shape this path reads is a MALFORMED report naming the problem:
     a file too large or too costly to parse in memory is never verified any other way.
@@ -385,7 +386,7 @@ def verify_streaming(
                 size = os.fstat(f.fileno()).st_size
                 if size > MAX_INPUT_BYTES:
                     raise MalformedInput(f"{source} is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit")
-                walker = _Walker(_Text(f), spill, quick)
+                walker = _Walker(_Text(f, paths.stream_read_bytes), spill, quick, paths)
                 try:
                     walker.run()
                     walker.settle_quick()

@@ -20,11 +20,13 @@ from typing import Any
 import orjson
 import pytest
 
-from aer1 import Collector, _limits
+from aer1 import Collector
 from aer1._cli import main as aer1_cli
 from aer1._layout import STEP_INDENT, STEPS_PER_PIECE, receipt_json, receipt_pieces, write_receipt
 from aer1._recover import recover_journal
 from aer1.verifier import _stream, verify_receipt
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import DEFAULT_PATHS, Paths
 from aer1.verifier._stream import verify_streaming
 
 from ..helpers import KEYS, make_collector
@@ -164,10 +166,9 @@ def test_every_writer_of_receipt_files_uses_the_one_layout(tmp_path: Path, tsa: 
 # ----------------------------------------------------------------- readers
 
 
-@pytest.mark.parametrize("chunk", [_stream.CHUNK_BYTES, 61, 1], ids=["chunk-4MiB", "chunk-61", "chunk-1"])
+@pytest.mark.parametrize("chunk", [DEFAULT_PATHS.stream_read_bytes, 61, 1], ids=["chunk-4MiB", "chunk-61", "chunk-1"])
 def test_streaming_verifier_reads_the_layout_as_the_in_memory_one(tmp_path: Path, chunk: int,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_stream, "CHUNK_BYTES", chunk)
     c = make_collector(signing_key=KEYS / "trusted.key")
     for i in range(40):
         c.record("message", {"content": f"line {i} ✓ 💡 \u2028"}, agent="alice ünï", reply_to="bob")
@@ -179,9 +180,9 @@ def test_streaming_verifier_reads_the_layout_as_the_in_memory_one(tmp_path: Path
         streamed_files.append(args)
         return verify_streaming(*args, **kwargs)
 
-    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)  # this file, small as it is, is streamed
     monkeypatch.setattr(_stream, "verify_streaming", streaming)
-    streamed = verify_receipt(path).to_dict()
+    # this file, small as it is, is streamed, ``chunk`` bytes a read
+    streamed = verify_on_paths(path, paths=Paths(stream_min_bytes=0, stream_read_bytes=chunk)).to_dict()
     assert streamed_files, "got the in-memory path, want the streaming one"
     assert streamed == in_memory
     assert in_memory["verdict"] == "VALID", in_memory

@@ -21,6 +21,8 @@ from aer1 import Collector, _limits
 from aer1._layout import receipt_json
 from aer1._recover import recover_journal
 from aer1.verifier import _split, verify_receipt
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import Paths
 
 from ..perf.test_quick_steps import _rechained
 
@@ -79,9 +81,7 @@ def answered_by_cut(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 
 
 def _streamed(path: Path, monkeypatch: pytest.MonkeyPatch) -> verifier.Report:
-    with monkeypatch.context() as m:
-        m.setattr(_limits, "STREAM_MIN_BYTES", 0)
-        return verify_receipt(path)
+    return verify_on_paths(path, paths=Paths(stream_min_bytes=0))
 
 
 def test_an_honest_traced_receipt_verifies_on_every_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -90,7 +90,7 @@ def test_an_honest_traced_receipt_verifies_on_every_path(tmp_path: Path, monkeyp
     assert sum("trace_id" in s for s in receipt["steps"]) == _BIG - 2
     path = tmp_path / "r.json"
     path.write_bytes(receipt_json(receipt))
-    assert path.stat().st_size > verifier.SPLIT_MIN_BYTES
+    assert path.stat().st_size > _limits.SPLIT_MIN_BYTES
     in_memory = verify_receipt(receipt)
     assert in_memory.valid, in_memory.failures
     cut = verify_receipt(path, jobs=2)

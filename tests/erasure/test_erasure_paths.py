@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from aer1 import Collector, _limits
-from aer1.verifier import verify_receipt
+from aer1 import Collector
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import DEFAULT_PATHS, Paths
 
 STEPS = 4000  # a receipt file over 1 MiB: verified split over processes with jobs=2
 
@@ -23,12 +24,10 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("way", ["memory", "split", "stream"])
-def test_every_path_checks_commitments(saved: Path, way: str, monkeypatch: pytest.MonkeyPatch,
-                                       tmp_path: Path) -> None:
-    if way == "stream":
-        monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 1024)
+def test_every_path_checks_commitments(saved: Path, way: str, tmp_path: Path) -> None:
+    paths = Paths(stream_min_bytes=1024) if way == "stream" else DEFAULT_PATHS
     jobs = 2 if way == "split" else 1
-    report = verify_receipt(str(saved), jobs=jobs)
+    report = verify_on_paths(str(saved), jobs=jobs, paths=paths)
     assert report.verdict == "VALID" and report.to_dict()["fields"]["disclosed"] == STEPS, report.to_text()
     # The same receipt with one disclosure edited, in a folder of its own.
     for name in ("r.json", "r.evidence.jsonl"):
@@ -36,6 +35,6 @@ def test_every_path_checks_commitments(saved: Path, way: str, monkeypatch: pytes
     lines = saved.with_name("r.disclosures.jsonl").read_bytes().split(b"\n")
     lines[STEPS // 2] = lines[STEPS // 2].replace(b"@example.com", b"@example.org")
     (tmp_path / "r.disclosures.jsonl").write_bytes(b"\n".join(lines))
-    report = verify_receipt(str(tmp_path / "r.json"), jobs=jobs)
+    report = verify_on_paths(str(tmp_path / "r.json"), jobs=jobs, paths=paths)
     assert report.verdict == "INVALID"
     assert report.failures[0].seq == STEPS // 2 and "does not match its commitment" in report.failures[0].reason

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-import aer1.verifier as verifier_api
+import aer1.verifier._driver as verifier_api
 from aer1 import Collector
 from aer1._canonical import CanonicalizationError, exact_bytes
 from aer1._chain import genesis_digest, step_digest_hex, uuid8_from_hex
@@ -33,9 +33,11 @@ from aer1._merkle import merkle_root, merkle_root_hex, reduce_levels, root_of_le
 from aer1._receipt import close_content
 from aer1.verifier import _parallel as parallel
 from aer1.verifier import verify_receipt
+from aer1.verifier._driver import verify_on_paths
 from aer1.verifier._fast import Passed, check_run, combine
 from aer1.verifier._parallel import quick_steps
 from aer1.verifier._parse import check_json_value
+from aer1.verifier._paths import Paths
 from aer1.verifier._steps import StepChecker
 
 from ..helpers import make_collector
@@ -44,7 +46,7 @@ from ..helpers import make_collector
 def _reference(receipt: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The report with the quick path switched off: the step checker alone."""
     with monkeypatch.context() as m:
-        m.setattr(verifier_api, "quick_steps", lambda wf, jobs: None)
+        m.setattr(verifier_api, "quick_steps", lambda wf, jobs, paths: None)
         return verify_receipt(receipt).to_dict()
 
 
@@ -394,8 +396,10 @@ def _long_receipt(n: int) -> dict[str, Any]:
 _WORKERS_SCRIPT = """
 import sys, json
 from aer1 import Collector
-from aer1.verifier import verify_receipt, _parallel as parallel
-parallel.PARALLEL_MIN_STEPS, parallel.LEVELS = 1, 3
+from aer1.verifier import _parallel as parallel
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import Paths
+small = Paths(parallel_min_steps=1, levels=3)
 c = Collector(goal="long", session_id="long")
 for k in range(70):
     c.record("message", {"k": k}, agent="a", reply_to="u" if k % 3 == 0 else None)
@@ -403,9 +407,9 @@ receipt = c.finalize("done")
 k = int(sys.argv[1])
 if k >= 0:
     receipt["steps"][k] = {**receipt["steps"][k], "agent": "mallory"}
-one = verify_receipt(receipt, jobs=1).to_dict()
-same = {jobs: verify_receipt(receipt, jobs=jobs).to_dict() == one for jobs in (2, 3, 8)}
-quick = [parallel.quick_steps(receipt, j) for j in (1, 3)]
+one = verify_on_paths(receipt, jobs=1, paths=small).to_dict()
+same = {jobs: verify_on_paths(receipt, jobs=jobs, paths=small).to_dict() == one for jobs in (2, 3, 8)}
+quick = [parallel.quick_steps(receipt, j, small) for j in (1, 3)]
 print(json.dumps({"fork_safe": parallel.fork_safe(), "same": same, "quick_equal": quick[0] == quick[1],
                   "quick_passed": quick[1] is not None, "verdict": one["verdict"]}))
 """
@@ -427,8 +431,6 @@ def test_worker_processes_decide_as_one_process(where: str, k: int) -> None:
 
 
 def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_STEPS", 1)
-    monkeypatch.setattr(parallel, "LEVELS", 3)
     receipt = _long_receipt(40)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
@@ -438,7 +440,7 @@ def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> N
         forks: list[int] = []
         real_fork = os.fork
         monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-        assert verify_receipt(receipt, jobs=2).verdict == "VALID"
+        assert verify_on_paths(receipt, jobs=2, paths=Paths(parallel_min_steps=1, levels=3)).verdict == "VALID"
         assert forks == [], f"got {len(forks)} forks with a thread running, want none"
     finally:
         stop.set()

@@ -25,12 +25,18 @@ from aer1 import Collector
 from aer1._layout import receipt_json
 from aer1._signing import load_private_key, sign_receipt
 from aer1.verifier import _split, verify_receipt
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import Paths
 
 from ..helpers import KEYS
 from .test_quick_steps import _rechained
 
 _LEVELS = 3
 _BLOCK = 1 << _LEVELS
+#: Every file cut, in small blocks and small reads.
+_SMALL = Paths(split_min_bytes=0, levels=_LEVELS, split_read_bytes=700)
+#: And the evidence file's header and cuts looked for in small reads too.
+_SMALL_EVIDENCE = Paths(split_min_bytes=0, levels=_LEVELS, split_read_bytes=700, header_bytes=300)
 
 
 def _receipt(n: int, *, signed: bool = True) -> dict[str, Any]:
@@ -43,12 +49,7 @@ def _receipt(n: int, *, signed: bool = True) -> dict[str, Any]:
 
 @pytest.fixture
 def small_cuts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Cut every file in small blocks and reads; yields, per verification, whether the cut path answered."""
-    monkeypatch.setattr(verifier, "SPLIT_MIN_BYTES", 0)
-    monkeypatch.setattr(_split, "SPLIT_MIN_BYTES", 0)
-    monkeypatch.setattr(_split, "LEVELS", _LEVELS)
-    monkeypatch.setattr(_split, "BLOCK_STEPS", _BLOCK)
-    monkeypatch.setattr(_split, "_CHUNK", 700)
+    """Yields, per verification, whether the cut path answered (``_both`` cuts every file, by ``_SMALL``)."""
     answers: list[bool] = []
     real = _split.verify_split
 
@@ -61,9 +62,9 @@ def small_cuts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     yield answers
 
 
-def _both(path: Path, jobs: int = 3) -> tuple[dict[str, Any], dict[str, Any]]:
+def _both(path: Path, jobs: int = 3, paths: Paths = _SMALL) -> tuple[dict[str, Any], dict[str, Any]]:
     """(report with the file cut for ``jobs`` processes, report of the in-memory path in one)."""
-    return verify_receipt(path, jobs=jobs).to_dict(), verify_receipt(path, jobs=1).to_dict()
+    return verify_on_paths(path, jobs=jobs, paths=paths).to_dict(), verify_receipt(path, jobs=1).to_dict()
 
 
 def test_the_cut_path_forks_in_this_test_process() -> None:
@@ -99,7 +100,7 @@ def test_a_cut_file_keeps_the_digest_a_policy_reads_it_again_by(tmp_path: Path, 
     path = tmp_path / "r.json"
     data = receipt_json(_receipt(4 * _BLOCK))
     path.write_bytes(data)
-    report = verify_receipt(path, jobs=2)
+    report = verify_on_paths(path, jobs=2, paths=_SMALL)
     assert small_cuts == [True], small_cuts
     assert verifier._report.same_bytes(data, report), report.checks[0].facts
 
@@ -281,13 +282,11 @@ def test_a_worker_that_gives_no_answer_hands_the_file_back(tmp_path: Path, small
     assert small_cuts == [False], small_cuts
 
 
-def test_a_file_below_the_size_is_not_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_below_the_size_is_not_cut(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_bytes(receipt_json(_receipt(3 * _BLOCK)))
-    monkeypatch.setattr(_split, "LEVELS", _LEVELS)
-    monkeypatch.setattr(_split, "BLOCK_STEPS", _BLOCK)
     assert _split.verify_split(os.fspath(path), None, 2, evidence=None, trusted_key_ids=None, expected_root=None,
-                               expected_head=None) is None
+                               expected_head=None, paths=Paths(levels=_LEVELS)) is None
 
 
 def _with_evidence(tmp_path: Path, n: int = 6 * _BLOCK + 1) -> Path:
@@ -308,7 +307,6 @@ def quick_evidence(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         return answers[-1]
 
     monkeypatch.setattr(_split, "_evidence_quick", spy)
-    monkeypatch.setattr(_split, "_HEADER_BYTES", 300)
     return answers
 
 
@@ -316,7 +314,7 @@ def quick_evidence(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 def test_an_honest_evidence_file_is_checked_in_runs(jobs: int, tmp_path: Path, small_cuts: list[bool],
                                                      quick_evidence: list[bool]) -> None:
     path = _with_evidence(tmp_path)
-    cut, in_memory = _both(path, jobs)
+    cut, in_memory = _both(path, jobs, _SMALL_EVIDENCE)
     assert cut == in_memory, f"got {cut}, want {in_memory}"
     assert in_memory["verdict"] == "VALID" and in_memory["basis"]["evidence"] == "checked", in_memory
     assert small_cuts == [True] and quick_evidence == [True], (small_cuts, quick_evidence)
@@ -360,7 +358,7 @@ def test_an_edited_evidence_file_checked_in_runs_gets_the_in_memory_report(what:
     assert lines[-1] == b"", "got an evidence file without a final newline, want our writer's"
     _EVIDENCE_EDITS[what](lines)
     evidence.write_bytes(b"\n".join(lines))
-    cut, in_memory = _both(path)
+    cut, in_memory = _both(path, 3, _SMALL_EVIDENCE)
     assert cut == in_memory, f"got {cut}, want {in_memory}"
     assert small_cuts == [True] and quick_evidence == [False], (small_cuts, quick_evidence)
     if what in ("content spelled another way", "CRLF line ends"):  # the same records: the reference passes them
@@ -381,12 +379,13 @@ def _lone_comma_at_a_read_edge() -> bytes:
     for _ in range(5):  # the agent's length moves the comma's line; the members before the steps may move too
         c = Collector(goal="cuts", session_id="cuts", signing_key=KEYS / "trusted.key")
         for k in range(_N - 1):
-            c.record("x" * (_split._CHUNK + 200) if k == long_at - 1 else "message", {"k": k},
+            c.record("x" * (_SMALL.split_read_bytes + 200) if k == long_at - 1 else "message", {"k": k},
                      agent="a" * pad if k == 1 else "a")
         data = receipt_json(c.finalize("done"))
         begin = data.index(b'\n  "steps": [') + len(b'\n  "steps": [')
         at, _ = _line(data, long_at)
-        edge = begin + ((at - begin) // _split._CHUNK + 1) * _split._CHUNK  # the first read edge after the line break
+        chunk = _SMALL.split_read_bytes
+        edge = begin + ((at - begin) // chunk + 1) * chunk  # the first read edge after the line break
         if edge <= at + len(b"\n    ,"):
             return data[:at] + b"\n    ," + data[at:]
         pad += edge - at - 3
@@ -431,8 +430,8 @@ def test_an_evidence_line_over_the_line_limit_is_left_to_the_reference(over: int
     monkeypatch.setattr(_split, "MAX_EVIDENCE_LINE_BYTES", limit)
     monkeypatch.setattr(verifier._evidence, "MAX_EVIDENCE_LINE_BYTES", limit)
     path = _evidence_with_a_line_of(tmp_path, limit + over)
-    assert limit + over < _split._CHUNK, "want the long line within one read"
-    cut, in_memory = _both(path, jobs)
+    assert limit + over < _SMALL.split_read_bytes, "want the long line within one read"
+    cut, in_memory = _both(path, jobs, _SMALL_EVIDENCE)
     assert cut == in_memory, f"got {cut}, want {in_memory}"
     if over:
         assert in_memory["verdict"] == "INVALID" and "over 600 bytes" in in_memory["checks"][6]["detail"], in_memory

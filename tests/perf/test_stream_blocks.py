@@ -15,16 +15,20 @@ from typing import Any
 
 import pytest
 
-from aer1 import Collector, _limits
+from aer1 import Collector
 from aer1._layout import receipt_json
 from aer1.verifier import _stream, verify_receipt
+from aer1.verifier._driver import verify_on_paths
 from aer1.verifier._parse import parse_line_quick, parse_strict
+from aer1.verifier._paths import Paths
 
 from ..helpers import KEYS
 from .test_quick_steps import _rechained
 
 _LEVELS = 3
 _BLOCK = 2 * (1 << _LEVELS)
+#: Every file streamed, in blocks of ``_BLOCK`` steps.
+_STREAMED = Paths(stream_min_bytes=0, levels=_LEVELS, stream_block_steps=_BLOCK)
 
 
 def _receipt(n: int) -> dict[str, Any]:
@@ -37,10 +41,7 @@ def _receipt(n: int) -> dict[str, Any]:
 
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
-    """Stream every file in blocks of ``_BLOCK`` steps; yields, per streamed pass, whether the quick path passed."""
-    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)
-    monkeypatch.setattr(_stream, "LEVELS", _LEVELS)
-    monkeypatch.setattr(_stream, "BLOCK_STEPS", _BLOCK)
+    """Yields, per streamed pass (``_streamed``), whether the quick path passed."""
     passes: list[bool] = []
     settle = _stream._Walker.settle_quick
 
@@ -59,16 +60,19 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 class _ReferenceWalker(_stream._Walker):
     """The streaming path as it was before blocks: the step checker alone."""
 
-    def __init__(self, text: Any, spill: Any, quick: bool) -> None:
-        super().__init__(text, spill, False)
+    def __init__(self, text: Any, spill: Any, quick: bool, paths: Paths) -> None:
+        super().__init__(text, spill, False, paths)
+
+
+def _streamed(path: Path) -> dict[str, Any]:
+    """The report of the file streamed in blocks of ``_BLOCK`` steps."""
+    return verify_on_paths(path, paths=_STREAMED).to_dict()
 
 
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, Any]]:
     """(streamed report, in-memory report) of the file."""
-    streamed = verify_receipt(path).to_dict()
-    with monkeypatch.context() as m:
-        m.setattr(_limits, "STREAM_MIN_BYTES", 1 << 62)
-        in_memory = verify_receipt(path).to_dict()
+    streamed = _streamed(path)
+    in_memory = verify_receipt(path).to_dict()  # a small file: held parsed
     return streamed, in_memory
 
 
@@ -169,7 +173,7 @@ def test_an_edited_step_line_streams_to_the_in_memory_report(what: str, tmp_path
     if in_memory["verdict"] == "MALFORMED":  # both paths refuse it; the streaming path words "not read" its own way
         with monkeypatch.context() as m:
             m.setattr(_stream, "_Walker", _ReferenceWalker)
-            in_memory = verify_receipt(path).to_dict()
+            in_memory = _streamed(path)
     assert streamed == in_memory, f"got {streamed}, want {in_memory}"
     if what.startswith("escape"):  # the same text spelled another way: still the honest receipt
         assert in_memory["verdict"] == "VALID", in_memory
@@ -200,10 +204,10 @@ def test_a_receipt_the_quick_path_does_not_stand_in_for_streams_as_before(what: 
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "r.json"
     path.write_bytes(receipt_json(_SHAPES[what]()))
-    streamed = verify_receipt(path).to_dict()
+    streamed = _streamed(path)
     with monkeypatch.context() as m:
         m.setattr(_stream, "_Walker", _ReferenceWalker)
-        before = verify_receipt(path).to_dict()
+        before = _streamed(path)
     assert streamed == before, f"got {streamed}, want {before}"
     assert True not in small_blocks, f"got quick passes {small_blocks}, want none"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aer1 import Collector
-from aer1.verifier._parallel import PARALLEL_MIN_STEPS
+from aer1._limits import PARALLEL_MIN_STEPS
 
 BIN = Path(sys.executable).parent
 

@@ -11,11 +11,13 @@ from typing import Any
 import orjson
 import pytest
 
-from aer1 import Collector, _limits
+from aer1 import Collector
 from aer1._merkle import leaf_seq_output, merkle_root
 from aer1._receipt import evidence_path_for
 from aer1._signing import key_id, load_public_key
 from aer1.verifier import _stream, verify_receipt
+from aer1.verifier._driver import verify_on_paths
+from aer1.verifier._paths import DEFAULT_PATHS, Paths
 from aer1.verifier._stream import verify_streaming
 
 from ..journal.conftest import T0, TRUSTED_KEY, TRUSTED_PUB
@@ -28,17 +30,18 @@ TRUSTED = {key_id(load_public_key(TRUSTED_PUB))}
 Edit = Callable[[dict[str, Any]], None]
 
 
-@pytest.fixture(params=[_stream.CHUNK_BYTES, 61, 1], ids=["chunk-4MiB", "chunk-61", "chunk-1"])
-def chunk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+@pytest.fixture(params=[DEFAULT_PATHS.stream_read_bytes, 61, 1], ids=["chunk-4MiB", "chunk-61", "chunk-1"])
+def chunk(request: pytest.FixtureRequest) -> int:
     """Chunk sizes that put chunk boundaries everywhere, including inside UTF-8 sequences."""
-    monkeypatch.setattr(_stream, "CHUNK_BYTES", request.param)
     return int(request.param)
 
 
-def _both(path: Path, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _both(path: Path, chunk: int, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(in-memory report, report of the file streamed ``chunk`` bytes a read)."""
     in_memory = verify_receipt(path, **kw).to_dict()
     streamed = verify_streaming(str(path), evidence=kw.get("evidence"), trusted_key_ids=kw.get("trusted_key_ids"),
-                                expected_root=kw.get("expected_root"), expected_head=kw.get("expected_head"))
+                                expected_root=kw.get("expected_root"), expected_head=kw.get("expected_head"),
+                                paths=Paths(stream_read_bytes=chunk))
     return in_memory, streamed.to_dict()
 
 
@@ -49,7 +52,7 @@ def test_every_adversarial_fixture(chunk: int) -> None:
         if path.name == "manifest.json":
             continue
         for kw in ({}, {"trusted_key_ids": TRUSTED}):
-            in_memory, streamed = _both(path, **kw)
+            in_memory, streamed = _both(path, chunk, **kw)
             if path.name in PARSE_LEVEL:
                 statuses = [c["status"] for c in streamed["checks"]]
                 assert statuses == [c["status"] for c in in_memory["checks"]], path.name
@@ -187,7 +190,7 @@ def test_edited_receipts(tmp_path: Path, chunk: int, name: str) -> None:
     path = _write(tmp_path, name, receipt, evidence_from=tmp_path / "base.json")
     for kw in ({}, {"trusted_key_ids": TRUSTED}, {"trusted_key_ids": {"0" * 64}},
                {"expected_root": base["merkle_root"], "expected_head": "1" * 64}):
-        in_memory, streamed = _both(path, **kw)
+        in_memory, streamed = _both(path, chunk, **kw)
         if name == "many-bad-steps":  # streaming stops reading once the failures settle the verdict
             assert streamed is not None and streamed["checks"][0]["status"] == "NOT CHECKED"
             assert streamed["notes"] == ["reading stopped early: the members after the steps and the rest of the "
@@ -206,10 +209,10 @@ def test_edited_evidence_and_no_evidence(tmp_path: Path, chunk: int) -> None:
     record["content"]["content"] = "edited"
     (tmp_path / "edited.jsonl").write_bytes(b"".join([*lines[:3], orjson.dumps(record) + b"\n", *lines[4:]]))
     for kw in ({}, {"evidence": tmp_path / "edited.jsonl"}):
-        in_memory, streamed = _both(base, **kw)
+        in_memory, streamed = _both(base, chunk, **kw)
         assert streamed == in_memory
     evidence.unlink()
-    in_memory, streamed = _both(base)
+    in_memory, streamed = _both(base, chunk)
     assert streamed == in_memory and in_memory["checks"][6]["status"] == "NOT CHECKED"
 
 
@@ -223,9 +226,9 @@ def test_large_files_take_the_streaming_path(tmp_path: Path, monkeypatch: pytest
         calls.append(source)
         return verify_streaming(source, **kw)
 
-    monkeypatch.setattr(_limits, "STREAM_MIN_BYTES", 0)  # verify_receipt reads both when it runs
     monkeypatch.setattr(_stream, "verify_streaming", spy)
-    report = verify_receipt(path, trusted_key_ids=iter(TRUSTED))  # an iterator: read once, used twice
+    # an iterator: read once, used twice
+    report = verify_on_paths(path, trusted_key_ids=iter(TRUSTED), paths=Paths(stream_min_bytes=0))
     assert calls == [str(path)]
     assert report.to_dict() == expected and report.valid
     assert report.check("evidence").status == "PASS" and report.check("signature").status == "PASS"
