@@ -305,12 +305,13 @@ def task(
     task: Any,
     message_ids: Sequence[str] = (),
     team: Mapping[str, Any] | None = None,
+    nested_in: str | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``task`` content; ``team`` is ``{"name", "id", "type"}`` or None for a single agent."""
     members = {"task": task, "message_ids": list(message_ids),
                "team": None if team is None else {k: team.get(k) for k in ("name", "id", "type")}}
-    return _content(framework, extras, members)
+    return _content(framework, extras, members, nested_in=nested_in)
 
 
 def handoff(
@@ -416,10 +417,11 @@ def termination(
     messages: int | None,
     step_statuses: Mapping[str, int],
     error: Mapping[str, Any] | None = None,
+    nested_in: str | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``termination`` content; its step status is :func:`outcome_status` of ``outcome``."""
     outcome_status(outcome)
     members = {"outcome": outcome, "reason": reason, "observed": outcome not in ("unobserved", "unfinished"),
                "messages": messages, "step_statuses": dict(step_statuses)}
-    return _content(framework, extras, members, error=error)
+    return _content(framework, extras, members, error=error, nested_in=nested_in)

@@ -23,12 +23,15 @@ __all__ = [
     "PINNED",
     "Name",
     "append_oai_message_attr",
+    "auto_replies",
     "code_execution_config",
     "executor_reply_function",
     "installed",
     "is_no_eligible",
+    "is_termination",
     "manager_is_termination",
     "missing",
+    "termination_checks",
     "termination_of",
     "tool_result",
     "watch_iostream",
@@ -47,6 +50,12 @@ _APPEND_OAI_MESSAGE = "_append_oai_message"
 _CODE_EXECUTION_CONFIG = "_code_execution_config"
 #: The reply function that runs a ``code_executor`` (replaced to name the acting agent).
 _EXECUTOR_REPLY = "_generate_code_execution_reply_using_executor"
+#: How many auto replies in a row an agent has given each sender, and its limit per sender.
+_AUTO_REPLY_COUNTER = "_consecutive_auto_reply_counter"
+_AUTO_REPLY_LIMITS = "_max_consecutive_auto_reply_dict"
+#: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
+_CHECK_TERMINATION = "check_termination_and_human_reply"
+_A_CHECK_TERMINATION = "a_check_termination_and_human_reply"
 #: A manager's own termination predicate (re-evaluated to derive a termination reason).
 _IS_TERMINATION_MSG = "_is_termination_msg"
 #: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
@@ -81,6 +90,13 @@ NAMES: tuple[Name, ...] = (
     Name("autogen:ConversableAgent", _EXECUTOR_REPLY, "naming the agent using a shared executor"),
     Name("autogen:ConversableAgent", _CODE_EXECUTION_CONFIG, "config digest: code execution mode", instance=True),
     Name("autogen:ConversableAgent", _IS_TERMINATION_MSG, "termination reason", instance=True),
+    Name("autogen:ConversableAgent", _AUTO_REPLY_COUNTER, "a two-agent chat's termination reason", instance=True),
+    Name("autogen:ConversableAgent", _AUTO_REPLY_LIMITS, "a two-agent chat's termination reason", instance=True),
+    Name("autogen:ConversableAgent", _CHECK_TERMINATION, "a two-agent chat's termination reason"),
+    Name("autogen:ConversableAgent", _A_CHECK_TERMINATION, "a two-agent chat's termination reason (async)"),
+    Name("autogen:ConversableAgent", "initiate_chat", "a two-agent chat's task and termination"),
+    Name("autogen:ConversableAgent", "a_initiate_chat", "a two-agent chat's task and termination (async)"),
+    Name("autogen:ConversableAgent", "max_consecutive_auto_reply", "a two-agent chat's termination reason"),
     Name("autogen:ConversableAgent", "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
     Name("autogen:GroupChatManager", "run_chat", "start and end of a group chat run"),
     Name("autogen:GroupChatManager", "a_run_chat", "start and end of a group chat run (async)"),
@@ -170,9 +186,26 @@ def executor_reply_function(conversable_agent_cls: Any) -> Any:
     return getattr(conversable_agent_cls, _EXECUTOR_REPLY, None)
 
 
-def manager_is_termination(manager: Any, message: Any) -> bool:
-    """The manager's own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
-    return bool(getattr(manager, _IS_TERMINATION_MSG)(message))
+def termination_checks(conversable_agent_cls: Any) -> tuple[Any, Any]:
+    """(sync, async) reply functions that end a chat by answering ``(True, None)``; None where absent."""
+    return (getattr(conversable_agent_cls, _CHECK_TERMINATION, None),
+            getattr(conversable_agent_cls, _A_CHECK_TERMINATION, None))
+
+
+def auto_replies(agent: Any, sender: Any) -> tuple[Any, Any]:
+    """(auto replies given in a row to ``sender``, the agent's limit for it); None where unknown."""
+    counts, limits = getattr(agent, _AUTO_REPLY_COUNTER, None), getattr(agent, _AUTO_REPLY_LIMITS, None)
+    count = counts.get(sender, 0) if isinstance(counts, dict) else None
+    limit = limits[sender] if isinstance(limits, dict) else None  # a defaultdict: the agent's default
+    return count, limit
+
+
+def is_termination(agent: Any, message: Any) -> bool:
+    """An agent's (or a manager's) own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
+    return bool(getattr(agent, _IS_TERMINATION_MSG)(message))
+
+
+manager_is_termination = is_termination
 
 
 def append_oai_message_attr() -> str:
