@@ -31,6 +31,8 @@ __all__ = [
     "is_termination",
     "manager_is_termination",
     "missing",
+    "selection_result_attr",
+    "selector_answers",
     "termination_checks",
     "termination_of",
     "tool_result",
@@ -56,6 +58,10 @@ _AUTO_REPLY_LIMITS = "_max_consecutive_auto_reply_dict"
 #: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
 _CHECK_TERMINATION = "check_termination_and_human_reply"
 _A_CHECK_TERMINATION = "a_check_termination_and_human_reply"
+#: Where ``auto`` selection reads its selector chat's result (the model's answers), both lines.
+_SELECTION_RESULT = "_process_speaker_selection_result"
+#: The prefix the selector chat's checking agent gives an answer that named one agent.
+_AGENT_SELECTED = "[AGENT SELECTED]"
 #: A manager's own termination predicate (re-evaluated to derive a termination reason).
 _IS_TERMINATION_MSG = "_is_termination_msg"
 #: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
@@ -104,6 +110,7 @@ NAMES: tuple[Name, ...] = (
     Name("autogen:GroupChat", "select_speaker", "speaker selection"),
     Name("autogen:GroupChat", "a_select_speaker", "speaker selection (async)"),
     Name("autogen:GroupChat", "manual_select_speaker", "manual selection choice"),
+    Name("autogen:GroupChat", _SELECTION_RESULT, "the selector model's answers (auto selection)"),
     Name("autogen.code_utils", "infer_lang", "language of a legacy code block"),
     Name("autogen.io", "IOStream", "AG2's termination events"),
     Name("autogen.exception_utils", "NoEligibleSpeaker", "no-eligible-speaker termination"),
@@ -184,6 +191,25 @@ def code_execution_config(agent: Any) -> Any:
 def executor_reply_function(conversable_agent_cls: Any) -> Any:
     """The reply function running an agent's ``code_executor``, or None."""
     return getattr(conversable_agent_cls, _EXECUTOR_REPLY, None)
+
+
+def selection_result_attr() -> str:
+    """The GroupChat method ``auto`` selection hands its selector chat's ``ChatResult`` to."""
+    return _SELECTION_RESULT
+
+
+def selector_answers(result: Any) -> tuple[list[str], bool]:
+    """(the selector model's answers, whether one was accepted) from an auto selection's ``ChatResult``.
+
+    The selector chat alternates: the checking agent's message (the prompt, then its
+    verdict on each answer), the model's answer. Its last message starts with
+    ``[AGENT SELECTED]`` when an answer named exactly one agent.
+    """
+    history = list(getattr(result, "chat_history", None) or [])
+    texts = [m.get("content") if isinstance(m, dict) else m for m in history]
+    answers = [str(t) for t in texts[1::2] if t is not None]
+    accepted = bool(texts) and isinstance(texts[-1], str) and texts[-1].startswith(_AGENT_SELECTED)
+    return answers, accepted
 
 
 def termination_checks(conversable_agent_cls: Any) -> tuple[Any, Any]:

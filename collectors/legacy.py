@@ -1178,6 +1178,7 @@ def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> d
 #: GroupChat's ``speaker_selection_method`` names under the vocabulary's (spec/steps.md); a callable is ``function``.
 _MECHANISMS = {
     "auto": "model",
+    "model_fallback": "model_fallback",
     "callable": "function",
     "round_robin": "round_robin",
     "random": "random",
@@ -1206,6 +1207,8 @@ def _end_selection(
         extras = dict(info)
         method = extras.get("method")
         replies = extras.pop("model_replies", None)
+        if method == "auto" and replies is not None and not extras.pop("model_accepted", True):
+            method = "model_fallback"  # no answer named one agent: AutoGen took the next in order
         selected = None if error is not None else _label(collector, chosen)
         if selected is not None and run is not None:
             run.phase = "selected"
@@ -1318,6 +1321,21 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
         return chosen
 
     _install(groupchat, "manual_select_speaker", manual_select_speaker, manual)
+
+    result_attr = internals.selection_result_attr()
+    process = _original(groupchat, result_attr) if hasattr(groupchat, result_attr) else None
+    if process is not None:
+        @functools.wraps(process)
+        def process_selection_result(result: Any, *args: Any, **kwargs: Any) -> Any:
+            info = group.selection
+            if info is not None:
+                with _observing(group.collector, "the selector model's answers"):
+                    answers, accepted = internals.selector_answers(result)
+                    info["model_replies"] = [*info.get("model_replies", []), *answers]
+                    info["model_accepted"] = accepted
+            return process(result, *args, **kwargs)
+
+        _install(groupchat, result_attr, process_selection_result, process)
     setattr(groupchat, _WRAPPED_ATTR, weakref.ref(groupchat))
 
 
