@@ -85,6 +85,14 @@ _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
 #: Kinds whose status says how the run ended (spec/steps.md, *The workflow's status*).
 _RUN_END_KINDS = frozenset({"termination", "error"})
+#: ``error.type`` values of an action cut off by a cancellation (not stopped by a decision).
+_CANCELLATION_TYPES = frozenset({"cancelled", "CancelledError", "KeyboardInterrupt"})
+
+
+def _cut_by_cancellation(content: Any) -> bool:
+    """True when a ``cancelled`` step's content says a cancellation cut it off (spec/steps.md, workflow status)."""
+    error = content.get("error") if isinstance(content, dict) else None
+    return isinstance(error, dict) and error.get("type") in _CANCELLATION_TYPES
 _STEP_HASH = sha256(STEP_TAG)
 
 
@@ -366,6 +374,9 @@ class Collector:
                             disclosures)
         if traced is not None:
             step_recorded(self, traced[0], step)
+        if known_status == "cancelled" and kind not in _RUN_END_KINDS and _cut_by_cancellation(content):
+            with self._lock:
+                self._cut_short = True  # an action cut off by a cancellation: so was its run
         return step.copy()
 
     def _append(
@@ -501,6 +512,7 @@ class Collector:
                 if not self._open_actions or self._closing or self._closed_parts is not None:
                     return
                 _, closer = self._open_actions.popitem()
+                self._cut_short = True  # an action was under way at finalize(): the run did not end by itself
             try:
                 closer()
             except Exception as e:  # never silent: the receipt says incomplete

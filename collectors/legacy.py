@@ -399,8 +399,8 @@ class _AgentHooks:
                 failure = vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE)
             elif error is not None:
                 failure = error_info(error)
-            elif not success:
-                failure = vocab.error_code(vocab.TOOL_ERROR, result)
+            elif not success:  # AutoGen refuses text that is not JSON before calling the function
+                failure = vocab.tool_failure(call.get("arguments"), result)
             content = vocab.tool_call(
                 "legacy", name=name if isinstance(name, str) and name else UNNAMED_FUNCTION,
                 call_id=None if call_id is None else str(call_id), arguments=call.get("arguments"),
