@@ -611,12 +611,13 @@ class Collector:
             self._closing = True
             failures, step_count = self.recording_failures, self._seq + 1
             cut_short, run_error = self._cut_short, self._run_error
+            counts = dict(self._status_counts)
         if status is None:  # the one workflow status rule (spec/steps.md)
             status = "incomplete" if failures or cut_short else ("error" if run_error else "ok")
         workflow = close_workflow(
             workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id, goal=self.goal,
             status=status, output_hash=self._output_hash(final_answer), verify_url=self.verify_url,
-            agents=list(self._agents.values()), recording_failures=failures,
+            agents=list(self._agents.values()), recording_failures=failures, step_statuses=counts,
         )
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()
