@@ -25,6 +25,7 @@ __all__ = [
     "append_oai_message_attr",
     "auto_replies",
     "code_execution_config",
+    "config_list",
     "executor_reply_function",
     "installed",
     "is_no_eligible",
@@ -58,6 +59,8 @@ _AUTO_REPLY_LIMITS = "_max_consecutive_auto_reply_dict"
 #: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
 _CHECK_TERMINATION = "check_termination_and_human_reply"
 _A_CHECK_TERMINATION = "a_check_termination_and_human_reply"
+#: Where an ``OpenAIWrapper`` keeps its config entries (model, api_type, model_client_cls, ...).
+_CONFIG_LIST = "_config_list"
 #: Where ``auto`` selection reads its selector chat's result (the model's answers), both lines.
 _SELECTION_RESULT = "_process_speaker_selection_result"
 #: The prefix the selector chat's checking agent gives an answer that named one agent.
@@ -104,6 +107,7 @@ NAMES: tuple[Name, ...] = (
     Name("autogen:ConversableAgent", "a_initiate_chat", "a two-agent chat's task and termination (async)"),
     Name("autogen:ConversableAgent", "max_consecutive_auto_reply", "a two-agent chat's termination reason"),
     Name("autogen:ConversableAgent", "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
+    Name("autogen:OpenAIWrapper", "create", "model facts of a reply (timed)"),
     Name("autogen:GroupChatManager", "run_chat", "start and end of a group chat run"),
     Name("autogen:GroupChatManager", "a_run_chat", "start and end of a group chat run (async)"),
     Name("autogen:GroupChat", "append", "rounds and the opening message"),
@@ -210,6 +214,11 @@ def selector_answers(result: Any) -> tuple[list[str], bool]:
     answers = [str(t) for t in texts[1::2] if t is not None]
     accepted = bool(texts) and isinstance(texts[-1], str) and texts[-1].startswith(_AGENT_SELECTED)
     return answers, accepted
+
+
+def config_list(client: Any) -> Any:
+    """The config entries of an ``OpenAIWrapper`` (a response's ``config_id`` indexes them), or None."""
+    return getattr(client, _CONFIG_LIST, None)
 
 
 def termination_checks(conversable_agent_cls: Any) -> tuple[Any, Any]:

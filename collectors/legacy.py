@@ -335,6 +335,7 @@ class _AgentHooks:
         self.human_inputs = 0
         self.last_answer: Any = None
         self.stopped: tuple[str, str] | None = None  # why this agent last ended a chat (see _wrap_checks)
+        self.model: dict[str, Any] | None = None  # the model reply its next send carries (see _wrap_client)
 
     # -- recording ---------------------------------------------------------------
 
@@ -513,9 +514,10 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
                 reply_to = previous
         chat = _ACTIVE_CHAT.get()
         nested_in = chat.nested_in if chat is not None and chat.between(sender, recipient) else None
+        model, hooks.model = hooks.model, None
         collector.safe_record(
             "message",
-            message_content(message, nested_in=nested_in),
+            message_content(message, nested_in=nested_in, model=model),
             agent=hooks.name,
             kind="message",
             recipient=to,
@@ -523,15 +525,60 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
         )
 
 
-def message_content(message: Any, *, nested_in: str | None = None, **extras: Any) -> dict[str, Any]:
+def message_content(message: Any, *, nested_in: str | None = None, model: Mapping[str, Any] | None = None,
+                    **extras: Any) -> dict[str, Any]:
     """A sent message in the vocabulary: its text and role, the whole message (as sent) under ``legacy``."""
     text: Any = message
     role: Any = None
     if isinstance(message, Mapping):  # the whole message, as sent, under legacy
         text, role = message.get("content"), message.get("role")
         extras = {"message": message, **extras}
-    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None,
+    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None, model=model,
                          nested_in=nested_in, extras=extras)
+
+
+def _usage(response: Any, name: str) -> Any:
+    usage = getattr(response, "usage", None)
+    return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+
+def _model_reply(client: Any, response: Any, latency_ms: float) -> dict[str, Any]:
+    """The ``model`` member of a reply from what the client's config entry and the response say (no credential)."""
+    configs = internals.config_list(client)
+    index = getattr(response, "config_id", None)
+    config = configs[index] if isinstance(configs, list) and isinstance(index, int) and 0 <= index < len(configs) \
+        else {}
+    config = config if isinstance(config, Mapping) else {}
+    provider = config.get("api_type") or config.get("model_client_cls") or "openai"
+    reasons = [str(getattr(c, "finish_reason", None)) for c in getattr(response, "choices", None) or []
+               if getattr(c, "finish_reason", None) is not None]
+    return vocab.model_reply(provider=str(provider), request_model=config.get("model"),
+                             response_model=getattr(response, "model", None),
+                             input_tokens=_usage(response, "prompt_tokens"),
+                             output_tokens=_usage(response, "completion_tokens"),
+                             finish_reasons=reasons or None, latency_ms=latency_ms)
+
+
+def _wrap_client(agent: Any, hooks: _AgentHooks) -> None:
+    """Time each model request of the agent's client; its next send carries the reply's ``model`` facts.
+
+    Only the client the agent has when hooked is observed (``register_function`` and
+    ``register_model_client`` afterwards build a new one).
+    """
+    client = getattr(agent, "client", None)
+    create = getattr(client, "create", None)
+    if client is None or not callable(create) or getattr(create, _ORIGINAL_ATTR, None) is not None:
+        return
+
+    @functools.wraps(create)
+    def observed_create(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        response = create(*args, **kwargs)
+        with _observing(hooks.collector, "a model reply"):
+            hooks.model = _model_reply(client, response, (time.perf_counter() - started) * 1000)
+        return response
+
+    _install(client, "create", observed_create, create)
 
 
 @dataclass
@@ -1066,6 +1113,7 @@ def _hook_agent(agent: Any, collector: Collector, api: SimpleNamespace) -> _Agen
     _wrap_executor(agent, hooks, api)
     _wrap_initiate_chat(agent, hooks, api)
     _wrap_checks(agent, hooks, api)
+    _wrap_client(agent, hooks)
     return hooks
 
 

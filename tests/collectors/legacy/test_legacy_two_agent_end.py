@@ -152,3 +152,20 @@ async def test_a_chat_cancelled_mid_tool_and_finalized_at_once(collector: AER1Au
     assert receipt["status"] == "incomplete"
     assert verify_receipt(receipt).valid
     assert collector.late_records == 0
+
+
+def test_a_model_reply_carries_its_model_facts(collector: AER1AutoGenCollector, finish: Finish) -> None:
+    """Which model produced each reply (from the client's config entry and the response), timed; no credential."""
+    planner = scripted_agent("planner", ["draft TERMINATE"], human_input_mode="NEVER")
+    user = _plain("user", is_termination_msg=says_terminate)
+    for agent in (planner, user):
+        attach_legacy_hooks(agent, collector)
+    user.initiate_chat(planner, message="plan")
+    receipt, contents = finish(collector)
+    opening, reply = of_kind(receipt, contents, "message")
+    assert opening["model"] is None  # the user's message is no model's reply
+    model = reply["model"]
+    latency = model.pop("latency_ms")
+    assert isinstance(latency, float) and latency >= 0
+    assert model == {"provider": "ScriptedClient", "request_model": "scripted", "response_model": "scripted",
+                     "input_tokens": None, "output_tokens": None, "finish_reasons": ["stop"]}
