@@ -93,6 +93,15 @@ _CLOSE_AGENT_JSON = orjson.dumps(CLOSE_AGENT).decode()
 _RECEIPT_ID = itemgetter("receipt_id")
 #: Kinds whose status says how the run ended (spec/steps.md, *The workflow's status*).
 _RUN_END_KINDS = frozenset({"termination", "error"})
+#: ``error.type`` values of an action cut off by a cancellation (not stopped by a decision).
+_CANCELLATION_TYPES = frozenset({"cancelled", "CancelledError", "KeyboardInterrupt"})
+
+
+def _cut_by_cancellation(content: Any) -> bool:
+    """True when a ``cancelled`` step's content says a cancellation cut it off (spec/steps.md, workflow status)."""
+    error = content.get("error") if isinstance(content, dict) else None
+    return isinstance(error, dict) and error.get("type") in _CANCELLATION_TYPES
+
 
 
 class CollectorClosedError(UsageError, RuntimeError):
@@ -373,6 +382,9 @@ class Collector:
                             disclosures)
         if traced is not None:
             step_recorded(self, traced[0], step)
+        if known_status == "cancelled" and kind not in _RUN_END_KINDS and _cut_by_cancellation(content):
+            with self._lock:
+                self._cut_short = True  # an action cut off by a cancellation: so was its run
         return step.copy()
 
     def _append(
@@ -504,6 +516,7 @@ class Collector:
                 if not self._open_actions or self._closing or self._closed_parts is not None:
                     return
                 _, closer = self._open_actions.popitem()
+                self._cut_short = True  # an action was under way at finalize(): the run did not end by itself
             try:
                 closer()
             except Exception as e:  # never silent: the receipt says incomplete
@@ -602,12 +615,13 @@ class Collector:
             self._closing = True
             failures, step_count = self.recording_failures, self._seq + 1
             cut_short, run_error = self._cut_short, self._run_error
+            counts = dict(self._status_counts)
         if status is None:  # the one workflow status rule (spec/steps.md)
             status = "incomplete" if failures or cut_short else ("error" if run_error else "ok")
         workflow = close_workflow(
             workflow_id=self.workflow_id, receipt_id=self.receipt_id, session_id=self.session_id, goal=self.goal,
             status=status, output_hash=self._output_hash(final_answer), verify_url=self.verify_url,
-            agents=list(self._agents.values()), recording_failures=failures,
+            agents=list(self._agents.values()), recording_failures=failures, step_statuses=counts,
         )
         content = close_content(workflow, step_count)
         now = timefmt.now_ns()

@@ -45,6 +45,7 @@ __all__ = [
     "WORKFLOW_VERSION",
     "close_content",
     "close_workflow",
+    "count_statuses",
     "evidence_path_for",
     "step_in_order",
     "trace_members_problem",
@@ -137,11 +138,12 @@ CLOSE_BOUND_MEMBERS = (
     "agents",
     "recording_failures",
     "closed_by",
+    "step_statuses",
 )
 #: Workflow members in the order finalize() and recovery write them (the order is not hashed).
 WORKFLOW_ORDER = (
     "type", "version", "profile", "workflow_id", "receipt_id", "session_id", "goal", "status", "agents",
-    "merkle_version", "output_hash", "verify_url", "recording_failures", "closed_by",
+    "merkle_version", "output_hash", "verify_url", "recording_failures", "closed_by", "step_statuses",
 )
 
 
@@ -164,6 +166,7 @@ def close_workflow(
     agents: list[dict[str, Any]] | None = None,
     recording_failures: int = 0,
     closed_by: str | None = None,
+    step_statuses: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The workflow members a close step binds, as finalize() and recovery both write them.
 
@@ -181,7 +184,18 @@ def close_workflow(
         members["recording_failures"] = recording_failures
     if closed_by is not None:
         members["closed_by"] = closed_by
+    if step_statuses is not None:
+        members["step_statuses"] = {k: step_statuses.get(k, 0) for k in STEP_STATUSES}
     return workflow_in_order(members)
+
+
+def count_statuses(statuses: Any) -> dict[str, int]:
+    """``{"ok": N, "error": N, "cancelled": N}`` of the step statuses given (others are not counted)."""
+    counts = dict.fromkeys(STEP_STATUSES, 0)
+    for status in statuses:
+        if status in counts:
+            counts[status] += 1
+    return counts
 
 
 def workflow_in_order(members: Mapping[str, Any]) -> dict[str, Any]:

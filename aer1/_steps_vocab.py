@@ -22,6 +22,7 @@ from ._vocabulary import FRAMEWORK_MEMBERS, VOCABULARY, VOCABULARY_MEMBER
 from .errors import MalformedInputError
 
 __all__ = [
+    "ARGUMENTS_INVALID",
     "CANCELLATIONS",
     "CANCELLED",
     "EXIT_CODE",
@@ -49,6 +50,7 @@ __all__ = [
     "task",
     "termination",
     "tool_call",
+    "tool_failure",
 ]
 
 #: Longest error message kept in a step (the rest is cut, and the cut is said).
@@ -64,6 +66,7 @@ OUTCOMES: dict[str, str] = {
 }
 #: ``error.type`` codes of failures seen without an exception (spec/steps.md, *error*).
 TOOL_ERROR = "tool_error"
+ARGUMENTS_INVALID = "arguments_invalid"
 EXIT_CODE = "exit_code"
 CANCELLED = "cancelled"
 #: The message of an action still running when the receipt was finalized.
@@ -113,6 +116,15 @@ def error_info(exc: BaseException) -> dict[str, Any]:
 def error_code(code: str, message: Any) -> dict[str, Any]:
     """The ``error`` member for a failure reported without an exception (``tool_error``, ``exit_code`` ...)."""
     return {"type": code, "module": None, "message": _bounded(message if isinstance(message, str) else str(message))}
+
+
+def tool_failure(arguments: Any, message: Any) -> dict[str, Any]:
+    """The ``error`` of a tool call the framework marks failed without an exception.
+
+    ``arguments_invalid`` when the model's arguments are not a JSON object (the framework
+    refused them before the tool ran), else ``tool_error``.
+    """
+    return error_code(ARGUMENTS_INVALID if parse_arguments(arguments)[1] else TOOL_ERROR, message)
 
 
 def _content(framework: str, extras: Mapping[str, Any] | None, members: dict[str, Any], *,
@@ -305,12 +317,13 @@ def task(
     task: Any,
     message_ids: Sequence[str] = (),
     team: Mapping[str, Any] | None = None,
+    nested_in: str | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``task`` content; ``team`` is ``{"name", "id", "type"}`` or None for a single agent."""
     members = {"task": task, "message_ids": list(message_ids),
                "team": None if team is None else {k: team.get(k) for k in ("name", "id", "type")}}
-    return _content(framework, extras, members)
+    return _content(framework, extras, members, nested_in=nested_in)
 
 
 def handoff(
@@ -416,10 +429,11 @@ def termination(
     messages: int | None,
     step_statuses: Mapping[str, int],
     error: Mapping[str, Any] | None = None,
+    nested_in: str | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``termination`` content; its step status is :func:`outcome_status` of ``outcome``."""
     outcome_status(outcome)
     members = {"outcome": outcome, "reason": reason, "observed": outcome not in ("unobserved", "unfinished"),
                "messages": messages, "step_statuses": dict(step_statuses)}
-    return _content(framework, extras, members, error=error)
+    return _content(framework, extras, members, error=error, nested_in=nested_in)

@@ -11,18 +11,29 @@ from typing import Any
 
 __all__ = [
     "ACTIVE_RUN_ATTRIBUTE",
+    "ARGUMENTS_ERROR",
     "CALL_ID_METADATA_KEY",
     "MAX_ROUNDS_ATTRIBUTE",
+    "RAW_ARGUMENTS_KEY",
     "STREAM_ERROR_ATTRIBUTE",
     "active_run",
     "function_call_id",
+    "is_arguments_error",
     "max_rounds",
+    "model_arguments",
     "stream_error",
 ]
 
 #: Key under which the function-invocation loop puts the model's call id into
 #: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
 CALL_ID_METADATA_KEY = "call_id"
+
+#: The class name of the exception the framework raises for arguments its tool's schema refuses.
+ARGUMENTS_ERROR = "_FunctionArgumentValidationError"
+
+#: The one key of the mapping ``Content.parse_arguments`` makes of arguments text that is not
+#: JSON (``{"raw": text}``): the model's text, which the vocabulary keeps as text, marked malformed.
+RAW_ARGUMENTS_KEY = "raw"
 
 #: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
 MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
@@ -66,3 +77,23 @@ def stream_error(stream: Any) -> BaseException | None:
     """The exception that ended ``stream``, read from inside one of its cleanup hooks; None otherwise."""
     value = getattr(stream, STREAM_ERROR_ATTRIBUTE, None)
     return value if isinstance(value, BaseException) else None
+
+
+def model_arguments(function: Any, arguments: Any) -> Any:
+    """The arguments as the model sent them: the text itself when the framework wrapped unparsable text.
+
+    A tool that has a parameter of that name got real arguments: they are returned as they are.
+    """
+    if not (isinstance(arguments, dict) and list(arguments) == [RAW_ARGUMENTS_KEY]
+            and isinstance(arguments[RAW_ARGUMENTS_KEY], str)):
+        return arguments
+    try:
+        properties = function.parameters().get("properties") or {}
+    except Exception:  # no schema to tell: keep what the tool received
+        return arguments
+    return arguments if RAW_ARGUMENTS_KEY in properties else arguments[RAW_ARGUMENTS_KEY]
+
+
+def is_arguments_error(exc: BaseException) -> bool:
+    """True for the framework's refusal of a call's arguments (raised before the tool runs)."""
+    return type(exc).__name__ == ARGUMENTS_ERROR

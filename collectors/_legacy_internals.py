@@ -23,12 +23,18 @@ __all__ = [
     "PINNED",
     "Name",
     "append_oai_message_attr",
+    "auto_replies",
     "code_execution_config",
+    "config_list",
     "executor_reply_function",
     "installed",
     "is_no_eligible",
+    "is_termination",
     "manager_is_termination",
     "missing",
+    "selection_result_attr",
+    "selector_answers",
+    "termination_checks",
     "termination_of",
     "tool_result",
     "watch_iostream",
@@ -47,6 +53,18 @@ _APPEND_OAI_MESSAGE = "_append_oai_message"
 _CODE_EXECUTION_CONFIG = "_code_execution_config"
 #: The reply function that runs a ``code_executor`` (replaced to name the acting agent).
 _EXECUTOR_REPLY = "_generate_code_execution_reply_using_executor"
+#: How many auto replies in a row an agent has given each sender, and its limit per sender.
+_AUTO_REPLY_COUNTER = "_consecutive_auto_reply_counter"
+_AUTO_REPLY_LIMITS = "_max_consecutive_auto_reply_dict"
+#: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
+_CHECK_TERMINATION = "check_termination_and_human_reply"
+_A_CHECK_TERMINATION = "a_check_termination_and_human_reply"
+#: Where an ``OpenAIWrapper`` keeps its config entries (model, api_type, model_client_cls, ...).
+_CONFIG_LIST = "_config_list"
+#: Where ``auto`` selection reads its selector chat's result (the model's answers), both lines.
+_SELECTION_RESULT = "_process_speaker_selection_result"
+#: The prefix the selector chat's checking agent gives an answer that named one agent.
+_AGENT_SELECTED = "[AGENT SELECTED]"
 #: A manager's own termination predicate (re-evaluated to derive a termination reason).
 _IS_TERMINATION_MSG = "_is_termination_msg"
 #: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
@@ -81,13 +99,22 @@ NAMES: tuple[Name, ...] = (
     Name("autogen:ConversableAgent", _EXECUTOR_REPLY, "naming the agent using a shared executor"),
     Name("autogen:ConversableAgent", _CODE_EXECUTION_CONFIG, "config digest: code execution mode", instance=True),
     Name("autogen:ConversableAgent", _IS_TERMINATION_MSG, "termination reason", instance=True),
+    Name("autogen:ConversableAgent", _AUTO_REPLY_COUNTER, "a two-agent chat's termination reason", instance=True),
+    Name("autogen:ConversableAgent", _AUTO_REPLY_LIMITS, "a two-agent chat's termination reason", instance=True),
+    Name("autogen:ConversableAgent", _CHECK_TERMINATION, "a two-agent chat's termination reason"),
+    Name("autogen:ConversableAgent", _A_CHECK_TERMINATION, "a two-agent chat's termination reason (async)"),
+    Name("autogen:ConversableAgent", "initiate_chat", "a two-agent chat's task and termination"),
+    Name("autogen:ConversableAgent", "a_initiate_chat", "a two-agent chat's task and termination (async)"),
+    Name("autogen:ConversableAgent", "max_consecutive_auto_reply", "a two-agent chat's termination reason"),
     Name("autogen:ConversableAgent", "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
+    Name("autogen:OpenAIWrapper", "create", "model facts of a reply (timed)"),
     Name("autogen:GroupChatManager", "run_chat", "start and end of a group chat run"),
     Name("autogen:GroupChatManager", "a_run_chat", "start and end of a group chat run (async)"),
     Name("autogen:GroupChat", "append", "rounds and the opening message"),
     Name("autogen:GroupChat", "select_speaker", "speaker selection"),
     Name("autogen:GroupChat", "a_select_speaker", "speaker selection (async)"),
     Name("autogen:GroupChat", "manual_select_speaker", "manual selection choice"),
+    Name("autogen:GroupChat", _SELECTION_RESULT, "the selector model's answers (auto selection)"),
     Name("autogen.code_utils", "infer_lang", "language of a legacy code block"),
     Name("autogen.io", "IOStream", "AG2's termination events"),
     Name("autogen.exception_utils", "NoEligibleSpeaker", "no-eligible-speaker termination"),
@@ -170,9 +197,50 @@ def executor_reply_function(conversable_agent_cls: Any) -> Any:
     return getattr(conversable_agent_cls, _EXECUTOR_REPLY, None)
 
 
-def manager_is_termination(manager: Any, message: Any) -> bool:
-    """The manager's own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
-    return bool(getattr(manager, _IS_TERMINATION_MSG)(message))
+def selection_result_attr() -> str:
+    """The GroupChat method ``auto`` selection hands its selector chat's ``ChatResult`` to."""
+    return _SELECTION_RESULT
+
+
+def selector_answers(result: Any) -> tuple[list[str], bool]:
+    """(the selector model's answers, whether one was accepted) from an auto selection's ``ChatResult``.
+
+    The selector chat alternates: the checking agent's message (the prompt, then its
+    verdict on each answer), the model's answer. Its last message starts with
+    ``[AGENT SELECTED]`` when an answer named exactly one agent.
+    """
+    history = list(getattr(result, "chat_history", None) or [])
+    texts = [m.get("content") if isinstance(m, dict) else m for m in history]
+    answers = [str(t) for t in texts[1::2] if t is not None]
+    accepted = bool(texts) and isinstance(texts[-1], str) and texts[-1].startswith(_AGENT_SELECTED)
+    return answers, accepted
+
+
+def config_list(client: Any) -> Any:
+    """The config entries of an ``OpenAIWrapper`` (a response's ``config_id`` indexes them), or None."""
+    return getattr(client, _CONFIG_LIST, None)
+
+
+def termination_checks(conversable_agent_cls: Any) -> tuple[Any, Any]:
+    """(sync, async) reply functions that end a chat by answering ``(True, None)``; None where absent."""
+    return (getattr(conversable_agent_cls, _CHECK_TERMINATION, None),
+            getattr(conversable_agent_cls, _A_CHECK_TERMINATION, None))
+
+
+def auto_replies(agent: Any, sender: Any) -> tuple[Any, Any]:
+    """(auto replies given in a row to ``sender``, the agent's limit for it); None where unknown."""
+    counts, limits = getattr(agent, _AUTO_REPLY_COUNTER, None), getattr(agent, _AUTO_REPLY_LIMITS, None)
+    count = counts.get(sender, 0) if isinstance(counts, dict) else None
+    limit = limits[sender] if isinstance(limits, dict) else None  # a defaultdict: the agent's default
+    return count, limit
+
+
+def is_termination(agent: Any, message: Any) -> bool:
+    """An agent's (or a manager's) own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
+    return bool(getattr(agent, _IS_TERMINATION_MSG)(message))
+
+
+manager_is_termination = is_termination
 
 
 def append_oai_message_attr() -> str:

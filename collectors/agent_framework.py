@@ -59,7 +59,14 @@ except ImportError as e:  # the extra is not installed: say how to install it
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 
-from ._af_internals import active_run, function_call_id, max_rounds, stream_error
+from ._af_internals import (
+    active_run,
+    function_call_id,
+    is_arguments_error,
+    max_rounds,
+    model_arguments,
+    stream_error,
+)
 from ._bounded import MAX_DEPTH, MAX_ITEMS, MAX_TEXT_CHARS, NOT_SPECIAL, OMITTED_KEY, bounded, bounded_text
 from ._errors import count_failure, error_info, failure_status
 
@@ -252,6 +259,22 @@ def _vocab_error(details: Mapping[str, Any] | None) -> dict[str, Any]:
     return vocab.error_code(str(details.get("type") or "workflow_error"), details.get("message") or "")
 
 
+def _result_text(result: Any) -> Any:
+    """A tool result in the vocabulary: text contents alone read as their text (what the model is told).
+
+    Agent Framework hands a tool's return value back as a list of contents; when every one
+    is a text content, the result is their text, as the other collectors record it. Any
+    other content (data, images, errors) keeps the list.
+    """
+    if isinstance(result, list) and result and all(
+        isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)
+        and set(c) <= {"type", "text", "annotations", "additional_properties", "raw_representation"}
+        for c in result
+    ):
+        return "".join(c["text"] for c in result)
+    return result
+
+
 def _agent_name(agent: Any) -> str:
     name = getattr(agent, "name", None) or getattr(agent, "id", None)
     return str(name) if name else type(agent).__name__
@@ -378,13 +401,17 @@ class AER1AgentFrameworkCollector(Collector):
         try:
             name = _CURRENT_AGENT.get() or "assistant"
             call_id = function_call_id(context)
-            result = _plain(context.result) if error is None and not cut_off else None
+            result = _result_text(_plain(context.result)) if error is None and not cut_off else None
             failure = error_info(error) if error is not None else None
+            extras: dict[str, Any] = {"executed": True}
+            if error is not None and is_arguments_error(error):  # refused before it ran (spec/steps.md)
+                failure = vocab.error_code(vocab.ARGUMENTS_INVALID, failure["message"] if failure else "")
+                extras = {"executed": False, "exception": type(error).__qualname__}
             if cut_off:
                 failure = vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE)
             content = vocab.tool_call("agent_framework", name=str(context.function.name), call_id=call_id,
-                                      arguments=_plain(context.arguments), result=result, error=failure,
-                                      extras={"executed": True})
+                                      arguments=model_arguments(context.function, _plain(context.arguments)),
+                                      result=result, error=failure, extras=extras)
             status = "cancelled" if cut_off else "ok" if error is None else failure_status(error)
             self.safe_record(str(context.function.name), content, agent=name, kind="tool_call", status=status,
                              started_at=started, call_id=call_id)

@@ -523,7 +523,8 @@ class _Turn:
             extras = {"call_index": pending.index, "paired_by": "position"}
         content = vocab.tool_call(
             "agentchat", name=label, call_id=call_id, arguments=call.arguments if call is not None else None,
-            result=None if is_error else result, error=vocab.error_code(vocab.TOOL_ERROR, result) if is_error else None,
+            result=None if is_error else result,
+            error=vocab.tool_failure(call.arguments if call is not None else None, result) if is_error else None,
             extras=extras,
         )
         self.record(

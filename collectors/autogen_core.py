@@ -209,7 +209,7 @@ class _ObservedCall:
         if exc is not None:
             error, status = error_info(exc), failure_status(exc)
         elif is_error:
-            error, status = vocab.error_code(vocab.TOOL_ERROR, result), "error"
+            error, status = vocab.tool_failure(self.arguments, result), "error"
         self._record(None if status != "ok" else result, error, status,
                      {"streamed": streamed} if streamed is not None else None)
 

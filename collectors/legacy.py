@@ -55,6 +55,8 @@ __all__ = [
     "MANAGER_BROADCAST",
     "OPENING_OBSERVED_AT",
     "TERMINATION_REASONS",
+    "TWO_AGENT_CHAT",
+    "TWO_AGENT_REASONS",
     "attach_legacy_hooks",
     "observe_groupchat",
 ]
@@ -72,6 +74,16 @@ TERMINATION_REASONS = (
     "human_exit",
     "error",
 )
+#: Why a two-agent chat (``initiate_chat`` without a GroupChat) ended (see spec/legacy.md).
+TWO_AGENT_REASONS = (
+    "is_termination_msg",
+    "max_turns",
+    "max_consecutive_auto_reply",
+    "human_exit",
+    "empty_reply",
+)
+#: The ``team.type`` of a two-agent chat's ``task`` step.
+TWO_AGENT_CHAT = "two_agent_chat"
 #: The ``recipient``-less marker a manager's introduction message carries in its content.
 MANAGER_BROADCAST = "all participants"
 #: ``observed_at`` of an opening message recorded from the manager's copy (its sender is not hooked).
@@ -322,6 +334,8 @@ class _AgentHooks:
         self.lock = threading.Lock()
         self.human_inputs = 0
         self.last_answer: Any = None
+        self.stopped: tuple[str, str] | None = None  # why this agent last ended a chat (see _wrap_checks)
+        self.model: dict[str, Any] | None = None  # the model reply its next send carries (see _wrap_client)
 
     # -- recording ---------------------------------------------------------------
 
@@ -341,6 +355,24 @@ class _AgentHooks:
             ended_at=time.time(),
         )
 
+    def tool_started(self, func_call: Any, call_id: Any, started: float, path: str) -> object:
+        """Note a function call under way: finalize() before it ends records it ``cancelled``."""
+        key = object()
+        collector = self.collector
+
+        def unfinished() -> None:
+            self.record_tool(func_call, call_id, None, started, path, unfinished=True)
+
+        collector.open_action(key, unfinished)
+        return (collector, key)
+
+    def tool_ended(self, key: Any, func_call: Any, call_id: Any, outcome: Any, started: float, path: str, *,
+                   error: BaseException | None = None) -> None:
+        """Record a function call that ended, unless finalize() recorded it unfinished already."""
+        collector, token = key
+        if collector.close_action(token):
+            self.record_tool(func_call, call_id, outcome, started, path, error=error)
+
     def record_tool(
         self,
         func_call: Any,
@@ -350,6 +382,7 @@ class _AgentHooks:
         path: str,
         *,
         error: BaseException | None = None,
+        unfinished: bool = False,
     ) -> None:
         with _observing(self.collector, "a function call"):
             call = func_call if isinstance(func_call, Mapping) else {}
@@ -363,10 +396,12 @@ class _AgentHooks:
                 returned = outcome[1]
                 result = internals.tool_result(returned.get("content") if isinstance(returned, Mapping) else returned)
             failure: dict[str, Any] | None = None
-            if error is not None:
+            if unfinished:
+                failure = vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE)
+            elif error is not None:
                 failure = error_info(error)
-            elif not success:
-                failure = vocab.error_code(vocab.TOOL_ERROR, result)
+            elif not success:  # AutoGen refuses text that is not JSON before calling the function
+                failure = vocab.tool_failure(call.get("arguments"), result)
             content = vocab.tool_call(
                 "legacy", name=name if isinstance(name, str) and name else UNNAMED_FUNCTION,
                 call_id=None if call_id is None else str(call_id), arguments=call.get("arguments"),
@@ -377,7 +412,8 @@ class _AgentHooks:
                 content,
                 agent=self.name,
                 kind="tool_call",
-                status="ok" if success else "error" if error is None else failure_status(error),
+                status="cancelled" if unfinished else "ok" if success else
+                "error" if error is None else failure_status(error),
                 started_at=started,
                 ended_at=time.time(),
                 call_id=None if call_id is None else (str(call_id) or None),
@@ -476,9 +512,12 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
                 session.last_sender[pair] = hooks.name
             if ongoing and previous == to:
                 reply_to = previous
+        chat = _ACTIVE_CHAT.get()
+        nested_in = chat.nested_in if chat is not None and chat.between(sender, recipient) else None
+        model, hooks.model = hooks.model, None
         collector.safe_record(
             "message",
-            message_content(message),
+            message_content(message, nested_in=nested_in, model=model),
             agent=hooks.name,
             kind="message",
             recipient=to,
@@ -486,14 +525,60 @@ def _record_sent(hooks: _AgentHooks, sender: Any, message: Any, recipient: Any) 
         )
 
 
-def message_content(message: Any, **extras: Any) -> dict[str, Any]:
+def message_content(message: Any, *, nested_in: str | None = None, model: Mapping[str, Any] | None = None,
+                    **extras: Any) -> dict[str, Any]:
     """A sent message in the vocabulary: its text and role, the whole message (as sent) under ``legacy``."""
     text: Any = message
     role: Any = None
     if isinstance(message, Mapping):  # the whole message, as sent, under legacy
         text, role = message.get("content"), message.get("role")
         extras = {"message": message, **extras}
-    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None, extras=extras)
+    return vocab.message("legacy", content=text, role=role if isinstance(role, str) else None, model=model,
+                         nested_in=nested_in, extras=extras)
+
+
+def _usage(response: Any, name: str) -> Any:
+    usage = getattr(response, "usage", None)
+    return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+
+def _model_reply(client: Any, response: Any, latency_ms: float) -> dict[str, Any]:
+    """The ``model`` member of a reply from what the client's config entry and the response say (no credential)."""
+    configs = internals.config_list(client)
+    index = getattr(response, "config_id", None)
+    config = configs[index] if isinstance(configs, list) and isinstance(index, int) and 0 <= index < len(configs) \
+        else {}
+    config = config if isinstance(config, Mapping) else {}
+    provider = config.get("api_type") or config.get("model_client_cls") or "openai"
+    reasons = [str(getattr(c, "finish_reason", None)) for c in getattr(response, "choices", None) or []
+               if getattr(c, "finish_reason", None) is not None]
+    return vocab.model_reply(provider=str(provider), request_model=config.get("model"),
+                             response_model=getattr(response, "model", None),
+                             input_tokens=_usage(response, "prompt_tokens"),
+                             output_tokens=_usage(response, "completion_tokens"),
+                             finish_reasons=reasons or None, latency_ms=latency_ms)
+
+
+def _wrap_client(agent: Any, hooks: _AgentHooks) -> None:
+    """Time each model request of the agent's client; its next send carries the reply's ``model`` facts.
+
+    Only the client the agent has when hooked is observed (``register_function`` and
+    ``register_model_client`` afterwards build a new one).
+    """
+    client = getattr(agent, "client", None)
+    create = getattr(client, "create", None)
+    if client is None or not callable(create) or getattr(create, _ORIGINAL_ATTR, None) is not None:
+        return
+
+    @functools.wraps(create)
+    def observed_create(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        response = create(*args, **kwargs)
+        with _observing(hooks.collector, "a model reply"):
+            hooks.model = _model_reply(client, response, (time.perf_counter() - started) * 1000)
+        return response
+
+    _install(client, "create", observed_create, create)
 
 
 @dataclass
@@ -583,12 +668,13 @@ def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
     @functools.wraps(original)
     def execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.time()
+        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "sync")
         try:
             outcome = original(func_call, *args, **kwargs)
         except BaseException as e:
-            hooks.record_tool(func_call, kwargs.get("call_id"), None, started, "sync", error=e)
+            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "sync", error=e)
             raise
-        hooks.record_tool(func_call, kwargs.get("call_id"), outcome, started, "sync")
+        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "sync")
         return outcome
 
     agent.execute_function = execute_function
@@ -600,12 +686,13 @@ def _wrap_a_execute_function(agent: Any, hooks: _AgentHooks) -> None:
     @functools.wraps(original)
     async def a_execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.time()
+        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "async")
         try:
             outcome = await original(func_call, *args, **kwargs)
         except BaseException as e:
-            hooks.record_tool(func_call, kwargs.get("call_id"), None, started, "async", error=e)
+            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "async", error=e)
             raise
-        hooks.record_tool(func_call, kwargs.get("call_id"), outcome, started, "async")
+        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "async")
         return outcome
 
     agent.a_execute_function = a_execute_function
@@ -762,6 +849,252 @@ def _executor_blocks(code_blocks: Any) -> list[dict[str, Any]]:
     return [{"language": getattr(b, "language", None), "code": getattr(b, "code", None)} for b in code_blocks]
 
 
+# --------------------------------------------------------------------------- two-agent chats
+
+
+@dataclass
+class _Chat:
+    """One ``initiate_chat`` between two agents, as its initiator's hooks follow it."""
+
+    hooks: _AgentHooks
+    initiator: Any
+    recipient: Any
+    max_turns: Any
+    start: int  # messages in the initiator's history with the recipient before the chat
+    nested_in: str | None = None
+    autogen_reason: str | None = None  # AG2's TerminationEvent reason, when it sent one
+    key: object = field(default_factory=object)
+
+    def max_turns_reached(self, sent: int, last_by_initiator: bool) -> bool:
+        """True when the chat ran all its ``max_turns`` (the recipient answered the last one)."""
+        return isinstance(self.max_turns, int) and not last_by_initiator and sent >= self.max_turns
+
+    def between(self, sender: Any, recipient: Any) -> bool:
+        """True when ``sender`` -> ``recipient`` is a message of this chat."""
+        pair = (self.initiator, self.recipient)
+        return (sender, recipient) in (pair, pair[::-1])
+
+
+# The innermost two-agent chat in progress in this thread or task.
+_ACTIVE_CHAT: contextvars.ContextVar[_Chat | None] = contextvars.ContextVar("aer1_legacy_active_chat", default=None)
+
+
+def _task_of(message: Any) -> Any:
+    """The ``task`` of a chat: its opening message as given (a callable by its label)."""
+    if message is None or isinstance(message, (str, Mapping)):
+        return message
+    return {"callable": _callable_label(message)} if callable(message) else str(message)
+
+
+def _begin_chat(hooks: _AgentHooks, initiator: Any, recipient: Any, kwargs: Mapping[str, Any]) -> _Chat:
+    """Record a two-agent chat's ``task`` and note it under way (finalize() closes it unfinished)."""
+    collector = hooks.collector
+    history = getattr(initiator, "chat_messages", None)
+    clear = kwargs.get("clear_history", True)
+    start = 0 if clear or not isinstance(history, Mapping) else len(history.get(recipient) or ())
+    for agent in (initiator, recipient):
+        if (agent_hooks := _hooks_of(agent)) is not None:
+            agent_hooks.stopped = None
+    outer = _ACTIVE_CHAT.get()
+    chat = _Chat(hooks, initiator, recipient, kwargs.get("max_turns"), start)
+    if outer is not None:  # a nested chat (register_nested_chats), run inside the outer one's turn
+        chat.nested_in = hooks.name if initiator in (outer.initiator, outer.recipient) else outer.hooks.name
+    to = _label(collector, recipient)
+    extras = {"initiator": hooks.name, "recipient": to, "max_turns": _public_config(chat.max_turns)}
+    content = vocab.task("legacy", task=_task_of(kwargs.get("message")),
+                         team={"name": None, "id": None, "type": TWO_AGENT_CHAT}, nested_in=chat.nested_in,
+                         extras=extras)
+    collector.safe_record("task", content, agent=hooks.name, kind="task", recipient=to)
+    collector.open_action(chat.key, lambda: _record_chat_end(chat, "unfinished", None, {}))
+    return chat
+
+
+def _chat_messages(chat: _Chat) -> list[Any]:
+    history = getattr(chat.initiator, "chat_messages", None)
+    messages = history.get(chat.recipient) if isinstance(history, Mapping) else None
+    return list(messages or ())[chat.start:]
+
+
+def _chat_reason(chat: _Chat) -> tuple[str, dict[str, Any]]:
+    """Why a two-agent chat that returned ended (spec/legacy.md, *Two-agent chats*): (reason, extras).
+
+    The initiator's history holds the chat, its own messages with role ``assistant``. The
+    agent that received the last message (the *stopper*) generated no reply: unless the chat
+    ran its ``max_turns``, the reason is the one its termination check noted
+    (:func:`_wrap_checks`); a stopper without hooks is asked its ``is_termination_msg``.
+    """
+    messages = _chat_messages(chat)
+    sent = sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant")
+    extras: dict[str, Any] = {"turns": sent}
+    if not messages:
+        return "empty_reply", {**extras, "detail": "the opening message was empty"}
+    last = messages[-1]
+    last_by_initiator = isinstance(last, Mapping) and last.get("role") == "assistant"
+    stopper = chat.recipient if last_by_initiator else chat.initiator
+    name = extras["stopped_by"] = _label(chat.hooks.collector, stopper)
+    if chat.max_turns_reached(sent, last_by_initiator):
+        return "max_turns", {**extras, "detail": f"{sent} of {chat.max_turns} turns"}
+    hooks = _hooks_of(stopper)
+    if hooks is not None and hooks.stopped is not None:
+        return hooks.stopped[0], {**extras, "detail": hooks.stopped[1]}
+    try:
+        if internals.is_termination(stopper, last):
+            return "is_termination_msg", {**extras, "detail": f"the is_termination_msg of {name} matched"}
+    except Exception as e:
+        extras["predicate_error"] = error_info(e)
+    return "empty_reply", {**extras, "detail": f"{name} generated no reply"}
+
+
+def _record_chat_end(chat: _Chat, outcome: str, reason: str | None, extras: dict[str, Any],
+                     error: BaseException | None = None) -> None:
+    collector = chat.hooks.collector
+    content = vocab.termination(
+        "legacy", outcome=outcome, reason=reason, messages=len(_chat_messages(chat)),
+        step_statuses=collector.status_counts(), error=error_info(error) if error is not None else None,
+        nested_in=chat.nested_in,
+        extras={"initiator": chat.hooks.name, "recipient": _label(collector, chat.recipient), **extras})
+    collector.safe_record("termination", content, agent=chat.hooks.name, kind="termination",
+                          status=vocab.outcome_status(outcome))
+
+
+def _end_chat(chat: _Chat, error: BaseException | None) -> None:
+    """Record how a two-agent chat ended, unless finalize() already recorded it unfinished."""
+    if not chat.hooks.collector.close_action(chat.key):
+        return
+    with _observing(chat.hooks.collector, "a two-agent chat's end"):
+        if error is not None:
+            outcome = "cancelled" if failure_status(error) == "cancelled" else "error"
+            _record_chat_end(chat, outcome, "error" if outcome == "error" else outcome, {}, error)
+            return
+        reason, extras = _chat_reason(chat)
+        if chat.autogen_reason is not None:
+            extras["autogen_reason"] = chat.autogen_reason
+        _record_chat_end(chat, "finished", reason, extras)
+
+
+def _stop_reason(hooks: _AgentHooks, before: tuple[Any, Any, Any, int]) -> tuple[str, str]:
+    """Why a termination check that answered ``(True, None)`` ended the chat, in AutoGen's order."""
+    count, limit, terminating, asked = before
+    answer = hooks.last_answer
+    if hooks.human_inputs > asked and isinstance(answer, str) and answer.strip() == HUMAN_EXIT_ANSWER:
+        return "human_exit", f"a human answered {HUMAN_EXIT_ANSWER!r} for {hooks.name}"
+    if isinstance(count, int) and isinstance(limit, int) and count >= limit:
+        return "max_consecutive_auto_reply", f"{count} of {limit} auto replies"
+    if terminating:
+        return "is_termination_msg", f"the is_termination_msg of {hooks.name} matched"
+    return "empty_reply", f"{hooks.name} generated no reply"
+
+
+def _wrap_checks(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
+    """Note why this agent ends a chat, as its termination-and-human-reply function decides it.
+
+    That function resets the reply counter when it ends a chat; the counter, the limit and
+    the agent's ``is_termination_msg`` are read just before it runs.
+    """
+    sync, a_sync = internals.termination_checks(api.ConversableAgent)
+
+    def before(messages: Any, sender: Any) -> tuple[Any, Any, Any, int]:
+        count, limit = internals.auto_replies(agent, sender)
+        terminating: Any = None
+        with contextlib.suppress(Exception):
+            last = messages[-1] if messages else (agent.chat_messages.get(sender) or [None])[-1]
+            terminating = internals.is_termination(agent, last)
+        return count, limit, terminating, hooks.human_inputs
+
+    def after(result: Any, seen: tuple[Any, Any, Any, int]) -> Any:
+        if isinstance(result, tuple) and result == (True, None):
+            with _observing(hooks.collector, "a chat's termination check"):
+                hooks.stopped = _stop_reason(hooks, seen)
+        return result
+
+    if sync is not None:
+        @functools.wraps(sync)
+        def check(recipient: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+            seen = before(messages, sender)
+            return after(sync(recipient, messages=messages, sender=sender, config=config), seen)
+
+        agent.replace_reply_func(sync, check)
+    if a_sync is not None:
+        @functools.wraps(a_sync)
+        async def a_check(recipient: Any, messages: Any = None, sender: Any = None, config: Any = None) -> Any:
+            seen = before(messages, sender)
+            return after(await a_sync(recipient, messages=messages, sender=sender, config=config), seen)
+
+        agent.replace_reply_func(a_sync, a_check)
+
+
+def _chat_watcher(chat: _Chat) -> Any:
+    """Note AG2's own termination reason for ``chat`` (a TerminationEvent of one of its agents)."""
+    names = {_name(chat.initiator), _name(chat.recipient)}
+
+    def seen(event: Any) -> None:
+        found = internals.termination_of(event)
+        if found is not None and found[1] in names and _ACTIVE_CHAT.get() is chat:
+            chat.autogen_reason = found[0]
+
+    return seen
+
+
+def _chat_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(recipient, the other arguments by name) of an ``initiate_chat(recipient, ...)`` call."""
+    names = ("recipient", "clear_history", "silent", "cache", "max_turns", "summary_method", "summary_args", "message")
+    named = dict(kwargs)
+    named.update(zip(names, args, strict=False))
+    return named.get("recipient"), named
+
+
+def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
+    """A chat this agent starts with one other agent gets a ``task`` and a ``termination`` step.
+
+    A chat with a ``GroupChatManager`` is a group chat run: its manager records those.
+    """
+    sync, a_sync = agent.initiate_chat, agent.a_initiate_chat
+
+    def begin(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> _Chat | None:
+        recipient, named = _chat_call(args, kwargs)
+        if recipient is None or isinstance(recipient, api.GroupChatManager):
+            return None
+        with _observing(hooks.collector, "a two-agent chat"):
+            return _begin_chat(hooks, agent, recipient, named)
+        return None
+
+    @functools.wraps(sync)
+    def initiate_chat(*args: Any, **kwargs: Any) -> Any:
+        chat = begin(args, kwargs)
+        if chat is None:
+            return sync(*args, **kwargs)
+        token = _ACTIVE_CHAT.set(chat)
+        try:
+            with internals.watch_iostream(_chat_watcher(chat)):
+                result = sync(*args, **kwargs)
+        except BaseException as e:
+            _end_chat(chat, e)
+            raise
+        finally:
+            _ACTIVE_CHAT.reset(token)
+        _end_chat(chat, None)
+        return result
+
+    @functools.wraps(a_sync)
+    async def a_initiate_chat(*args: Any, **kwargs: Any) -> Any:
+        chat = begin(args, kwargs)
+        if chat is None:
+            return await a_sync(*args, **kwargs)
+        token = _ACTIVE_CHAT.set(chat)
+        try:
+            with internals.watch_iostream(_chat_watcher(chat)):
+                result = await a_sync(*args, **kwargs)
+        except BaseException as e:
+            _end_chat(chat, e)
+            raise
+        finally:
+            _ACTIVE_CHAT.reset(token)
+        _end_chat(chat, None)
+        return result
+
+    agent.initiate_chat, agent.a_initiate_chat = initiate_chat, a_initiate_chat
+
+
 def _hook_agent(agent: Any, collector: Collector, api: SimpleNamespace) -> _AgentHooks:
     """Attach the hooks to one agent (once); re-attaching switches the collector."""
     hooks = _hooks_of(agent)
@@ -778,6 +1111,9 @@ def _hook_agent(agent: Any, collector: Collector, api: SimpleNamespace) -> _Agen
     _wrap_human_input(agent, hooks)
     _wrap_legacy_code(agent, hooks)
     _wrap_executor(agent, hooks, api)
+    _wrap_initiate_chat(agent, hooks, api)
+    _wrap_checks(agent, hooks, api)
+    _wrap_client(agent, hooks)
     return hooks
 
 
@@ -890,6 +1226,7 @@ def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> d
 #: GroupChat's ``speaker_selection_method`` names under the vocabulary's (spec/steps.md); a callable is ``function``.
 _MECHANISMS = {
     "auto": "model",
+    "model_fallback": "model_fallback",
     "callable": "function",
     "round_robin": "round_robin",
     "random": "random",
@@ -918,6 +1255,8 @@ def _end_selection(
         extras = dict(info)
         method = extras.get("method")
         replies = extras.pop("model_replies", None)
+        if method == "auto" and replies is not None and not extras.pop("model_accepted", True):
+            method = "model_fallback"  # no answer named one agent: AutoGen took the next in order
         selected = None if error is not None else _label(collector, chosen)
         if selected is not None and run is not None:
             run.phase = "selected"
@@ -1030,6 +1369,21 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
         return chosen
 
     _install(groupchat, "manual_select_speaker", manual_select_speaker, manual)
+
+    result_attr = internals.selection_result_attr()
+    process = _original(groupchat, result_attr) if hasattr(groupchat, result_attr) else None
+    if process is not None:
+        @functools.wraps(process)
+        def process_selection_result(result: Any, *args: Any, **kwargs: Any) -> Any:
+            info = group.selection
+            if info is not None:
+                with _observing(group.collector, "the selector model's answers"):
+                    answers, accepted = internals.selector_answers(result)
+                    info["model_replies"] = [*info.get("model_replies", []), *answers]
+                    info["model_accepted"] = accepted
+            return process(result, *args, **kwargs)
+
+        _install(groupchat, result_attr, process_selection_result, process)
     setattr(groupchat, _WRAPPED_ATTR, weakref.ref(groupchat))
 
 

@@ -181,6 +181,11 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         n = wf["recording_failures"]
         if type(n) is not int or n < 1:
             result.fail("recording_failures is not a positive integer", actual=repr(n))
+    if "step_statuses" in wf:
+        counts = wf["step_statuses"]
+        if not (isinstance(counts, dict) and list(counts) == list(STEP_STATUSES)
+                and all(type(v) is int and v >= 0 for v in counts.values())):
+            result.fail("step_statuses is not {ok, error, cancelled: counts}", actual=repr(counts)[:200])
     if "closed_by" in wf and (wf["closed_by"] != CLOSED_BY_RECOVERY or wf.get("status") != "incomplete"):
         result.fail(f"closed_by is not {CLOSED_BY_RECOVERY!r} on an incomplete receipt",
                     actual=repr(wf["closed_by"]))
@@ -347,7 +352,8 @@ def _ended_before_started(step: Mapping[str, Any]) -> bool:
     return started is None or ended is None or ended < started
 
 
-def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult) -> None:
+def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n: int, result: CheckResult,
+                    counts: Mapping[str, int] | None = None) -> None:
     """The end of check 5: chain_head is the last digest; the last step is the bound close step.
 
     Shared by the in-memory and the streaming verifier, so both report the same.
@@ -372,6 +378,10 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
         result.fail("close step does not match the workflow members (goal, session, status, "
                     "output_hash, ... or the step count were changed)", seq=n,
                     expected=want, actual=last["receipt_hash"])
+        return
+    if "step_statuses" in wf and counts is not None and dict(wf["step_statuses"]) != dict(counts):
+        result.fail("step_statuses does not count the statuses of the steps", seq=n,
+                    expected=repr(dict(counts)), actual=repr(wf["step_statuses"]))
         return
     result.facts["closed_by"] = wf.get("closed_by", "finalize")
     result.facts["status"] = wf.get("status")  # bound by the close step: an archive summary counts it

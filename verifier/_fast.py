@@ -76,6 +76,7 @@ class Run:
     nodes: list[bytes]
     links: int
     closed: bool  # the run's last step is a close step
+    statuses: tuple[int, int, int] = (0, 0, 0)  # ok, error, cancelled: the run's steps but a close step
 
 
 def check_run(steps: list[Any], lo: int, hi: int, *, last: bool, levels: int = 0) -> Run | None:
@@ -135,8 +136,10 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
     if "".join(prevs[1:]) != digests[:-_DIGEST].hex() or ids.replace("-", "") != derived_ids_hex(digests):
         return None
     leaves = leaves_of_ids(rids)
+    body = statuses[:-1] if closed else statuses  # the close step is not counted
+    counted = (body.count("ok"), body.count("error"), body.count("cancelled"))
     return Run(lo, lo + n, prevs[0], digests[-_DIGEST:].hex(), leaves, reduce_levels(leaves[:], levels), links,
-               closed)
+               closed, counted)
 
 
 def _optional_members_ok(steps: list[dict[str, Any]]) -> bool:
@@ -199,6 +202,7 @@ class Passed:
     root: bytes  # the receipt-id-v0 Merkle root of the steps
     links: int
     closed: bool
+    statuses: tuple[int, int, int] = (0, 0, 0)  # ok, error, cancelled: every step but the close step
 
 
 def combine(runs: Sequence[Run | None]) -> Passed | None:
@@ -214,6 +218,7 @@ def combine(runs: Sequence[Run | None]) -> Passed | None:
     if len(set().union(*(r.leaves for r in done))) != n:
         return None  # a repeated id: the reference names the steps
     nodes = [node for r in done for node in r.nodes]
+    statuses = (sum(r.statuses[0] for r in done), sum(r.statuses[1] for r in done), sum(r.statuses[2] for r in done))
     return Passed(n, done[0].first_prev, done[-1].last_digest, root_of_leaves(nodes), sum(r.links for r in done),
-                  done[-1].closed)
+                  done[-1].closed, statuses)
 

@@ -14,7 +14,7 @@ from typing import Any
 from .._canonical import CanonicalizationError
 from .._chain import genesis_digest, step_digest_hex, uuid8_from_hex
 from .._merkle import leaf_receipt_id, leaf_seq_output, root_of_leaves
-from .._receipt import CLOSE_KIND, MERKLE_VERSION
+from .._receipt import CLOSE_KIND, MERKLE_VERSION, STEP_STATUSES
 from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
 from ._fast import Passed
 from ._report import FAIL, CheckResult
@@ -64,6 +64,7 @@ class StepChecker:
         self.prev = ""
         self.chain_fail: tuple[str, int, Any, Any] | None = None
         self.close_at: int | None = None
+        self.statuses = dict.fromkeys(STEP_STATUSES, 0)  # of the steps before the close step
         # the quick path's results (``_fast``): the root, and how many link steps
         self.root: bytes | None = None
         self.links: int | None = None
@@ -76,6 +77,7 @@ class StepChecker:
         checker.first_prev, checker.prev = passed.first_prev, passed.last_digest
         checker.close_at = passed.n - 1 if passed.closed else None
         checker.root, checker.links = passed.root, passed.links
+        checker.statuses = dict(zip(STEP_STATUSES, passed.statuses, strict=True))
         return checker
 
     @property
@@ -99,6 +101,8 @@ class StepChecker:
         if self.broken:
             return True
         seq, rid = step["seq"], step["receipt_id"]
+        if self.profile and step.get("kind") != CLOSE_KIND and step.get("status") in self.statuses:
+            self.statuses[step["status"]] += 1
         if self.order_fail is None and seq != i + 1:
             self.order_fail = (f"seq out of order: array position {i + 1} carries seq {seq!r}", i + 1, i + 1, seq)
         leaf = leaf_receipt_id(rid)
@@ -213,7 +217,7 @@ class StepChecker:
             message, seq, expected, actual = self.chain_fail
             result.fail(message, seq=seq, expected=expected, actual=actual)
             return
-        check_chain_end(wf, self.prev, self.last, self.n, result)
+        check_chain_end(wf, self.prev, self.last, self.n, result, self.statuses)
 
 
 def check_members(wf: Any, profile: bool, result: CheckResult, passed: Passed | None = None) -> StepChecker | None:

@@ -12,7 +12,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ._approval import TokenAuthority
 
@@ -42,6 +42,14 @@ class Event:
 Recorder = Callable[[Event], None]
 
 
+class Actions(Protocol):
+    """Where actions under way are noted (a ``Collector``): finalize() first records them cut off."""
+
+    def open_action(self, key: Any, closer: Callable[[], None]) -> None: ...
+
+    def close_action(self, key: Any) -> bool: ...
+
+
 @dataclass
 class RunState:
     """Per-run facts shared by every turn: the run id and its approval authority."""
@@ -62,6 +70,7 @@ class TurnContext:
     round: int
     recorder: Recorder | None = None
     events: list[Event] = field(default_factory=list)
+    actions: Actions | None = None
 
     @property
     def run_id(self) -> str:
@@ -100,6 +109,18 @@ class TurnContext:
         if self.recorder is not None:
             self.recorder(event)
         return event
+
+    def under_way(self, closer: Callable[[], None]) -> Callable[[], bool]:
+        """Note an action under way (``closer`` records it cut off if finalize() comes first).
+
+        Returns the call that ends it: True when the action is still to be recorded normally,
+        False when finalize() has recorded it already.
+        """
+        if self.actions is None:
+            return lambda: True
+        key, actions = object(), self.actions
+        actions.open_action(key, closer)
+        return lambda: actions.close_action(key)
 
     @classmethod
     def standalone(cls, speaker: str, run: RunState | None = None) -> TurnContext:

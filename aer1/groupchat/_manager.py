@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aer1 import Collector
+from aer1 import Collector, CollectorClosedError
 from aer1 import _steps_vocab as vocab
 from aer1.errors import Aer1Error
 
@@ -208,7 +208,7 @@ class GroupChat:
                     raise stop
         except _Stop as stop:
             self._terminate(collector, stop.reason, stop.detail, rounds, len(history))
-            receipt = collector.finalize(text_of(history.view()[-1]), status=self._status(collector, "ok"))
+            receipt = _close(collector, text_of(history.view()[-1]), status=self._status(collector, "ok"))
             return ChatResult(
                 history.view().to_list(), stop.reason, receipt, run.run_id, rounds, collector, stop.detail
             )
@@ -222,7 +222,7 @@ class GroupChat:
                                                             phase=failure.phase, extras=extras),
                                   agent=failure.agent, kind="error", status="error")
             self._terminate(collector, STOP_ERROR, detail, rounds, len(history), vocab.error_info(cause))
-            receipt = collector.finalize(text_of(history.view()[-1]), status=self._status(collector, "error"))
+            receipt = _close(collector, text_of(history.view()[-1]), status=self._status(collector, "error"))
             result = ChatResult(history.view().to_list(), STOP_ERROR, receipt, run.run_id, rounds, collector, detail)
             raise GroupChatError(
                 f"group chat aborted in {failure.phase} ({failure.agent}): {detail}", result
@@ -233,7 +233,7 @@ class GroupChat:
                                        extras={"round": rounds + 1})
             collector.safe_record("error", content, agent=MANAGER, kind="error", status="cancelled")
             self._terminate(collector, STOP_CANCELLED, type(e).__name__, rounds, len(history), vocab.error_info(e))
-            collector.finalize(text_of(history.view()[-1]), status="incomplete")
+            _close(collector, text_of(history.view()[-1]), status="incomplete")
             raise
 
     async def _select(
@@ -286,7 +286,7 @@ class GroupChat:
     ) -> tuple[bool, _Stop | None]:
         """One turn: whether a message was appended, and the stop it caused (if any)."""
         agent = self._by_name[speaker]
-        context = TurnContext(run=run, speaker=speaker, round=round_no, recorder=recorder)
+        context = TurnContext(run=run, speaker=speaker, round=round_no, recorder=recorder, actions=collector)
         started = time.time()
         try:
             reply = agent.reply(history.view(), context)
@@ -369,3 +369,15 @@ class GroupChat:
     @staticmethod
     def _status(collector: Collector, status: str) -> str:
         return "incomplete" if collector.recording_failures else status
+
+
+def _close(collector: Collector, final_answer: str, *, status: str) -> dict[str, Any]:
+    """Finalize the run's receipt; one the caller finalized while the run was under way is returned as it is.
+
+    The caller's ``finalize()`` came first (a run cancelled and finalized at once): the
+    receipt it closed already records, as cut off, what was under way.
+    """
+    try:
+        return collector.finalize(final_answer, status=status)
+    except CollectorClosedError:
+        return collector.receipt()

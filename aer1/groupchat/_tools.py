@@ -355,7 +355,27 @@ class ToolExecutor:
                     return self._finish(context, call, started, decided)
                 approval_id = decided
                 started = time.time()  # the call runs from here: its approval was decided before it
-        return self._finish(context, call, started, await self._run(call, prepared, approval_id))
+        def cut(error: dict[str, Any]) -> ToolOutcome:
+            return self._finish(context, call, started, self._cut(call, prepared, approval_id, error))
+
+        def unfinished() -> None:
+            cut(vocab.error_code(vocab.CANCELLED, vocab.UNFINISHED_MESSAGE))
+
+        ended = context.under_way(unfinished)
+        try:
+            outcome = await self._run(call, prepared, approval_id)
+        except vocab.CANCELLATIONS as e:  # cut off while it ran: recorded as such, then passed on
+            if ended():
+                cut(vocab.error_info(e))
+            raise
+        return self._finish(context, call, started, outcome) if ended() else outcome
+
+    def _cut(self, call: ToolCall, prepared: _Prepared, approval_id: str | None,
+             error: dict[str, Any]) -> ToolOutcome:
+        """A call cut off while it ran (a cancellation, or finalize() first): status ``cancelled``."""
+        return ToolOutcome(call["id"], prepared.tool.name, call["function"]["arguments"],
+                           error_content(vocab.CANCELLED, error["message"]), True, vocab.CANCELLED, "cancelled",
+                           approval_id, prepared.arguments.digest)
 
     async def _executor_decides(
         self, context: TurnContext, call: ToolCall, prepared: _Prepared, refusal: str

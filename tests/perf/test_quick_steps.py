@@ -73,7 +73,8 @@ def _fed(steps: list[Any]) -> Passed | None:
     raw = checker.leaves
     root = merkle_root([bytes(raw[k:k + 32]) for k in range(0, len(raw), 32)])
     return Passed(checker.n, checker.first_prev, checker.prev, root,
-                  sum(1 for s in steps if s["kind"] == LINK_KIND), checker.close_at == checker.n - 1)
+                  sum(1 for s in steps if s["kind"] == LINK_KIND), checker.close_at == checker.n - 1,
+                  (checker.statuses["ok"], checker.statuses["error"], checker.statuses["cancelled"]))
 
 
 def _receipts() -> Iterator[tuple[str, dict[str, Any]]]:

@@ -49,9 +49,9 @@ async def test_oversized_tool_result_is_bounded_and_says_so(collector: AER1Agent
     receipt, contents = check(collector)
     call = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
     recorded = contents[call["seq"]]
-    [item] = recorded["result"]  # the framework hands the result on as one text: cut, and the cut said
-    assert item["text"].endswith(" more characters]"), item["text"][-80:]
-    size = len(item["text"])
+    text = recorded["result"]  # the framework hands the result on as one text content: its text, cut, the cut said
+    assert isinstance(text, str) and text.endswith(" more characters]"), text[-80:]
+    size = len(text)
     assert size < MAX_TEXT_CHARS + 64, f"got {size} characters, want at most about {MAX_TEXT_CHARS}"
 
 

@@ -224,3 +224,15 @@ def of_kind(receipt: dict[str, Any], contents: dict[int, Any], kind: str) -> lis
 
 
 CLOSE = ("close", "aer1", None)
+
+
+def two_agent(initiator: str, recipient: str, *inner: tuple[str, str, str | None]) -> list[tuple[str, str, str | None]]:
+    """The rows of a two-agent chat ``initiator`` started: its ``task``, ``inner``, its ``termination``."""
+    return [("task", initiator, recipient), *inner, ("termination", initiator, None)]
+
+
+def ended(receipt: dict[str, Any], contents: dict[int, Any]) -> tuple[str, str, Any]:
+    """(status, outcome, reason) of the receipt's last ``termination`` step."""
+    step = [s for s in receipt["steps"] if s["kind"] == "termination"][-1]
+    content = contents[step["seq"]]
+    return step["status"], content["outcome"], content["reason"]

@@ -10,7 +10,7 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks, observe_groupchat
 
-from .support import CLOSE, Finish, of_kind, rows, said
+from .support import CLOSE, Finish, ended, of_kind, rows, said, two_agent
 
 SECRET = "card 4111-1111-1111-1111"
 MASK = "card [masked]"
@@ -99,8 +99,10 @@ def test_a_reply_autogen_refuses_to_send_is_not_recorded(collector: AER1AutoGenC
     receipt, contents = finish(collector)
 
     assert observed == _run_refused(None)  # same error, same history without the hooks
-    assert rows(receipt) == [("message", "alice", "bob"), CLOSE]
-    assert contents[1] == said("hello")
+    assert rows(receipt) == [*two_agent("alice", "bob", ("message", "alice", "bob")), CLOSE]
+    assert contents[2] == said("hello")
+    assert ended(receipt, contents) == ("error", "error", "error")
+    assert receipt["status"] == "error"
 
 
 def test_a_send_refused_in_a_group_chat_is_not_recorded(collector: AER1AutoGenCollector, finish: Finish) -> None:

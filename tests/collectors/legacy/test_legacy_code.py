@@ -12,20 +12,24 @@ from autogen.coding import LocalCommandLineCodeExecutor
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, Finish, make_client, of_kind, rows, says_terminate, scripted_llm_config
+from .support import CLOSE, Finish, ended, make_client, of_kind, rows, says_terminate, scripted_llm_config, two_agent
 
 GOOD = "Here you go:\n```python\nprint(6 * 7)\n```"
 BAD = "And this fails:\n```python\nimport sys\nsys.stderr.write('bad input')\nsys.exit(3)\n```"
 
 EXPECTED = [
-    ("message", "runner", "coder"),
-    ("message", "coder", "runner"),
-    ("code_execution", "runner", None),
-    ("message", "runner", "coder"),
-    ("message", "coder", "runner"),
-    ("code_execution", "runner", None),
-    ("message", "runner", "coder"),
-    ("message", "coder", "runner"),
+    *two_agent(
+        "runner",
+        "coder",
+        ("message", "runner", "coder"),
+        ("message", "coder", "runner"),
+        ("code_execution", "runner", None),
+        ("message", "runner", "coder"),
+        ("message", "coder", "runner"),
+        ("code_execution", "runner", None),
+        ("message", "runner", "coder"),
+        ("message", "coder", "runner"),
+    ),
     CLOSE,
 ]
 
@@ -60,6 +64,7 @@ def test_legacy_code_execution_config(
     receipt, contents = finish(collector)
 
     assert rows(receipt) == EXPECTED
+    assert ended(receipt, contents) == ("ok", "finished", "is_termination_msg")
     good, bad = of_kind(receipt, contents, "code_execution")
     assert good["legacy"]["executor"] == "legacy"
     assert good["code_blocks"] == [{"language": "python", "code": "print(6 * 7)"}]
@@ -114,10 +119,10 @@ def test_shared_executor_names_the_running_agent(
     receipt, contents = finish(collector)
 
     assert rows(receipt) == [
-        ("message", "first", "second"),
-        ("code_execution", "second", None),
-        ("message", "second", "first"),
+        *two_agent("first", "second", ("message", "first", "second"), ("code_execution", "second", None),
+              ("message", "second", "first")),
         CLOSE,
     ]
+    assert ended(receipt, contents) == ("ok", "finished", "max_turns")
     (run,) = of_kind(receipt, contents, "code_execution")
     assert run["output"].strip() == "from first"

@@ -96,6 +96,10 @@ def test_selection_methods(method: str, chat: str, collector: AER1AutoGenCollect
     assert [c["legacy"]["method"] for c in chosen] == [method] * 3
     assert [c["legacy"]["last_speaker"] for c in chosen] == ["user", *speakers[:-1]]
     assert [c["legacy"]["round"] for c in chosen] == [1, 2, 3]
+    mechanism = {"auto": "model", "callable": "function"}.get(method, method)
+    assert [c["mechanism"] for c in chosen] == [mechanism] * 3
+    # auto selection keeps the selector model's answer (spec/steps.md, speaker_selection)
+    assert [c["model_replies"] for c in chosen] == ([[s] for s in speakers] if method == "auto" else [None] * 3)
     if method == "manual":
         assert [c["legacy"]["manual_choice"] for c in chosen] == ["bob", "alice", None]
     if method == "callable":
@@ -203,3 +207,24 @@ def test_two_runs_two_terminations(collector: AER1AutoGenCollector, finish: Fini
     ]
     assert rows(receipt) == [*run, *run, CLOSE]
     assert [m["content"] for m in of_kind(receipt, contents, "message")][::2] == ["first", "second"]
+
+
+@pytest.mark.parametrize("chat", ["sync", "async"])
+def test_auto_selection_that_names_no_agent_falls_back_and_keeps_the_answers(
+    chat: str, collector: AER1AutoGenCollector, finish: Finish
+) -> None:
+    """Every answer of the selector names no agent: AutoGen retries, then takes the next in order."""
+    agents = _agents()
+    with auto_selection(["nobody in particular"]) as extra:
+        groupchat = autogen.GroupChat(agents, messages=[], max_round=2, speaker_selection_method="auto", **extra)
+        manager = autogen.GroupChatManager(groupchat, llm_config=scripted_llm_config())
+        observe_groupchat(manager, collector)
+        if chat == "sync":
+            agents[0].initiate_chat(manager, message="Kick-off")
+        else:
+            asyncio.run(agents[0].a_initiate_chat(manager, message="Kick-off"))
+    receipt, contents = finish(collector)
+    (chosen,) = of_kind(receipt, contents, "speaker_selection")
+    assert chosen["mechanism"] == "model_fallback" and chosen["selected"] == ["alice"]
+    tries = 1 + groupchat.max_retries_for_selecting_speaker
+    assert chosen["model_replies"] == ["nobody in particular"] * tries

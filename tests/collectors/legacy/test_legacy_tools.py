@@ -14,6 +14,7 @@ from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 from .support import (
     CLOSE,
     Finish,
+    ended,
     make_client,
     of_kind,
     rows,
@@ -21,6 +22,7 @@ from .support import (
     scripted_llm_config,
     tool_call,
     tool_calls_reply,
+    two_agent,
 )
 
 
@@ -93,16 +95,21 @@ def test_tool_calls(chat: str, function: Any, collector: AER1AutoGenCollector, f
     receipt, contents = finish(collector)
 
     assert rows(receipt) == [
-        ("message", "executor", "assistant"),
-        ("message", "assistant", "executor"),
-        ("tool_call", "executor", None),
-        ("tool_call", "executor", None),
-        ("tool_call", "executor", None),
-        ("tool_call", "executor", None),
-        ("message", "executor", "assistant"),
-        ("message", "assistant", "executor"),
+        *two_agent(
+            "executor",
+            "assistant",
+            ("message", "executor", "assistant"),
+            ("message", "assistant", "executor"),
+            ("tool_call", "executor", None),
+            ("tool_call", "executor", None),
+            ("tool_call", "executor", None),
+            ("tool_call", "executor", None),
+            ("message", "executor", "assistant"),
+            ("message", "assistant", "executor"),
+        ),
         CLOSE,
     ]
+    assert ended(receipt, contents) == ("ok", "finished", "is_termination_msg")
     # Steps are in the order the calls ended: an async chat runs its calls concurrently,
     # and the async `add` awaits once, so it ends after the three that never wait.
     order = ["call_add", "call_missing", "call_badjson", "call_boom"]
@@ -169,7 +176,9 @@ def test_function_call_path(chat: str, collector: AER1AutoGenCollector, finish: 
         asyncio.run(executor.a_initiate_chat(assistant, message="Add 20 and 22"))
     receipt, contents = finish(collector)
 
-    assert [r[0] for r in rows(receipt)] == ["message", "message", "tool_call", "message", "message", "close"]
+    assert [r[0] for r in rows(receipt)] == [
+        "task", "message", "message", "tool_call", "message", "message", "termination", "close",
+    ]  # fmt: skip
     step = next(s for s in receipt["steps"] if s["kind"] == "tool_call")
     assert step["tool"] == "add" and step["agent"] == "executor" and "call_id" not in step
     (call,) = of_kind(receipt, contents, "tool_call")

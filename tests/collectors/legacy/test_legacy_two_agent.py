@@ -10,7 +10,19 @@ import pytest
 
 from aer1.collectors import AER1AutoGenCollector, attach_legacy_hooks
 
-from .support import CLOSE, PYAUTOGEN_02, Finish, of_kind, rows, said, says_terminate, scripted_agent, scripted_input
+from .support import (
+    CLOSE,
+    PYAUTOGEN_02,
+    Finish,
+    ended,
+    of_kind,
+    rows,
+    said,
+    says_terminate,
+    scripted_agent,
+    scripted_input,
+    two_agent,
+)
 
 
 def test_documented_usage_records_every_turn(finish: Finish) -> None:
@@ -24,9 +36,12 @@ def test_documented_usage_records_every_turn(finish: Finish) -> None:
     alice.initiate_chat(bob, message="Start the task", max_turns=4)
     receipt, contents = finish(collector)
 
-    assert rows(receipt) == [("message", "alice", "bob"), ("message", "bob", "alice")] * 4 + [CLOSE]
-    assert [s.get("reply_to") for s in receipt["steps"][:-1]] == [None] + ["alice", "bob"] * 3 + ["alice"]
-    assert contents[1] == said("Start the task")
+    turn = [("message", "alice", "bob"), ("message", "bob", "alice")]
+    assert rows(receipt) == [*two_agent("alice", "bob", *turn * 4), CLOSE]
+    assert [s.get("reply_to") for s in receipt["steps"][1:-2]] == [None] + ["alice", "bob"] * 3 + ["alice"]
+    assert contents[2] == said("Start the task")
+    assert ended(receipt, contents) == ("ok", "finished", "max_turns")
+    assert contents[1]["task"] == "Start the task" and contents[1]["team"]["type"] == "two_agent_chat"
     assert [a["name"] for a in receipt["agents"]] == ["alice", "bob"]
     assert {a["type"] for a in receipt["agents"]} == {"autogen.ConversableAgent"}
 
@@ -46,10 +61,14 @@ def _pair() -> tuple[autogen.ConversableAgent, autogen.ConversableAgent]:
 
 
 EXPECTED_PAIR = [
-    ("message", "user", "planner"),
-    ("message", "planner", "user"),
-    ("message", "user", "planner"),
-    ("message", "planner", "user"),
+    *two_agent(
+        "user",
+        "planner",
+        ("message", "user", "planner"),
+        ("message", "planner", "user"),
+        ("message", "user", "planner"),
+        ("message", "planner", "user"),
+    ),
     CLOSE,
 ]
 
@@ -80,7 +99,7 @@ def test_a_initiate_chat(collector: AER1AutoGenCollector, finish: Finish) -> Non
     receipt, _ = finish(collector, result.summary)
 
     assert rows(receipt) == EXPECTED_PAIR
-    assert [s.get("reply_to") for s in receipt["steps"][:-1]] == [None, "user", "planner", "user"]
+    assert [s.get("reply_to") for s in receipt["steps"][1:-2]] == [None, "user", "planner", "user"]
 
 
 def test_hooks_change_nothing(collector: AER1AutoGenCollector) -> None:
@@ -109,14 +128,19 @@ def test_human_input_sync(collector: AER1AutoGenCollector, finish: Finish) -> No
     receipt, contents = finish(collector)
 
     assert rows(receipt) == [
-        ("message", "human_proxy", "planner"),
-        ("message", "planner", "human_proxy"),
-        ("human_input", "human_proxy", None),
-        ("message", "human_proxy", "planner"),
-        ("message", "planner", "human_proxy"),
-        ("human_input", "human_proxy", None),
+        *two_agent(
+            "human_proxy",
+            "planner",
+            ("message", "human_proxy", "planner"),
+            ("message", "planner", "human_proxy"),
+            ("human_input", "human_proxy", None),
+            ("message", "human_proxy", "planner"),
+            ("message", "planner", "human_proxy"),
+            ("human_input", "human_proxy", None),
+        ),
         CLOSE,
     ]
+    assert ended(receipt, contents) == ("ok", "finished", "human_exit")
     answers = of_kind(receipt, contents, "human_input")
     assert [a["input"] for a in answers] == ["shorter please", "exit"]
     assert [a["prompt"] for a in answers] == stream.prompts
@@ -145,7 +169,8 @@ def test_human_input_async_each_read_once(collector: AER1AutoGenCollector, finis
         expected = [*sends, asked, asked] * 2
     else:  # ag2 asks once per turn: four turns
         expected = [*sends, asked] * 4
-    assert rows(receipt) == [*expected, CLOSE]
+    assert rows(receipt) == [*two_agent("human_proxy", "planner", *expected), CLOSE]
+    assert ended(receipt, contents) == ("ok", "finished", "human_exit")
     assert sum(1 for s in receipt["steps"] if s["kind"] == "message") == len(human.chat_messages[planner])
 
 
@@ -157,7 +182,7 @@ def test_recording_never_raises_into_the_chat(collector: AER1AutoGenCollector) -
     receipt = collector.finalize()
     result = user.initiate_chat(planner, message="Plan the product launch")
     assert len(result.chat_history) == 4
-    assert collector.late_records == 4
+    assert collector.late_records == 6  # the task, four messages, the termination
     assert collector.finalize() == receipt
 
 
@@ -172,10 +197,11 @@ def test_reattach_moves_to_the_new_collector(finish: Finish) -> None:
     attach_legacy_hooks(user, second)
     attach_legacy_hooks(user, second)
     user.initiate_chat(planner, message="Again", max_turns=1)
-    assert first.step_count == 2
+    assert first.step_count == 4
     receipt, contents = finish(second)
-    assert rows(receipt) == [("message", "user", "planner"), ("message", "planner", "user"), CLOSE]
-    assert contents[1] == said("Again")
+    assert rows(receipt) == [*two_agent("user", "planner", ("message", "user", "planner"),
+                                        ("message", "planner", "user")), CLOSE]
+    assert contents[2] == said("Again")
 
 
 def test_recording_failures_are_counted_not_raised(
@@ -195,6 +221,6 @@ def test_recording_failures_are_counted_not_raised(
     assert "failed to record" in caplog.text
     receipt = collector.finalize()
     assert receipt["status"] == "incomplete"
-    assert receipt["recording_failures"] == 1
-    assert rows(receipt) == EXPECTED_PAIR[1:]
+    assert receipt["recording_failures"] == 2  # the task and the opening message carry it
+    assert rows(receipt) == EXPECTED_PAIR[2:]
     assert collector.verify(receipt) == []
