@@ -246,6 +246,11 @@ def tool_call_content(call: Any, outcome: Any, *, error: BaseException | None, r
         status, err = "error", vocab.error_code("unknown_tool", f"no tool named {text(getattr(call, 'name', ''))}")
     else:
         status, value = "ok", result_value(result)
+    if status == "error" and err is not None and vocab.parse_arguments(getattr(call, "arguments", None))[1]:
+        # AG2 raises while reading arguments that are not a JSON object: refused before the tool
+        # ran, ``arguments_invalid`` as in every collector; the exception's class is kept beside it
+        extras["exception"] = err["type"]
+        err = vocab.error_code(vocab.ARGUMENTS_INVALID, err["message"])
     if status != "ok" and result is not None:
         extras["model_saw"] = result_value(result)  # what the framework gave the model instead of a result
     if getattr(result, "final", False) is True:

@@ -57,13 +57,13 @@ WANT = [
 #: The code block of the ``code`` shape and its exit code.
 FAILING_CODE = "import sys\nprint('bad input', file=sys.stderr)\nsys.exit(3)"
 EXIT = 3
-#: Every collector of the suite. AG2 1.x (``aer1.collectors.ag2``) joins here once it writes
-#: the vocabulary: add ``"ag2"`` and its runner to ``RUNNERS`` (see ``Runner``).
-COLLECTORS = ["agentchat", "autogen_core", "legacy", "agent_framework", "groupchat"]
+#: Every collector of the suite.
+COLLECTORS = ["agentchat", "autogen_core", "legacy", "agent_framework", "groupchat", "ag2"]
 SHAPES = ["tools", "code", "cancel", "timeout"]
 #: Shapes a framework has no way to run, and why (skipped, never passed).
 CANNOT = {
     ("agent_framework", "code"): "Agent Framework runs no code locally (its code interpreter is a hosted tool)",
+    ("ag2", "code"): "an AG2 1.x Agent runs no code blocks itself (code runs as one of its tools)",
 }
 
 Done = tuple[dict[str, Any], dict[int, Any]]
@@ -237,7 +237,7 @@ async def agent_framework(shape: str, ctx: Ctx) -> Done:
 
     from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 
-    from ..agent_framework.scripted import Call, ScriptedChatClient
+    from .agent_framework.scripted import Call, ScriptedChatClient
 
     collector = AER1AgentFrameworkCollector(goal=shape)
     if shape == "tools":
@@ -293,6 +293,20 @@ async def groupchat(shape: str, ctx: Ctx) -> Done:
     return ctx.done(collector, await cut(run, waiter.started, collector, at_once=shape == "cancel"))
 
 
+# ------------------------------------------------------------------ AG2 1.x
+
+
+async def ag2(shape: str, ctx: Ctx) -> Done:
+    from .ag2.scenarios import cancelled_mid_tool_run, timeout_run, tool_calls_run
+
+    if shape == "tools":
+        receipt, contents = await tool_calls_run(ctx.folder)
+    else:
+        _, receipt, contents = await (cancelled_mid_tool_run if shape == "cancel" else timeout_run)(ctx.folder)
+    verify_everywhere(ctx.folder / "receipt.json", receipt, ctx.peers)
+    return receipt, contents
+
+
 Runner = Callable[[str, Ctx], Awaitable[Done]]
 RUNNERS: dict[str, Runner] = {
     "agentchat": agentchat,
@@ -300,6 +314,7 @@ RUNNERS: dict[str, Runner] = {
     "legacy": legacy,
     "agent_framework": agent_framework,
     "groupchat": groupchat,
+    "ag2": ag2,
 }
 
 

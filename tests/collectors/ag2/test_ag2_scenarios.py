@@ -32,7 +32,7 @@ from aer1.groupchat import CallbackApproval, ToolApprovalRequest
 from aer1.verifier._cli import main as verify_main
 
 from ...receipts import Peers, verify_everywhere
-from ..test_scenarios import WANT, agentchat_run, builtin_run, core_run, shape_of
+from ..test_scenarios import RUNNERS, WANT, Ctx, Done, tool_shape
 from .conftest import Check
 from .scenarios import SHAPE, cancelled_mid_tool_run, timeout_run, tool_calls_run
 from .support import call, of_kind
@@ -85,13 +85,26 @@ def test_the_scenario_shape_is_the_one_every_collector_runs() -> None:
 async def test_the_same_tool_calls_read_as_in_every_collector(tmp_path: Path, peers: Peers | None) -> None:
     receipt, contents = await tool_calls_run(tmp_path)
     verify_everywhere(tmp_path / "receipt.json", receipt, peers)
-    assert shape_of(receipt, contents) == WANT
+    assert tool_shape((receipt, contents)) == WANT
     assert receipt["status"] == "ok"  # handled tool errors are their steps' errors; the run ended by itself
     assert status_counts(receipt)["error"] == 2
     assert all(c["vocabulary"] == VOCABULARY for s, c in contents.items() if receipt["steps"][s - 1]["kind"] != "close")
     calls = {s["call_id"]: contents[s["seq"]] for s in receipt["steps"] if s["kind"] == "tool_call"}
     assert calls["c1"]["result"] == 5 and calls["c2"]["error"]["type"] == "ValueError"
-    assert calls["c3"]["error"]["type"] == "JSONDecodeError"  # AG2 parses the arguments, and raises
+    assert calls["c3"]["error"]["type"] == "arguments_invalid"  # refused before the tool ran, as everywhere
+    assert calls["c3"]["ag2"]["exception"] == "JSONDecodeError"  # AG2 parses the arguments, and raises
+
+
+def _tools_run(collector: str) -> Any:
+    """The shared ``tools`` shape on one of the other collectors, saved in ``folder``."""
+
+    async def run(folder: Path) -> Done:
+        return await RUNNERS[collector]("tools", Ctx(folder, None))
+
+    return run
+
+
+agentchat_run, core_run, builtin_run = _tools_run("agentchat"), _tools_run("autogen_core"), _tools_run("groupchat")
 
 
 #: Rules whose answer names steps by their place in the chain: the calls of one model reply
