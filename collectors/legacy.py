@@ -546,10 +546,13 @@ def _model_reply(client: Any, response: Any, latency_ms: float) -> dict[str, Any
     """The ``model`` member of a reply from what the client's config entry and the response say (no credential)."""
     configs = internals.config_list(client)
     index = getattr(response, "config_id", None)
+    if not isinstance(index, int) and isinstance(configs, list) and len(configs) == 1:
+        index = 0  # AG2 sets config_id only on responses that declare it: with one entry, it is that one
     config = configs[index] if isinstance(configs, list) and isinstance(index, int) and 0 <= index < len(configs) \
         else {}
     config = config if isinstance(config, Mapping) else {}
-    provider = config.get("api_type") or config.get("model_client_cls") or "openai"
+    # a custom client class names the provider; AG2 fills api_type with "openai" in every entry
+    provider = config.get("model_client_cls") or config.get("api_type") or "openai"
     reasons = [str(getattr(c, "finish_reason", None)) for c in getattr(response, "choices", None) or []
                if getattr(c, "finish_reason", None) is not None]
     return vocab.model_reply(provider=str(provider), request_model=config.get("model"),
