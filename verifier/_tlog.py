@@ -71,6 +71,11 @@ class LogTrust:
     witnesses: tuple[str, ...] = ()
     min_witnesses: int = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The key strings alone: the parsed keys and opened checkpoints are rebuilt where it lands
+        (a Dask task pickles the trust; parsed keys do not pickle)."""
+        return {f: self.__dict__[f] for f in ("log_keys", "witnesses", "min_witnesses")}
+
     @functools.cached_property
     def verifiers(self) -> tuple[list[Verifier], list[Verifier]]:
         """The parsed (log keys, witness keys)."""
