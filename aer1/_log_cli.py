@@ -13,13 +13,16 @@ import os
 from collections.abc import Callable
 
 from .verifier._output import CliError, one_line
+from .verifier._storage_cli import add_storage_argument, use_storage_options
 
 __all__ = ["LOG_COMMANDS", "add_log_arguments"]
 
 
 def _init(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._logdir import LOG_VKEY, init_log
     from ._signing import KeyFileError
+    from ._storage import is_url
     from .errors import LogMalformed, UsageError
 
     try:
@@ -28,13 +31,14 @@ def _init(args: argparse.Namespace) -> int:
         raise CliError(f"log init: {e}") from e
     except OSError as e:
         raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
-    where = os.path.join(args.dir, LOG_VKEY)
+    where = f"{args.dir.rstrip('/')}/{LOG_VKEY}" if is_url(args.dir) else os.path.join(args.dir, LOG_VKEY)
     print(one_line(f"created log {args.origin} in {args.dir}; verifier key (also in {where}):"))
     print(one_line(vkey))
     return 0
 
 
 def _append(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._cli import _read_receipt
     from ._logdir import append_receipts
     from ._signing import KeyFileError
@@ -54,6 +58,7 @@ def _append(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._cli import _read_receipt
     from ._logdir import prove_receipts
     from ._tlog import proof_path_for
@@ -72,13 +77,15 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _init_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log")
+    add_storage_argument(p)
+    p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log, or a storage prefix (s3://bucket/log)")
     p.add_argument("--origin", required=True, help="the log's name, e.g. example.com/receipts (no spaces, no '+')")
     p.add_argument("--key", required=True, metavar="LOGKEY", help="the log's Ed25519 private key (from aer1 keygen)")
     p.set_defaults(func=_init)
 
 
 def _append_arguments(p: argparse.ArgumentParser) -> None:
+    add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
     p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
@@ -86,6 +93,7 @@ def _append_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
+    add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
     p.set_defaults(func=_prove)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from .._storage import is_url
 from . import verify_proof, verify_receipt
 from ._evidence import evidence_for
 from ._output import dump_json, one_line, unreadable_report
@@ -64,6 +65,9 @@ class ArchiveOptions:
     steps_jobs: int = 1
     #: The log check's trusted keys (``--log-key``, ``--witness``): adds check ``log``.
     log: LogTrust | None = None
+    #: ``--storage-options`` (JSON) for receipts named by URL, applied where they are read (a Dask
+    #: worker too); it can hold credentials, so it is never shown.
+    storage_options: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -122,6 +126,10 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     path, is_proof, why = task
     if why is not None:
         return Outcome(unreadable_report(path, why))
+    if is_url(path):  # an object in storage: verified from a private copy of its bytes
+        from ._staged import verify_staged
+
+        return verify_staged(task, opts)
     if is_proof or opts.proof:
         proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
                                      trusted_key_ids=opts.trusted))

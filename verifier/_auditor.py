@@ -142,6 +142,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         policy=policy, digests=args.attest is not None,
         tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
         steps_jobs=jobs if single else 1, log=getattr(args, "log_trust", None),
+        storage_options=getattr(args, "storage_options", None),
     )
     sinks: list[Any] = []
     junit = None
