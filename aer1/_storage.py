@@ -27,6 +27,7 @@ from .errors import StorageError
 __all__ = [
     "CHUNK",
     "Conflict",
+    "chunks",
     "conditional",
     "copy_out",
     "delete",
@@ -117,7 +118,7 @@ def _why(e: BaseException) -> str:
         return "not found (no such object or bucket)"
     if isinstance(e, PermissionError):
         return "access denied"
-    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    text = (e.strerror if isinstance(e, OSError) and e.strerror else str(e)).split("\n")[0] or type(e).__name__
     return text[:300]
 
 
@@ -154,20 +155,42 @@ def read_bounded(url: str, limit: int) -> bytes:
     return data
 
 
-def copy_out(url: str, out: IO[bytes], limit: int) -> int:
-    """Copy the object into ``out``, at most ``limit`` + 1 bytes (the reader then names the limit)."""
+def chunks(url: str, limit: int) -> Iterator[bytes]:
+    """The object's bytes in chunks, at most ``limit`` + 1 of them (the reader then names the limit).
+
+    One ranged GET per chunk: a small object (most receipts) or a missing one costs one request.
+    """
     fs, path = _fs(url)
     done = 0
     with _failing(url):
-        # one ranged GET first: a small object (most receipts) or a missing one costs one request
         while done <= limit:
             if done and fs.size(path) == done:  # the object ended on a chunk's edge: no range is left
-                break
-            chunk: bytes = fs.cat_file(path, start=done, end=done + min(CHUNK, limit + 1 - done))
-            out.write(chunk)
+                return
+            try:
+                chunk: bytes = fs.cat_file(path, start=done, end=done + min(CHUNK, limit + 1 - done))
+            except OSError:
+                if done == 0 and _empty(fs, path):  # no range of an empty object
+                    return
+                raise
             done += len(chunk)
+            yield chunk
             if len(chunk) < CHUNK:
-                break
+                return
+
+
+def _empty(fs: Any, path: str) -> bool:
+    try:
+        return int(fs.size(path)) == 0
+    except Exception:  # the first failure is the one to report
+        return False
+
+
+def copy_out(url: str, out: IO[bytes], limit: int) -> int:
+    """Copy the object into ``out``, at most ``limit`` + 1 bytes; the bytes copied."""
+    done = 0
+    for chunk in chunks(url, limit):
+        out.write(chunk)
+        done += len(chunk)
     return done
 
 

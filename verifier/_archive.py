@@ -95,8 +95,15 @@ def skipped_line(o: Outcome) -> str:
 
 
 def file_sha256(path: str) -> str:
-    """SHA-256 of a regular file's bytes, read in chunks."""
+    """SHA-256 of a regular file's (or a storage object's) bytes, read in chunks."""
     h = hashlib.sha256()
+    if is_url(path):  # an object in storage, named in a signed summary
+        from .._limits import MAX_EVIDENCE_BYTES
+        from .._storage import chunks
+
+        for chunk in chunks(path, MAX_EVIDENCE_BYTES):
+            h.update(chunk)
+        return h.hexdigest()
     with open_regular(path) as f:
         while chunk := f.read(_DIGEST_CHUNK):
             h.update(chunk)

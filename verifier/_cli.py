@@ -282,7 +282,7 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
 
 
 #: What ``--summary FILE`` takes besides itself: any other option would be silently ignored.
-_SUMMARY_OPTIONS = frozenset({"summary", "key", "trusted_keys", "json", "help"})
+_SUMMARY_OPTIONS = frozenset({"summary", "key", "trusted_keys", "json", "help", "storage_options"})
 
 
 def _refuse_beside_summary(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

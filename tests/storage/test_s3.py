@@ -79,7 +79,7 @@ def _upload(local: Path, url: str) -> None:
 
 
 def _archive(root: Path) -> Path:
-    """Valid signed receipts with evidence, a tampered one, unreadable bytes, JSON that is no receipt."""
+    """Valid signed receipts with evidence, a tampered one, unreadable bytes, an empty file, JSON that is no receipt."""
     (root / "sub").mkdir(parents=True)
     seeds = []
     for i in range(3):
@@ -90,6 +90,7 @@ def _archive(root: Path) -> Path:
         seeds.append(Path(c.save(root / "sub" / f"seed-{i}.json")))
     (root / "tampered.json").write_text(seeds[0].read_text().replace('"alice"', '"mallory"', 1))
     (root / "unreadable.json").write_bytes(b"\xff{not json")
+    (root / "empty.json").write_bytes(b"")
     (root / "not-a-receipt.json").write_text(json.dumps({"hello": 1}))
     return root
 
@@ -108,7 +109,7 @@ def test_an_archive_in_s3_verifies_as_the_same_files_on_disk(opts: str, tmp_path
     want_code, want, _ = _cli("aer1-verify", "--json", "-j", "1", "--key", TRUSTED, str(local))
     assert code == want_code == 2
     doc = json.loads(out)
-    assert doc["summary"] == {"VALID": 3, "INVALID": 1, "MALFORMED": 2}
+    assert doc["summary"] == {"VALID": 3, "INVALID": 1, "MALFORMED": 3}
     assert all(r["source"].startswith(prefix) for r in doc["results"])
     _same_results(doc, json.loads(want), prefix, local)
     seed = next(r for r in doc["results"] if r["source"].endswith("/sub/seed-0.json"))
@@ -290,3 +291,27 @@ def test_credentials_in_storage_options_are_never_printed(opts: str, endpoint: s
         code, out, err = _cli("aer1-verify", *more, "--storage-options", text, "s3://no-such-bucket/a/")
         assert code == 2 and secret not in out + err
 
+
+
+def test_a_signed_summary_written_to_s3_rechecks_the_objects_it_names(opts: str, tmp_path: Path) -> None:
+    """``--attest -o s3://...``: entries name the URLs with the digests of the bytes verified; ``--summary``
+    re-reads them, and an object changed afterwards is found."""
+    from aer1 import _storage
+
+    local = _archive(tmp_path / "archive")
+    prefix = f"s3://{BUCKET}/{tmp_path.name}/archive"
+    _upload(local / "sub", prefix)
+    summary = f"s3://{BUCKET}/{tmp_path.name}/out/summary.json"
+    junit = f"s3://{BUCKET}/{tmp_path.name}/out/junit.xml"
+    code, _, err = _cli("aer1-verify", "--storage-options", opts, "-j", "2", "--key", TRUSTED, "--attest",
+                        str(KEYS / "trusted.key"), "-o", summary, "--junit", junit, prefix)
+    assert code == 0, err
+    doc = json.loads(_storage.read_bounded(summary, 1 << 24))
+    assert sorted(e["path"] for e in doc["receipts"]) == [f"{prefix}/seed-{i}.json" for i in range(3)]
+    assert all(e["evidence"] == e["path"].replace(".json", ".evidence.jsonl") for e in doc["receipts"])
+    assert b"seed-0.json" in _storage.read_bounded(junit, 1 << 24)
+    code, out, _ = _cli("aer1-verify", "--storage-options", opts, "--summary", summary, "--key", TRUSTED)
+    assert code == 0, out
+    _storage.write(f"{prefix}/seed-1.evidence.jsonl", b"")
+    code, out, _ = _cli("aer1-verify", "--storage-options", opts, "--summary", summary, "--key", TRUSTED)
+    assert code == 1 and "seed-1.evidence.jsonl changed" in out, out
