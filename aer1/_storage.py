@@ -37,6 +37,7 @@ __all__ = [
     "find_any",
     "is_url",
     "join",
+    "names_in",
     "open_write",
     "parse_options",
     "read_bounded",
@@ -301,6 +302,17 @@ def find_any(url: str) -> bool:
         if not fs.exists(bucket):
             raise StorageError(f"{url}: no such bucket")
         return bool(fs.find(path.rstrip("/"), maxdepth=None, detail=False))
+
+
+def names_in(url: str) -> frozenset[str]:
+    """The URLs of the objects directly under the prefix ``url`` (one listing request per thousand)."""
+    fs, path = _fs(url)
+    with _failing(url):
+        try:
+            names = fs.ls(path.rstrip("/"), detail=False, refresh=True)
+        except FileNotFoundError:
+            return frozenset()
+    return frozenset(fs.unstrip_protocol(n) for n in names)
 
 
 def _walk_order(name: str, base: str) -> tuple[tuple[int, str], ...]:

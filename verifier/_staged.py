@@ -4,12 +4,15 @@ The receipt and the files beside it (evidence, disclosures, erasures, log proof)
 copied whole into a private folder, each no longer than its limit plus one byte (the
 checks then name the limit), and verified there by the code that verifies a local file:
 the verdict is on the bytes copied, which are the bytes digested for a signed summary.
-The report names the URLs, never the private copy. Works in Dask workers as in one process.
+The files beside it are looked for in a listing of its folder, made once per run and
+process (a missing one then costs no request). The report names the URLs, never the
+private copy. Works in Dask workers as in one process.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import posixpath
 import shutil
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._commit import disclosures_path_for, erasures_path_for
 from .._limits import MAX_EVIDENCE_BYTES, MAX_INPUT_BYTES
 from .._receipt import evidence_path_for
-from .._storage import copy_out, is_url, parse_options, use_options
+from .._storage import copy_out, is_url, names_in, parse_options, use_options
 from .._tlog import MAX_PROOF_BYTES, proof_path_for
 from ..errors import StorageError
 from ._output import unreadable_report
@@ -30,12 +33,22 @@ if TYPE_CHECKING:
 
 __all__ = ["verify_staged"]
 
+#: Folders whose listings a process keeps at once (an archive's files come folder by folder).
+_FOLDERS_LISTED = 16
+
 
 def _beside(url: str) -> list[tuple[str, int]]:
     """The files looked for beside a receipt, each with the most bytes copied."""
     evidence = evidence_path_for(url)
     return [(evidence, MAX_EVIDENCE_BYTES), (disclosures_path_for(evidence), MAX_EVIDENCE_BYTES),
             (erasures_path_for(evidence), MAX_EVIDENCE_BYTES), (proof_path_for(url), MAX_PROOF_BYTES)]
+
+
+@functools.lru_cache(maxsize=_FOLDERS_LISTED)
+def _listed(folder: str, run_id: str) -> frozenset[str]:
+    """The objects in ``folder``, listed once per run and process: a file beside a receipt is
+    looked for in the listing, so a missing one costs no request (``run_id``: a later run lists anew)."""
+    return names_in(folder)
 
 
 def _copy(url: str, folder: str, limit: int, *, required: bool) -> bool:
@@ -92,8 +105,10 @@ def verify_staged(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> O
         try:
             _copy(url, folder, MAX_INPUT_BYTES, required=True)
             if not (is_proof or opts.proof):
+                listed = _listed(posixpath.dirname(url), opts.run_id)
                 for beside, limit in _beside(url):
-                    _copy(beside, folder, limit, required=False)
+                    if beside in listed:
+                        _copy(beside, folder, limit, required=False)
         except FileNotFoundError:
             return Outcome(unreadable_report(url, "cannot read: not found (no such object)"))
         except (StorageError, OSError) as e:
