@@ -99,6 +99,8 @@ def _scheme(url: str) -> str:
 def _fs(url: str) -> tuple[Any, str]:
     """(the fsspec filesystem, the path within it) for ``url``; StorageError in one line."""
     scheme = _scheme(url)
+    if not url[len(scheme) + 3:].strip("/"):
+        raise StorageError(f"{url}: names no bucket or folder")
     try:
         import fsspec  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:

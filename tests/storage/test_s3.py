@@ -258,6 +258,7 @@ def test_a_held_lock_is_waited_for_then_named(opts: str, tmp_path: Path, monkeyp
     (["s3://no-such-bucket/archive/"], "s3://no-such-bucket/archive/: not found"),
     (["s3://receipts/nothing-here/"], "not found"),
     (["nosuchproto://bucket/archive/"], "nosuchproto://"),
+    (["s3://"], "names no bucket"),
 ])
 def test_bad_urls_and_options_are_one_line_and_exit_2(opts: str, args: list[str], says: str) -> None:
     with_endpoint = ["--storage-options", opts] if "--storage-options" not in args else []
