@@ -19,8 +19,6 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-import orjson
-
 from ._limits import MAX_STORAGE_OPTIONS_BYTES
 from .errors import StorageError
 
@@ -71,6 +69,8 @@ def parse_options(text: str) -> dict[str, Any]:
     """``--storage-options``: a JSON object of fsspec keyword arguments (endpoint, profile, ...)."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_STORAGE_OPTIONS_BYTES:
         raise StorageError(f"--storage-options: more than {MAX_STORAGE_OPTIONS_BYTES} bytes")
+    import orjson  # only a command given --storage-options parses JSON here
+
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as e:

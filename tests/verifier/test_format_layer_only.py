@@ -39,6 +39,7 @@ FORMAT_LAYER = {
     "aer1._outfile",
     "aer1._receipt",
     "aer1._signing",
+    "aer1._storage",
     "aer1._timefmt",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
