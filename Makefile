@@ -23,7 +23,7 @@ PEER_SDIST := $(PEER_SDIST_DIR)/aer1_autogen-0.1.15.tar.gz
 $(STAMP): pyproject.toml tests/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[agentchat,grpc,legacy,agent-framework,ag2,otel,dask,dev]" -c tests/constraints.txt
+	$(PY) -m pip install -q -e ".[agentchat,grpc,legacy,agent-framework,ag2,otel,dask,s3,dev]" -c tests/constraints.txt
 	touch $(STAMP)
 
 $(AG2_STAMP): pyproject.toml

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
+from ._storage import is_url
 from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 
 _T = TypeVar("_T")
@@ -29,12 +30,12 @@ MIN_ROWS, MAX_ROWS = 10, 100_000
 def _read_receipt(path: str) -> dict[str, Any]:
     """A receipt whose members are well-formed: odd shapes are refused here, not deep in a command."""
     from .verifier._checks import claims_profile
-    from .verifier._parse import MalformedInput, parse_strict, read_limited
+    from .verifier._parse import MalformedInput, parse_strict
     from .verifier._report import CheckResult
     from .verifier._steps import check_members
 
     try:
-        receipt = parse_strict(read_limited(path), what=path)
+        receipt = parse_strict(_read_bytes(path), what=path)
     except MalformedInput as e:
         raise CliError(str(e)) from e
     result = CheckResult(2, "members")
@@ -42,6 +43,24 @@ def _read_receipt(path: str) -> dict[str, Any]:
         raise CliError(f"{path} is not a well-formed receipt: {result.failures[0].reason}")
     assert isinstance(receipt, dict)
     return receipt
+
+
+def _read_bytes(path: str) -> bytes:
+    """A receipt's bytes, from a local file or from storage (a URL), within the parse budget."""
+    from .verifier._parse import MalformedInput, read_limited
+
+    if not is_url(path):
+        return read_limited(path)
+    from ._limits import MAX_PARSE_COST_BYTES
+    from ._storage import read_bounded
+    from .errors import StorageError
+
+    try:
+        return read_bounded(path, MAX_PARSE_COST_BYTES)
+    except FileNotFoundError as e:
+        raise MalformedInput(f"{path}: not found (no such object)") from e
+    except StorageError as e:
+        raise MalformedInput(str(e)) from e
 
 
 def _write_new(path: str, data: bytes, mode: int) -> None:

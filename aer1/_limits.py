@@ -27,9 +27,11 @@ __all__ = [
     "MAX_MEMBER_CHARS",
     "MAX_PARSE_COST_BYTES",
     "MAX_RECEIPT_DEPTH",
+    "MAX_STORAGE_OPTIONS_BYTES",
     "MAX_STRING_CHARS",
     "MAX_VALUE_BYTES",
     "STEP_OVERHEAD_BYTES",
+    "STORAGE_LOCK_WAIT_SECONDS",
     "parse_cost",
 ]
 
@@ -136,6 +138,12 @@ BUNDLE_PARALLEL_MIN_BYTES = 8 * _MiB
 QUICK_PARSE_MIN_BYTES = 1 * _MiB
 #: Steps are checked in blocks of ``2**BLOCK_LEVELS``, each a whole Merkle subtree, so blocks' nodes combine.
 BLOCK_LEVELS = 10
+# ------------------------------------------------------------------ object storage (spec/storage.md)
+
+#: Longest ``--storage-options`` JSON text, in bytes (fsspec keyword arguments: endpoint, profile...).
+MAX_STORAGE_OPTIONS_BYTES = 64 * 1024
+#: Longest a log writer waits for another writer's lock in storage before it gives up, in seconds.
+STORAGE_LOCK_WAIT_SECONDS = 120.0
 
 # ------------------------------------------------------------------ erasure (spec/erasure.md)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .verifier._output import CliError, dump_json, one_line
+from .verifier._storage_cli import add_storage_argument, use_storage_options
 
 if TYPE_CHECKING:
     from ._tlog import Checkpoint
@@ -54,8 +55,10 @@ def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]],
 
 
 def _init(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._logdir import LOG_VKEY, init_log
     from ._signing import KeyFileError
+    from ._storage import is_url
     from .errors import LogMalformed, UsageError
 
     try:
@@ -64,12 +67,13 @@ def _init(args: argparse.Namespace) -> int:
         raise CliError(f"log init: {e}") from e
     except OSError as e:
         raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
-    where = os.path.join(args.dir, LOG_VKEY)
+    where = f"{args.dir.rstrip('/')}/{LOG_VKEY}" if is_url(args.dir) else os.path.join(args.dir, LOG_VKEY)
     return emit(args, "log init", {"dir": args.dir, "origin": args.origin, "vkey": vkey, "vkey_file": where},
                 [f"created log {args.origin} in {args.dir}; verifier key (also in {where}):", vkey])
 
 
 def _append(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._cli import _read_receipt
     from ._logdir import append_receipts
     from ._signing import KeyFileError
@@ -86,6 +90,7 @@ def _append(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
+    use_storage_options(args)
     from ._cli import _read_receipt
     from ._logdir import prove_receipts
     from .errors import LogInvalid, LogMalformed
@@ -101,7 +106,8 @@ def _prove(args: argparse.Namespace) -> int:
 
 
 def _init_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log")
+    add_storage_argument(p)
+    p.add_argument("dir", metavar="DIR", help="a new or empty folder for the log, or a storage prefix (s3://bucket/log)")
     p.add_argument("--origin", required=True, help="the log's name, e.g. example.com/receipts (no spaces, no '+')")
     p.add_argument("--key", required=True, metavar="LOGKEY", help="the log's Ed25519 private key (from aer1 keygen)")
     add_json_argument(p)
@@ -109,6 +115,7 @@ def _init_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _append_arguments(p: argparse.ArgumentParser) -> None:
+    add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
     p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
@@ -117,6 +124,7 @@ def _append_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
+    add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
     p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
     add_json_argument(p)

@@ -273,7 +273,7 @@ def log_handler(log: LogDir, sequencer: Sequencer[bytes],
     from ._logdir import CHECKPOINT
     from ._tlog._entry import MAX_LOG_ENTRY_BYTES
     from ._tlog._note import MAX_NOTE_BYTES
-    from ._tlog._tiles import TILE_WIDTH, dir_bundle_reader, dir_tile_reader, read_file_bounded
+    from ._tlog._tiles import TILE_WIDTH, at, dir_bundle_reader, dir_tile_reader, read_file_bounded
 
     read_tile = dir_tile_reader(log.root)
     read_bundle = dir_bundle_reader(log.root)
@@ -284,7 +284,7 @@ def log_handler(log: LogDir, sequencer: Sequencer[bytes],
         def get(self, path: str) -> None:
             if path == "/checkpoint":
                 try:
-                    data = read_file_bounded(log.root / CHECKPOINT, MAX_NOTE_BYTES)
+                    data = read_file_bounded(at(log.root, CHECKPOINT), MAX_NOTE_BYTES)
                 except (FileNotFoundError, LogMalformed):
                     raise HttpFailure(HTTPStatus.NOT_FOUND, "the log has no checkpoint") from None
                 self.reply(HTTPStatus.OK, data, _TEXT, [("Cache-Control", "no-cache")])

@@ -50,8 +50,11 @@ from typing import IO, Any
 
 import orjson
 
+from . import _storage
+from ._limits import STORAGE_LOCK_WAIT_SECONDS
 from ._outfile import TEMP_FLAGS, replace_file, temp_path
 from ._signing import load_private_key
+from ._storage import is_url
 from ._tlog import (
     EMPTY_ROOT,
     MAX_ENTRY_BYTES,
@@ -62,6 +65,7 @@ from ._tlog import (
     Ed25519Verifier,
     TileHashReader,
     TlogProof,
+    at,
     check_key_name,
     decode_bundle,
     dir_bundle_reader,
@@ -124,6 +128,9 @@ _MAX_RECORD_BYTES = 64 * 1024 * 1024
 _QUEUED, _DONE = ".entries", ".done"
 #: Answers and leftovers in ``pending/`` older than this are removed (their appender is gone).
 _STALE_S = 3600.0
+#: Seconds between a writer's first tries at a lock in storage, and at most between later ones.
+_LOCK_FIRST_DELAY = 0.02
+_LOCK_MAX_DELAY = 1.0
 
 
 def _fsync_dir(path: Path) -> None:
@@ -134,8 +141,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Write ``path`` whole: a temporary file beside it, fsync, rename over it (and fsync the folder)."""
+def write_durable(path: Path | str, data: bytes, *, sync_dir: bool = True) -> None:
+    """Write ``path`` whole: a temporary file beside it, fsync, rename over it (and fsync the folder).
+
+    A URL is an object in storage, written whole by one request.
+    """
+    if is_url(path):
+        _storage.write(str(path), data)
+        return
+    path = Path(path)
     tmp = temp_path(str(path))
     fd = os.open(tmp, TEMP_FLAGS, 0o644)
     try:
@@ -155,17 +169,41 @@ def write_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
 def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> str:
     """Create an empty log in ``directory`` (made if missing, else it must be empty); returns its vkey."""
     check_key_name(origin)
-    root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
-    if any(root.iterdir()):
-        raise UsageError(f"{root}: not empty (a log is created in a new or empty folder)")
+    root = _root(directory)
+    if isinstance(root, Path):
+        root.mkdir(parents=True, exist_ok=True)
+        if any(root.iterdir()):
+            raise UsageError(f"{root}: not empty (a log is created in a new or empty folder)")
+    elif not _storage.conditional(root):
+        raise UsageError(f"{root}: a log in storage needs conditional writes, which only s3:// gives here")
+    elif _storage.find_any(root):
+        raise UsageError(f"{root}: not empty (a log is created under a new or empty prefix)")
     signer = Ed25519Signer(origin, load_private_key(key_path))
     config = {"format": LOG_FORMAT, "origin": origin, "key": os.path.abspath(key_path)}
-    write_durable(root / LOG_CONFIG, orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    write_durable(at(root, LOG_CONFIG), orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
     vkey = signer.verifier().vkey
-    write_durable(root / LOG_VKEY, vkey.encode("ascii") + b"\n")
-    write_durable(root / CHECKPOINT, sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer]))
+    write_durable(at(root, LOG_VKEY), vkey.encode("ascii") + b"\n")
+    note = sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer])
+    if isinstance(root, Path):
+        write_durable(root / CHECKPOINT, note)
+    else:  # created only if absent: two inits of one prefix cannot both win
+        try:
+            _storage.write(at_url(root, CHECKPOINT), note, create=True)
+        except _storage.Conflict as e:
+            raise UsageError(f"{root}: another writer created a log here first") from e
     return vkey
+
+
+def _root(directory: str | os.PathLike[str]) -> Path | str:
+    """A log's root: a local folder (Path), or a storage prefix (its URL, no trailing slash)."""
+    if is_url(directory):
+        return str(directory).rstrip("/")
+    return Path(directory)
+
+
+def at_url(root: str, name: str) -> str:
+    """The URL of ``name`` under the storage prefix ``root``."""
+    return str(at(root, name))
 
 
 @dataclass(frozen=True)
@@ -186,27 +224,27 @@ class LogDir:
     """An existing log directory, for appending and reading its own tiles."""
 
     def __init__(self, directory: str | os.PathLike[str], key: str | None = None) -> None:
-        self.root = Path(directory)
+        self.root = _root(directory)
         try:
-            raw = read_file_bounded(self.root / LOG_CONFIG, _MAX_CONFIG_BYTES)
+            raw = read_file_bounded(at(self.root, LOG_CONFIG), _MAX_CONFIG_BYTES)
             config = orjson.loads(raw)
         except FileNotFoundError as e:
             raise LogMalformed(f"{self.root}: not a log (no {LOG_CONFIG}; create one with `aer1 log init`)") from e
         except orjson.JSONDecodeError as e:
-            raise LogMalformed(f"{self.root / LOG_CONFIG}: not JSON: {e}") from e
+            raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: not JSON: {e}") from e
         if not isinstance(config, dict) or config.get("format") != LOG_FORMAT:
-            raise LogMalformed(f"{self.root / LOG_CONFIG}: want format {LOG_FORMAT!r}")
+            raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: want format {LOG_FORMAT!r}")
         origin, key_file = config.get("origin"), key or config.get("key")
         check_key_name(origin)
         if not isinstance(origin, str):
-            raise LogMalformed(f"{self.root / LOG_CONFIG}: no origin named")
+            raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no origin named")
         if not isinstance(key_file, str):
-            raise LogMalformed(f"{self.root / LOG_CONFIG}: no signing key file named")
+            raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no signing key file named")
         self.origin: str = origin
         self._key_file = key_file
         self._signer: Ed25519Signer | None = None
         try:
-            self.verifier = Ed25519Verifier(origin, _vkey_public(self.root / LOG_VKEY, origin))
+            self.verifier = Ed25519Verifier(origin, _vkey_public(at(self.root, LOG_VKEY), origin))
         except FileNotFoundError as e:
             raise LogMalformed(f"{self.root}: no {LOG_VKEY}") from e
 
@@ -216,13 +254,17 @@ class LogDir:
         if self._signer is None:
             signer = Ed25519Signer(self.origin, load_private_key(self._key_file))
             if signer.key_id != self.verifier.key_id or signer.public != self.verifier.public:
-                raise UsageError(f"signing key {self._key_file} is not the key of {self.root / LOG_VKEY}")
+                raise UsageError(f"signing key {self._key_file} is not the key of {at(self.root, LOG_VKEY)}")
             self._signer = signer
         return self._signer
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the sequencer lock of this log (blocks until it is free)."""
+        if isinstance(self.root, str):
+            with object_lock(at_url(self.root, LOCK)):
+                yield
+            return
         fd = self._lock_fd()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -231,10 +273,34 @@ class LogDir:
         finally:
             os.close(fd)  # closing releases the lock
 
+    def _version(self) -> str | None:
+        """The checkpoint object's ETag, read before the checkpoint itself (None for a folder).
+
+        Replacing the checkpoint only if it still has this tag means a checkpoint another
+        writer put after this one was read is never overwritten.
+        """
+        if isinstance(self.root, Path):
+            return None
+        tag = _storage.etag(at_url(self.root, CHECKPOINT))
+        if tag is None:
+            raise LogMalformed(f"{self.root}: no {CHECKPOINT}")
+        return tag
+
+    def _put_checkpoint(self, note: bytes, version: str | None) -> None:
+        """Write the checkpoint: in storage, only over the version read (else LogInvalid, nothing replaced)."""
+        if isinstance(self.root, Path):
+            write_durable(self.root / CHECKPOINT, note)
+            return
+        try:
+            _storage.write(at_url(self.root, CHECKPOINT), note, if_match=version)
+        except _storage.Conflict as e:
+            raise LogInvalid(f"{self.root}: the checkpoint changed while this writer held the lock (another "
+                             "writer without it?): this append's checkpoint was not written; append again") from e
+
     def checkpoint(self) -> tuple[Checkpoint, bytes]:
         """The current checkpoint, its log signature checked, and its note's bytes."""
         try:
-            note = read_file_bounded(self.root / CHECKPOINT, _MAX_CHECKPOINT_BYTES)
+            note = read_file_bounded(at(self.root, CHECKPOINT), _MAX_CHECKPOINT_BYTES)
         except FileNotFoundError as e:
             raise LogMalformed(f"{self.root}: no {CHECKPOINT}") from e
         cp, _, _, _ = open_checkpoint(note, [self.verifier], origin=self.origin)
@@ -260,6 +326,8 @@ class LogDir:
             if len(e) > MAX_ENTRY_BYTES:
                 raise LogMalformed(f"entry {i}: got {len(e)} bytes, want at most {MAX_ENTRY_BYTES}")
         signer = self.signer  # a wrong key is refused before anything is written
+        if isinstance(self.root, str):
+            return self._append_in_storage(signer, entries)
         fd = self._lock_fd()
         try:
             queued = None
@@ -274,18 +342,45 @@ class LogDir:
                 done = self._take_done(queued)
                 if done is not None:  # another appender integrated it
                     return done
-                if not (self.root / PENDING / f"{queued}{_QUEUED}").exists():
+                if not (self._folder / PENDING / f"{queued}{_QUEUED}").exists():
                     raise LogInvalid(f"{self.root}: the queued batch {queued} was neither integrated nor kept")
             return self._sequence(signer, None if queued is not None else entries, queued)
         finally:
             os.close(fd)  # closing releases the lock
 
+    def _append_in_storage(self, signer: Ed25519Signer, entries: Sequence[bytes]) -> Appended:
+        """Append in object storage: under the lock object, the checkpoint replaced only if unchanged."""
+        with self.locked():
+            version = self._version()
+            cp, _ = self.checkpoint()
+            reader = self.hash_reader(cp)
+            size = cp.size + len(entries)
+            tiles, edge = grow_tiles(cp.size, reader.edge, [leaf_hash(e) for e in entries])
+            files = {at(self.root, tile_path(level, index, width)): data for level, index, width, data in tiles}
+            files.update(self._bundles(cp.size, entries))
+            for path, data in files.items():
+                if isinstance(path, Path):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                write_durable(path, data, sync_dir=False)
+            for folder in {p.parent for p in files if isinstance(p, Path)}:  # durable before the checkpoint names it
+                _fsync_dir(folder)
+            note = sign_note(Checkpoint(self.origin, size, edge_root(size, edge)).text(), [signer])
+            self._put_checkpoint(note, version)
+        return Appended(cp.size, size, cp.size, note)
+
+    @property
+    def _folder(self) -> Path:
+        """The log's local folder (queueing and the lock file exist only for a log on disk)."""
+        if not isinstance(self.root, Path):
+            raise UsageError(f"{self.root}: a log in storage has no local folder")
+        return self.root
+
     def _lock_fd(self) -> int:
-        return os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        return os.open(self._folder / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
 
     def _queue(self, entries: Sequence[bytes]) -> str:
         """Write ``entries`` durably to ``pending/NAME.entries``; returns NAME (sorts by time of queueing)."""
-        folder = self.root / PENDING
+        folder = self._folder / PENDING
         folder.mkdir(exist_ok=True)
         name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}"
         # Its bytes are synced (a torn file must never read as entries); its name need not be: until an answer
@@ -296,7 +391,7 @@ class LogDir:
 
     def _queued(self, first: str | None) -> list[tuple[str, list[bytes]]]:
         """The queued batches, oldest first (``first`` ahead of all), up to MAX_BATCH entries in all."""
-        folder = self.root / PENDING
+        folder = self._folder / PENDING
         if not folder.is_dir():
             return []
         names = sorted(p.name[:-len(_QUEUED)] for p in folder.iterdir() if p.name.endswith(_QUEUED))
@@ -331,8 +426,8 @@ class LogDir:
             entries.extend(batch)
         size = cp.size + len(entries)
         tiles, edge = grow_tiles(cp.size, reader.edge, [leaf_hash(e) for e in entries])
-        files = {self.root / tile_path(level, index, width): data for level, index, width, data in tiles}
-        files.update(self._bundles(cp.size, entries))
+        files = {self._folder / tile_path(level, index, width): data for level, index, width, data in tiles}
+        files.update((Path(p), data) for p, data in self._bundles(cp.size, entries).items())
         for path, data in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             write_durable(path, data, sync_dir=False)
@@ -342,8 +437,8 @@ class LogDir:
         record = {"old_size": cp.size, "size": size, "note": note.decode("utf-8"),
                   "batches": [list(p) for p in placed]}
         if placed:  # what the queued batches became, durable before the checkpoint that makes it true
-            write_durable(self.root / SEQUENCING, orjson.dumps(record))
-        write_durable(self.root / CHECKPOINT, note)
+            write_durable(self._folder / SEQUENCING, orjson.dumps(record))
+        write_durable(self._folder / CHECKPOINT, note)
         if placed:
             self._tell_queued(record)
         self._sweep()
@@ -362,7 +457,7 @@ class LogDir:
         its queue files came back would have them integrated twice. The record's removal is not synced: a
         record that comes back makes the next sequencer answer again, which changes nothing.
         """
-        folder = self.root / PENDING
+        folder = self._folder / PENDING
         for name, first, count in record["batches"]:
             done = {"old_size": record["old_size"], "size": record["size"], "first": first, "count": count,
                     "note": record["note"]}
@@ -370,29 +465,29 @@ class LogDir:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / f"{name}{_QUEUED}")
         _fsync_dir(folder)
-        os.unlink(self.root / SEQUENCING)
+        os.unlink(self._folder / SEQUENCING)
 
     def _finish_interrupted(self) -> None:
         """Under the lock: a sequencer killed between its record and its answers is finished or undone."""
         try:
-            record = orjson.loads(read_file_bounded(self.root / SEQUENCING, _MAX_RECORD_BYTES))
+            record = orjson.loads(read_file_bounded(self._folder / SEQUENCING, _MAX_RECORD_BYTES))
         except FileNotFoundError:
             return
         except (orjson.JSONDecodeError, LogMalformed) as e:
-            raise LogMalformed(f"{self.root / SEQUENCING}: unreadable: {e}") from e
+            raise LogMalformed(f"{self._folder / SEQUENCING}: unreadable: {e}") from e
         cp, _ = self.checkpoint()
         if cp.size == record.get("size"):  # its checkpoint was written: tell the queued batches
             self._tell_queued(record)
         elif cp.size == record.get("old_size"):  # killed before its checkpoint: the batches stay queued
-            os.unlink(self.root / SEQUENCING)
-            _fsync_dir(self.root)
+            os.unlink(self._folder / SEQUENCING)
+            _fsync_dir(self._folder)
         else:
-            raise LogInvalid(f"{self.root / SEQUENCING}: names sizes {record.get('old_size')} -> "
+            raise LogInvalid(f"{self._folder / SEQUENCING}: names sizes {record.get('old_size')} -> "
                              f"{record.get('size')}, but the checkpoint's size is {cp.size}")
 
     def _take_done(self, name: str) -> Appended | None:
         """The answer to queued batch ``name`` (its file removed), or None when it was not integrated yet."""
-        path = self.root / PENDING / f"{name}{_DONE}"
+        path = self._folder / PENDING / f"{name}{_DONE}"
         try:
             done = orjson.loads(read_file_bounded(path, _MAX_RECORD_BYTES))
         except FileNotFoundError:
@@ -404,7 +499,7 @@ class LogDir:
 
     def _sweep(self) -> None:
         """Remove answers and leftovers in ``pending/`` older than an hour (their appender is gone)."""
-        folder = self.root / PENDING
+        folder = self._folder / PENDING
         if not folder.is_dir():
             return
         cutoff = time.time() - _STALE_S
@@ -414,14 +509,14 @@ class LogDir:
                     if p.stat().st_mtime < cutoff:
                         p.unlink()
 
-    def _bundles(self, size: int, entries: Sequence[bytes]) -> dict[Path, bytes]:
+    def _bundles(self, size: int, entries: Sequence[bytes]) -> dict[Path | str, bytes]:
         """The entry bundles an append writes: the partial one extended, then new ones."""
         first = size // TILE_WIDTH
         have = size % TILE_WIDTH
         pending = list(entries)
         if have:
             pending = decode_bundle(dir_bundle_reader(self.root)(first, have), have) + pending
-        return {self.root / entries_path(first + k // TILE_WIDTH, len(pending[k:k + TILE_WIDTH])):
+        return {at(self.root, entries_path(first + k // TILE_WIDTH, len(pending[k:k + TILE_WIDTH]))):
                 encode_bundle(pending[k:k + TILE_WIDTH]) for k in range(0, len(pending), TILE_WIDTH)}
 
     def proofs(self, appended: Appended, indexes: Sequence[int]) -> list[TlogProof]:
@@ -436,11 +531,40 @@ class LogDir:
         Call it holding :meth:`locked`. For gathering witness cosignatures: the tree is not
         changed, so nothing but the signature lines may differ.
         """
+        version = self._version()
         _, current = self.checkpoint()
         if parse_note(note).text != parse_note(current).text:
             raise LogInvalid("new checkpoint: got another body than the current checkpoint's, want the same")
         open_checkpoint(note, [self.verifier], origin=self.origin)
-        write_durable(self.root / CHECKPOINT, note)
+        self._put_checkpoint(note, version)
+
+
+@contextlib.contextmanager
+def object_lock(url: str) -> Iterator[None]:
+    """Hold a lock in storage: the object ``url``, created only if absent, removed when done.
+
+    A writer that finds it waits (backing off) up to STORAGE_LOCK_WAIT_SECONDS, then gives up
+    with a UsageError naming it: a writer that crashed holding it leaves it, and it is
+    removed by hand once no writer runs (spec/storage.md). Removal is conditional on the
+    lock still being this writer's own, so it never removes another writer's lock.
+    """
+    token = secrets.token_hex(16).encode("ascii")
+    deadline = time.monotonic() + STORAGE_LOCK_WAIT_SECONDS
+    delay = _LOCK_FIRST_DELAY
+    while True:
+        try:
+            mine = _storage.write(url, token, create=True)
+            break
+        except _storage.Conflict:
+            if time.monotonic() >= deadline:
+                raise UsageError(f"{url}: held by another writer for {STORAGE_LOCK_WAIT_SECONDS:g} s (one that "
+                                 "crashed leaves it: remove it when no writer runs)") from None
+            time.sleep(delay * (0.5 + secrets.randbelow(1000) / 1000))
+            delay = min(delay * 2, _LOCK_MAX_DELAY)
+    try:
+        yield
+    finally:
+        _storage.delete(url, if_match=mine)
 
 
 def _write_bytes(data: bytes, f: IO[bytes]) -> None:
@@ -463,7 +587,7 @@ def _decode_queued(data: bytes) -> list[bytes]:
     return out
 
 
-def _vkey_public(path: Path, origin: str) -> bytes:
+def _vkey_public(path: Path | str, origin: str) -> bytes:
     text = read_file_bounded(path, 8192).decode("ascii", "replace").strip()
     v = parse_vkey(text)
     if not isinstance(v, Ed25519Verifier) or v.name != origin:
@@ -483,7 +607,7 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     done = log.append(entries)
     indexes = [done.index(k) for k in range(len(receipts))]
     for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
-        write_durable(Path(proof_path_for(path)), format_tlog_proof(proof))
+        write_durable(proof_path_for(path), format_tlog_proof(proof))
     return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]
 
 
@@ -536,7 +660,7 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     for path, _ in receipts:
         index = found[path]
         proof = TlogProof(index, tuple(inclusion_proof(index, cp.size, reader.hash_at)), note)
-        write_durable(Path(proof_path_for(path)), format_tlog_proof(proof))
+        write_durable(proof_path_for(path), format_tlog_proof(proof))
         out.append((path, index))
     return out
 
@@ -611,7 +735,7 @@ class ReceiptLog:
             return None
         target = proof_path_for(receipt_path)
         try:
-            write_durable(Path(target), self.proof)
+            write_durable(target, self.proof)
         except OSError as e:
             self.errors.append(f"{target}: {e.strerror or e}")
             _logger.warning("aer1: could not write %s: %s", target, e.strerror or e)

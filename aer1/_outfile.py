@@ -16,6 +16,8 @@ import stat
 from collections.abc import Callable
 from typing import IO
 
+from ._storage import is_url
+
 __all__ = ["TEMP_FLAGS", "check_folder", "check_output", "replace_file", "temp_path"]
 
 #: Flags that create a temporary output file: exclusively, never through a link at its name.
@@ -24,7 +26,12 @@ _TMP_MODE = 0o666  # less the umask, as open() gives
 
 
 def check_output(path: str) -> None:
-    """Raise OSError when ``path`` exists (links followed) and is not a regular file, or its folder is missing."""
+    """Raise OSError when ``path`` exists (links followed) and is not a regular file, or its folder is missing.
+
+    A URL (an object in storage) has no folder to check and is never a special file.
+    """
+    if is_url(path):
+        return
     try:
         mode = os.stat(path).st_mode
     except OSError as e:
@@ -56,6 +63,12 @@ def replace_file(path: str | os.PathLike[str], write: Callable[[IO[bytes]], obje
     crash or power loss leaves the old file or the new one, never a torn or empty one.
     """
     target = os.fspath(path)
+    if is_url(target):  # an object in storage is written whole at close: no temporary name needed
+        from ._storage import open_write
+
+        with open_write(target) as f:
+            write(f)
+        return
     check_output(target)
     tmp = temp_path(target)
     fd = os.open(tmp, TEMP_FLAGS, _TMP_MODE)

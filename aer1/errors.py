@@ -23,6 +23,7 @@ __all__ = [
     "LogInvalid",
     "LogMalformed",
     "MalformedInputError",
+    "StorageError",
     "ToolCallRefused",
     "UsageError",
     "VerificationError",
@@ -69,3 +70,11 @@ class LogMalformed(MalformedInputError):
 
 class LogInvalid(VerificationError):
     """A well-formed transparency-log object failed a check: a signature, a proof, a root, a size."""
+
+
+# ------------------------------------------------------------------ object storage (aer1._storage)
+
+
+class StorageError(UsageError, OSError):
+    """Storage named by a URL cannot be used: no such bucket or object, access denied, a protocol
+    not installed, bad ``--storage-options``, a conditional write refused (an OSError too)."""

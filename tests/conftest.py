@@ -133,6 +133,7 @@ def peer_verify_workflow(peer_dir: Path) -> Callable[[dict[str, Any]], list[str]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Dask's tests run last: a distributed client leaves threads behind, and a process with
-    threads never forks, so the cut path (tests/perf) would silently not run after them."""
-    items.sort(key=lambda item: "tests/dask/" in item.nodeid.replace("\\", "/"))
+    """Dask's and storage's tests run last: a distributed client, the S3 server and s3fs's I/O loop
+    leave threads behind, and a process with threads never forks, so the cut path (tests/perf)
+    would silently not run after them."""
+    items.sort(key=lambda item: any(f"tests/{d}/" in item.nodeid.replace("\\", "/") for d in ("dask", "storage")))

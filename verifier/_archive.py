@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from .._storage import is_url
 from . import verify_proof
 from ._driver import verify_kept
 from ._evidence import evidence_for
@@ -68,6 +69,9 @@ class ArchiveOptions:
     #: A completeness run: the parent answers each receipt's log check from the walked log
     #: (``Completeness.judge``), so a worker computes the entry only (unless a policy needs the check).
     log_walked: bool = False
+    #: ``--storage-options`` (JSON) for receipts named by URL, applied where they are read (a Dask
+    #: worker too); it can hold credentials, so it is never shown.
+    storage_options: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -95,8 +99,15 @@ def skipped_line(o: Outcome) -> str:
 
 
 def file_sha256(path: str) -> str:
-    """SHA-256 of a regular file's bytes, read in chunks."""
+    """SHA-256 of a regular file's (or a storage object's) bytes, read in chunks."""
     h = hashlib.sha256()
+    if is_url(path):  # an object in storage, named in a signed summary
+        from .._limits import MAX_EVIDENCE_BYTES
+        from .._storage import chunks
+
+        for chunk in chunks(path, MAX_EVIDENCE_BYTES):
+            h.update(chunk)
+        return h.hexdigest()
     with open_regular(path) as f:
         while chunk := f.read(_DIGEST_CHUNK):
             h.update(chunk)
@@ -126,6 +137,10 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     path, is_proof, why = task
     if why is not None:
         return Outcome(unreadable_report(path, why))
+    if is_url(path):  # an object in storage: verified from a private copy of its bytes
+        from ._staged import verify_staged
+
+        return verify_staged(task, opts)
     if is_proof or opts.proof:
         proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
                                      trusted_key_ids=opts.trusted))

@@ -89,7 +89,10 @@ def _check_outputs(args: argparse.Namespace) -> None:
     for option, path in (("--junit", args.junit), ("-o", args.output)):
         if path is not None:
             from .._outfile import check_output  # only for --junit and -o
+            from .._storage import is_url
 
+            if is_url(path):  # an object in storage, written whole when the run ends
+                continue
             # Refused before any receipt is verified, so that nothing is printed before the error:
             # a device, FIFO or folder, and a file that cannot be created where it is named.
             folder = os.path.dirname(path) or "."
@@ -143,6 +146,7 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
         tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
         steps_jobs=jobs if single else 1, log=getattr(args, "log_trust", None),
         log_walked=getattr(args, "log_sink", None) is not None,
+        storage_options=getattr(args, "storage_options", None),
     )
     sinks: list[Any] = []
     junit = None

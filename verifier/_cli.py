@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._limits import MAX_FILES, MAX_INPUT_BYTES
 from .._signing import KeyFileError, key_id, load_public_key
+from .._storage import is_url
+from ..errors import StorageError
 from . import verify_proof, verify_receipt
 from ._archive import SCHEMA, report_doc
 from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
 from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli, unreadable_report
 from ._report import NOT_CHECKED, Report
+from ._storage_cli import add_storage_argument, use_storage_options
 from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
 
 if TYPE_CHECKING:  # a policy's module loads only when one is given
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--receipt", metavar="FILE",
                    help="for one proof (or a --bundle folder holding a link proof): a receipt signed by a trusted "
                    "key (--key/--trusted-keys) that pins its root")
+    add_storage_argument(p)
     add_time_arguments(p)
     add_auditor_options(p)
     from ._tlog_cli import add_log_arguments
@@ -166,11 +170,32 @@ def _scan(folder: str) -> list[tuple[str, str | None]]:
     return out
 
 
+def _find_urls(prefix: str) -> list[str]:
+    """Every ``*.json`` object under the storage prefix ``prefix``, sorted (spec/storage.md)."""
+    from .._storage import find
+
+    try:
+        found = find(prefix, lambda name: name.endswith(_RECEIPT_SUFFIX), MAX_FILES)
+    except StorageError as e:
+        raise CliError(str(e)) from e
+    if not found:
+        raise CliError(f"{prefix}: no *.json objects under this prefix")
+    return found
+
+
+def is_folder(path: str) -> bool:
+    """True when ``path`` names many receipts: a local folder, or a storage prefix (no ``.json`` name)."""
+    return (is_url(path) and not path.endswith(_RECEIPT_SUFFIX)) or os.path.isdir(path)
+
+
 def _expand(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
     """(path, is_proof, why it cannot be verified or None) for each file to verify."""
     out: list[tuple[str, bool, str | None]] = []
     for path in paths:
-        if os.path.isdir(path):
+        if is_url(path) and not path.endswith(_RECEIPT_SUFFIX):  # a prefix in storage: its *.json objects
+            found_urls = _find_urls(path)
+            out.extend((f, f.endswith(_PROOF_SUFFIX), None) for f in found_urls)
+        elif os.path.isdir(path):
             found = _scan(path)
             if not found:
                 raise CliError(f"{path}: no *.json files in this directory")
@@ -257,7 +282,7 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
 
 
 #: What ``--summary FILE`` takes besides itself: any other option would be silently ignored.
-_SUMMARY_OPTIONS = frozenset({"summary", "key", "trusted_keys", "json", "help"})
+_SUMMARY_OPTIONS = frozenset({"summary", "key", "trusted_keys", "json", "help", "storage_options"})
 
 
 def _refuse_beside_summary(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -272,6 +297,7 @@ def _refuse_beside_summary(parser: argparse.ArgumentParser, args: argparse.Names
 def _run(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    use_storage_options(args)
     if args.summary is not None:
         _refuse_beside_summary(parser, args)
         return check_summary_file(args, _trusted_ids(args))
@@ -305,7 +331,7 @@ def _run(argv: Sequence[str] | None) -> int:
         raise CliError("--dask verifies many receipts: not - (standard input)")
     if files[0][0] != _STDIN:
         return auditor_run(args, files, policy, trusted, expected_root, expected_head,
-                           single=len(files) == 1 and not os.path.isdir(args.paths[0]))
+                           single=len(files) == 1 and not is_folder(args.paths[0]))
     reports: list[Report] = []
     for path, is_proof, why in files:
         if why is not None:

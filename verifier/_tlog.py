@@ -27,6 +27,7 @@ from .._tlog import (
     Checkpoint,
     TileHashReader,
     Verifier,
+    at,
     check_bundle,
     consistency_proof,
     dir_bundle_reader,
@@ -239,7 +240,7 @@ def walk_log(directory: str, trust: LogTrust, since: str | None = None) -> LogWa
     walk = LogWalk(directory)
     logs, witnesses = trust.verifiers
     try:
-        note = _read_checkpoint(os.path.join(directory, "checkpoint"), "checkpoint")
+        note = _read_checkpoint(str(at(directory, "checkpoint")), "checkpoint")
         cp, _, sigs, cosigned = open_checkpoint(note, logs, witnesses)
     except LogMalformed as e:
         walk.fail(f"checkpoint: {e}", malformed=True)

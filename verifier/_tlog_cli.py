@@ -31,7 +31,9 @@ def add_log_key_arguments(p: argparse.ArgumentParser) -> None:
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
     """Add the options to the verifier's parser."""
     add_log_key_arguments(p)
-    p.add_argument("--log", metavar="DIR", help="a log folder: its checkpoint, tiles and every entry are checked")
+    p.add_argument("--log", metavar="DIR",
+                   help="a log folder or storage prefix (s3://bucket/log): its checkpoint, tiles and every entry are "
+                   "checked")
     p.add_argument("--complete", metavar="ARCHIVE",
                    help="with --log: the receipts under ARCHIVE against the log's entries (missing, not matching, "
                    "not listed, opened and never closed)")
@@ -99,7 +101,9 @@ def prepare_log(args: argparse.Namespace, trust: LogTrust | None) -> None:
     if args.log is not None and trust is not None:
         import os
 
-        if not os.path.isdir(args.log):
+        from .._storage import is_url
+
+        if not is_url(args.log) and not os.path.isdir(args.log):
             raise CliError(f"--log {args.log}: not a directory")
         if args.complete is not None or not args.paths:
             from ._tlog import Completeness, walk_log

@@ -45,7 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .._infile import NotRegularFile, open_regular
-from ..errors import LogInvalid, LogMalformed
+from .._storage import is_url, join, read_bounded
+from ..errors import LogInvalid, LogMalformed, StorageError
 from ._tree import HASH_SIZE, MAX_TREE_SIZE, leaf_hash, root_hash, root_of
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "TILE_WIDTH",
     "TileHashReader",
     "TileReader",
+    "at",
     "check_bundle",
     "decode_bundle",
     "dir_bundle_reader",
@@ -341,8 +343,20 @@ def check_bundle(data: bytes, leaf_hashes: Sequence[bytes]) -> list[bytes]:
     return entries
 
 
+def at(root: str | os.PathLike[str], name: str) -> str | Path:
+    """The file ``name`` (``tile/0/000``...) under a log's ``root``: a folder, or a storage URL."""
+    if is_url(root):
+        return join(str(root), name)
+    return Path(root) / name
+
+
 def read_file_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
-    """A regular file's bytes, at most ``limit`` of them (FileNotFoundError when it is missing)."""
+    """A regular file's (or storage object's) bytes, at most ``limit`` of them (FileNotFoundError when missing)."""
+    if is_url(path):
+        try:
+            return read_bounded(str(path), limit)
+        except StorageError as e:
+            raise LogMalformed(f"{path}: cannot read: {e}") from e
     try:
         with open_regular(path) as f:
             data = f.read(limit + 1)
@@ -359,16 +373,14 @@ def read_file_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
 
 def dir_tile_reader(root: str | os.PathLike[str]) -> TileReader:
     """A TileReader over the files under ``root`` (a partial tile gone: the full tile's prefix)."""
-    base = Path(root)
-
     def read_tile(level: int, index: int, width: int) -> bytes:
         try:
-            return read_file_bounded(base / tile_path(level, index, width), width * HASH_SIZE)
+            return read_file_bounded(at(root, tile_path(level, index, width)), width * HASH_SIZE)
         except FileNotFoundError:
             if width == TILE_WIDTH:
                 raise LogMalformed(f"{tile_path(level, index)}: missing") from None
         try:
-            full = read_file_bounded(base / tile_path(level, index), TILE_BYTES)
+            full = read_file_bounded(at(root, tile_path(level, index)), TILE_BYTES)
         except FileNotFoundError:
             raise LogMalformed(f"{tile_path(level, index, width)}: missing (and no full tile)") from None
         return full[: width * HASH_SIZE]
@@ -378,16 +390,14 @@ def dir_tile_reader(root: str | os.PathLike[str]) -> TileReader:
 
 def dir_bundle_reader(root: str | os.PathLike[str]) -> Callable[[int, int], bytes]:
     """Reads entry bundle (index, width) under ``root``; a partial one gone: the full one's first ``width``."""
-    base = Path(root)
-
     def read_bundle(index: int, width: int) -> bytes:
         try:
-            return read_file_bounded(base / entries_path(index, width), MAX_BUNDLE_BYTES)
+            return read_file_bounded(at(root, entries_path(index, width)), MAX_BUNDLE_BYTES)
         except FileNotFoundError:
             if width == TILE_WIDTH:
                 raise LogMalformed(f"{entries_path(index)}: missing") from None
         try:
-            full = read_file_bounded(base / entries_path(index), MAX_BUNDLE_BYTES)
+            full = read_file_bounded(at(root, entries_path(index)), MAX_BUNDLE_BYTES)
         except FileNotFoundError:
             raise LogMalformed(f"{entries_path(index, width)}: missing (and no full bundle)") from None
         return encode_bundle(decode_bundle(full)[:width])

@@ -168,3 +168,21 @@ def test_dask_with_one_receipt_or_stdin_is_refused(archive: Path, capsys: pytest
     assert main(["--dask", "local", str(archive / "seed-0.json")]) == 2
     assert main(["--dask", "local", "-"]) == 2
     assert "--dask" in capsys.readouterr().err
+
+
+def test_the_log_completeness_walk_runs_on_dask(tmp_path: Path, client: object) -> None:
+    """``--log --complete`` with ``--dask``: the log trust travels to the workers (its parsed keys do not
+    pickle), and the walk's section and every receipt's log check equal a run in one process."""
+    from tests.tlog.helpers import make_log
+
+    log, vkey, archive, paths = make_log(tmp_path, 5)
+    paths[0].unlink()  # one receipt the log lists is missing from the archive
+    address = client.scheduler.address  # type: ignore[attr-defined]
+    common = ("--json", "--log", str(log), "--log-key", str(vkey), "--complete", str(archive))
+    one = _cli(*common, "-j", "1")
+    on = _cli(*common, "--dask", address)
+    assert on[0] == one[0] == 1
+    doc = json.loads(on[1])
+    assert doc == json.loads(one[1])
+    assert doc["log"]["complete"]["missing"]["count"] == 1
+    assert [next(c for c in r["checks"] if c["name"] == "log")["status"] for r in doc["results"]] == ["PASS"] * 4

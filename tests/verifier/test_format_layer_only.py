@@ -39,6 +39,7 @@ FORMAT_LAYER = {
     "aer1._outfile",
     "aer1._receipt",
     "aer1._signing",
+    "aer1._storage",
     "aer1._timefmt",
     # the transparency-log formats (checkpoints, tiles, proofs, entries): read by ``--log`` and ``--log-key``
     "aer1._tlog",
