@@ -35,13 +35,13 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _append(args: argparse.Namespace) -> int:
-    from ._cli import _read_receipt
+    from ._cli_input import read_receipt
     from ._logdir import append_receipts
     from ._signing import KeyFileError
     from ._tlog import proof_path_for
     from .errors import LogInvalid, LogMalformed, UsageError
 
-    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    receipts = [(path, read_receipt(path)) for path in args.receipts]
     try:
         done = append_receipts(args.dir, receipts, key=args.key)
     except (KeyFileError, LogMalformed, LogInvalid, UsageError) as e:
@@ -54,12 +54,12 @@ def _append(args: argparse.Namespace) -> int:
 
 
 def _prove(args: argparse.Namespace) -> int:
-    from ._cli import _read_receipt
+    from ._cli_input import read_receipt
     from ._logdir import prove_receipts
     from ._tlog import proof_path_for
     from .errors import LogInvalid, LogMalformed
 
-    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    receipts = [(path, read_receipt(path)) for path in args.receipts]
     try:
         done = prove_receipts(args.dir, receipts)
     except (LogMalformed, LogInvalid) as e:

@@ -10,8 +10,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._archive import ArchiveOptions, Outcome
 from ._dask import DASK_BATCH, dask_outcomes
+from ._run_file import ArchiveOptions, Outcome
 
 if TYPE_CHECKING:
     from ._policy import Policy

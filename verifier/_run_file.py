@@ -1,0 +1,180 @@
+"""One file of an archive run verified: what every file is checked against, and its outcome.
+
+Kept apart from the run (:mod:`._archive`) so that the processes and clusters that verify
+files (:mod:`._dask`) take this without importing the run that starts them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import verify_proof, verify_receipt
+from ._evidence import evidence_for
+from ._output import one_line, unreadable_report
+from ._parse import MalformedInput, open_regular
+from ._report import PASS, Report
+from ._time_cli import load_time_options
+
+if TYPE_CHECKING:  # a policy's module loads only when one is given
+    from ._policy import Policy
+    from ._tlog import LogTrust
+
+__all__ = ["ArchiveOptions", "Outcome", "Worker", "file_sha256", "skipped_line", "verify_file"]
+
+_DIGEST_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ArchiveOptions:
+    """What every receipt of a run is verified against (picklable: sent to each worker)."""
+
+    evidence: str | None = None
+    trusted: frozenset[str] | None = None
+    expected_root: str | None = None
+    expected_head: str | None = None
+    receipt: str | None = None
+    proof: bool = False
+    policy: Policy | None = None
+    digests: bool = False
+    #: Files for checks 9 and 10, loaded once per run in each worker (their parsed forms do
+    #: not travel); ``run_id`` tells one run's loads from another's in the same process.
+    tsa_roots: str | None = None
+    tsa_policy: str | None = None
+    keyring: str | None = None
+    run_id: str = ""
+    #: Processes for the steps of one large receipt (a run of one file; in a folder run the
+    #: files are spread over the processes instead, so each is checked in one).
+    steps_jobs: int = 1
+    #: The log check's trusted keys (``--log-key``, ``--witness``): adds check ``log``.
+    log: LogTrust | None = None
+
+
+@dataclass
+class Outcome:
+    """One file's report and what the summary counts about it."""
+
+    report: Report
+    status: str | None = None
+    rules: list[str] = field(default_factory=list)
+    sha256: str | None = None
+    evidence_sha256: str | None = None
+    #: What the file is when it is one of aer1's own files other than a receipt (a keyring, a
+    #: summary...): a run of many files lists it as skipped and counts it apart, never as a verdict.
+    skipped: str | None = None
+    #: The evidence file used (None: none), so a signed summary names it and its re-check reads it.
+    evidence: str | None = None
+    #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
+    log_entry: bytes | None = None
+    log_why: str = ""
+
+
+def skipped_line(o: Outcome) -> str:
+    """The line a run of many files prints for a file it skipped: what it is."""
+    return one_line(f"{o.report.source}: not a receipt, skipped: {o.skipped}")
+
+
+def file_sha256(path: str) -> str:
+    """SHA-256 of a regular file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open_regular(path) as f:
+        while chunk := f.read(_DIGEST_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _status_of(report: Report, wf: dict[str, Any] | None) -> str | None:
+    """The receipt's ``status`` member (with ``closed_by`` when recovered), when the chain check bound it."""
+    chain = report.check("chain")
+    if chain.status != PASS:
+        return None
+    status = chain.facts.get("status", wf.get("status") if wf is not None else None)
+    if not isinstance(status, str):
+        return None
+    closed = chain.facts.get("closed_by")
+    return f"{status} (closed by {closed})" if closed not in (None, "finalize") else status
+
+
+@functools.lru_cache(maxsize=4)
+def _timing(run_id: str, tsa_roots: str | None, tsa_policy: str | None, keyring: str | None) -> dict[str, Any]:
+    """``verify_receipt``'s timestamp and keyring options, loaded once per run and process."""
+    return load_time_options(tsa_roots, tsa_policy, keyring)
+
+
+def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Outcome:
+    """Verify one file of a run (in a worker): the report, policy applied, and what the summary needs."""
+    path, is_proof, why = task
+    if why is not None:
+        return Outcome(unreadable_report(path, why))
+    if is_proof or opts.proof:
+        proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
+                                     trusted_key_ids=opts.trusted))
+        proof.skipped = proof.report.checks[0].facts.get("own_file")
+        if opts.policy is not None:  # a proof has no chain, evidence or steps: what needs them fails
+            from ._policy import apply_policy
+
+            proof.rules = apply_policy(proof.report, opts.policy, None, None)
+        return proof
+    before = _stat(path)
+    report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
+                            expected_root=opts.expected_root, expected_head=opts.expected_head, jobs=opts.steps_jobs,
+                            **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy, opts.keyring))
+    outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"))
+    evidence = evidence_for(path, opts.evidence)
+    outcome.evidence = None if evidence is None else os.fspath(evidence)
+    wf = None
+    chain = report.check("chain")
+    if not report.malformed and chain.status == PASS and (
+            "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
+        from ._policy import load_workflow
+
+        wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
+    if opts.log is not None:
+        from ._policy import load_workflow
+        from ._tlog import check_receipt_log, receipt_entry
+
+        if wf is None and not report.malformed and chain.status == PASS:
+            wf, _ = load_workflow(path, report)
+        check_receipt_log(report, path, opts.log, wf)
+        outcome.log_entry, outcome.log_why = receipt_entry(wf) if chain.status == PASS else (
+            None, "its chain check did not pass")
+    if opts.policy is not None:
+        from ._policy import apply_policy
+
+        outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
+    outcome.status = _status_of(report, wf)
+    if opts.digests:
+        try:
+            # The digest of the bytes verified (a read of its own could see another file); streamed: read again.
+            outcome.sha256 = report.checks[0].facts.get("sha256") or file_sha256(path)
+            outcome.evidence_sha256 = file_sha256(evidence) if evidence is not None else None
+        except (MalformedInput, OSError) as e:
+            report.notes.append(f"cannot digest the file for the summary: {e}")
+    if before != _stat(path):
+        report.notes.append("the file changed while it was verified: verify it again")
+        report.checks[0].fail("the file changed while it was verified")
+    return outcome
+
+
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+class Worker:
+    """A picklable callable: ``verify_file`` with the run's options bound."""
+
+    def __init__(self, opts: ArchiveOptions) -> None:
+        self.opts = opts
+
+    def __call__(self, task: tuple[str, bool, str | None]) -> Outcome:
+        try:
+            return verify_file(task, self.opts)
+        except Exception as e:  # one file's failure is its result: the stream (and its JSON) goes on
+            return Outcome(unreadable_report(task[0], f"internal error: {type(e).__name__}: {e}"))
