@@ -12,8 +12,6 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import verify_proof, verify_receipt
-from ._evidence import evidence_for
 from ._output import one_line, unreadable_report
 from ._parse import MalformedInput, open_regular
 from ._report import PASS, Report
@@ -22,6 +20,7 @@ from ._time_cli import load_time_options
 if TYPE_CHECKING:  # a policy's module loads only when one is given
     from ._policy import Policy
     from ._tlog import LogTrust
+    from ._trust import Trust
 
 __all__ = ["ArchiveOptions", "Outcome", "Worker", "file_sha256", "skipped_line", "verify_file"]
 
@@ -51,6 +50,23 @@ class ArchiveOptions:
     steps_jobs: int = 1
     #: The log check's trusted keys (``--log-key``, ``--witness``): adds check ``log``.
     log: LogTrust | None = None
+
+    @classmethod
+    def from_trust(cls, trust: Trust, **run: Any) -> ArchiveOptions:
+        """The options of a run against ``trust`` (its files by path, loaded again in each worker)."""
+        files = trust.files
+        return cls(trusted=trust.trusted_key_ids, expected_root=trust.expected_root,
+                   expected_head=trust.expected_head, receipt=trust.receipt, policy=trust.policy, log=trust.log,
+                   tsa_roots=files.get("tsa_roots"), tsa_policy=files.get("tsa_policy"), keyring=files.get("keyring"),
+                   **run)
+
+    def trust(self) -> Trust:
+        """What each file of the run is verified against: the trust files loaded once per run and process."""
+        from ._trust import Trust
+
+        timing = _timing(self.run_id, self.tsa_roots, self.tsa_policy, self.keyring)
+        return Trust(self.trusted, timing["keyring"], timing["tsa_trust"], self.expected_root, self.expected_head,
+                     self.receipt, self.policy, self.log)
 
 
 @dataclass
@@ -109,42 +125,15 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     path, is_proof, why = task
     if why is not None:
         return Outcome(unreadable_report(path, why))
-    if is_proof or opts.proof:
-        proof = Outcome(verify_proof(path, expected_root=opts.expected_root, receipt=opts.receipt,
-                                     trusted_key_ids=opts.trusted))
-        proof.skipped = proof.report.checks[0].facts.get("own_file")
-        if opts.policy is not None:  # a proof has no chain, evidence or steps: what needs them fails
-            from ._policy import apply_policy
-
-            proof.rules = apply_policy(proof.report, opts.policy, None, None)
-        return proof
+    trust = opts.trust()
+    if is_proof or opts.proof:  # a proof has no chain, evidence or steps: what a policy needs of them fails
+        checked = trust.examine_proof(path)
+        return Outcome(checked.report, rules=checked.rules, skipped=checked.report.checks[0].facts.get("own_file"))
     before = _stat(path)
-    report = verify_receipt(path, evidence=opts.evidence, trusted_key_ids=opts.trusted,
-                            expected_root=opts.expected_root, expected_head=opts.expected_head, jobs=opts.steps_jobs,
-                            **_timing(opts.run_id, opts.tsa_roots, opts.tsa_policy, opts.keyring))
-    outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"))
-    evidence = evidence_for(path, opts.evidence)
-    outcome.evidence = None if evidence is None else os.fspath(evidence)
-    wf = None
-    chain = report.check("chain")
-    if not report.malformed and chain.status == PASS and (
-            "status" not in chain.facts or (opts.policy is not None and opts.policy.needs_workflow)):
-        from ._policy import load_workflow
-
-        wf, _ = load_workflow(path, report)  # streamed receipts, and policies that read steps: parsed once more
-    if opts.log is not None:
-        from ._policy import load_workflow
-        from ._tlog import check_receipt_log, receipt_entry
-
-        if wf is None and not report.malformed and chain.status == PASS:
-            wf, _ = load_workflow(path, report)
-        check_receipt_log(report, path, opts.log, wf)
-        outcome.log_entry, outcome.log_why = receipt_entry(wf) if chain.status == PASS else (
-            None, "its chain check did not pass")
-    if opts.policy is not None:
-        from ._policy import apply_policy
-
-        outcome.rules = apply_policy(report, opts.policy, path, evidence, workflow=wf)
+    examined = trust.examine(path, evidence=opts.evidence, jobs=opts.steps_jobs)
+    report, wf, evidence = examined.report, examined.workflow, examined.evidence
+    outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"), rules=examined.rules,
+                      evidence=evidence, log_entry=examined.log_entry, log_why=examined.log_why)
     outcome.status = _status_of(report, wf)
     if opts.digests:
         try:

@@ -29,9 +29,9 @@ def verify_archive(client: Any, *paths: str | os.PathLike[str], trusted_key_ids:
     must see them (a shared disk); ``keyring`` and ``tsa_roots`` are read here and shipped.
     Raises :class:`aer1.errors.UsageError` for a path that cannot be listed.
     """
-    from ._cli import _expand
+    from ._cli import expand_paths
 
-    tasks = _expand([os.fspath(p) for p in paths])
+    tasks = expand_paths([os.fspath(p) for p in paths])
     opts = ArchiveOptions(trusted=None if trusted_key_ids is None else frozenset(trusted_key_ids),
                           expected_root=expected_root, policy=policy, tsa_roots=tsa_roots, tsa_policy=tsa_policy,
                           keyring=keyring, run_id=os.urandom(8).hex())
