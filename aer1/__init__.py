@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+from ._version import __version__ as __version__
 from .errors import Aer1Error, CouldNotVerifyError, MalformedInputError, UsageError, VerificationError
 
 if TYPE_CHECKING:
@@ -101,7 +102,6 @@ __all__ = [
     "verify_receipt",
 ]
 
-__version__ = "0.1.0"
 
 #: Where each lazily loaded public name lives.
 _HOMES = {

@@ -9,25 +9,21 @@ them all.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from typing import IO, Any
 
 from ._output import dump_json, one_line
 from ._report import PASS, Report
 from ._run_file import ArchiveOptions, Outcome, Worker, file_sha256, skipped_line, verify_file
+from ._tally import SCHEMA, Tally
 
 #: ``ArchiveOptions``, ``Outcome``, ``file_sha256`` and ``verify_file`` live in :mod:`._run_file`; named here too.
 __all__ = ["SCHEMA", "ArchiveOptions", "Outcome", "Tally", "file_sha256", "run_archive", "verify_file"]
 
-#: The versioned schema every ``--json`` output follows (spec/verdict-schema.json).
-SCHEMA = "aer1-verdict-v1"
 #: Files handed to a worker at a time: large enough to amortize the hand-over, small enough to stream.
 _CHUNK = 16
 #: Chunks per worker handed out before the results before them are read: bounds what waits in memory.
 _WINDOW_CHUNKS = 8
-#: Unreadable files named in the summary (the count is always exact).
-MAX_UNREADABLE_LISTED = 100
 
 
 def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int,
@@ -56,95 +52,6 @@ def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jo
     with ctx.Pool(min(jobs, len(tasks))) as pool:
         for start in range(0, len(tasks), window):
             yield from pool.imap(worker, tasks[start:start + window], chunksize=_CHUNK)
-
-
-class Tally:
-    """Running counts for the summary: by verdict, signer key, receipt status, rule violated."""
-
-    def __init__(self) -> None:
-        self.verdicts: Counter[str] = Counter({"VALID": 0, "INVALID": 0, "MALFORMED": 0})
-        self.signers: Counter[str] = Counter()
-        self.statuses: Counter[str] = Counter()
-        self.rules: Counter[str] = Counter()
-        self.unreadable: list[str] = []
-        self.unreadable_count = 0
-        self.skipped: list[str] = []
-        self.skipped_count = 0
-        #: Sections a sink adds when the run ends (``log``), and the exit code they ask for.
-        self.sections: dict[str, dict[str, Any]] = {}
-        self.section_text: list[str] = []
-        self.section_code = 0
-
-    def add(self, o: Outcome) -> None:
-        r = o.report
-        if o.skipped is not None:  # one of aer1's own files: counted apart, no verdict
-            self.skipped_count += 1
-            if len(self.skipped) < MAX_UNREADABLE_LISTED:
-                self.skipped.append(one_line(f"{r.source}: {o.skipped}"))
-            return
-        self.verdicts[r.verdict] += 1
-        if r.malformed:
-            self.unreadable_count += 1
-            if len(self.unreadable) < MAX_UNREADABLE_LISTED:
-                self.unreadable.append(one_line(f"{r.source}: {r.checks[0].detail}"))
-            return
-        if r.kind == "receipt":
-            b = r.basis()
-            self.signers[b["key_id"] or b["signature"]] += 1
-            self.statuses[o.status or "not checked"] += 1
-        self.rules.update(o.rules)
-
-    @property
-    def total(self) -> int:
-        return sum(self.verdicts.values())
-
-    @property
-    def exit_code(self) -> int:
-        """2 for a file that could not be verified, or when nothing was (every file skipped); 1 invalid; 0."""
-        code = 2 if self.verdicts["MALFORMED"] or not self.total else 1 if self.verdicts["INVALID"] else 0
-        return max(code, self.section_code)
-
-    @property
-    def verdict(self) -> str:
-        return {0: "VALID", 1: "INVALID"}.get(self.exit_code, "MALFORMED")
-
-    def breakdown(self) -> dict[str, Any]:
-        """The summary beyond the verdict counts (JSON form)."""
-        return {
-            "receipts": self.total,
-            "by_signer": dict(sorted(self.signers.items())),
-            "by_status": dict(sorted(self.statuses.items())),
-            "by_rule": dict(sorted(self.rules.items())),
-            "unreadable": {"count": self.unreadable_count, "files": list(self.unreadable)},
-            "skipped": {"count": self.skipped_count, "files": list(self.skipped)},
-        }
-
-    def text(self) -> list[str]:
-        """The summary as lines of text, the counts by verdict last."""
-        v = self.verdicts
-        lines = []
-        for title, counts in (("by signer key", self.signers), ("by status", self.statuses),
-                              ("by rule violated", self.rules)):
-            if counts:
-                lines.append(f"{title}: " + ", ".join(f"{one_line(k)} {n}" for k, n in sorted(counts.items())))
-        if self.unreadable_count:
-            lines.append(f"unreadable: {self.unreadable_count}")
-            lines.extend(f"  {u}" for u in self.unreadable)
-            if self.unreadable_count > len(self.unreadable):
-                lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more, each on its line above")
-        if self.skipped_count:
-            lines.append(f"skipped, not receipts (aer1's own files): {self.skipped_count}")
-            lines.extend(f"  {u}" for u in self.skipped)
-            if self.skipped_count > len(self.skipped):
-                lines.append(f"  ... and {self.skipped_count - len(self.skipped)} more, each on its line above")
-        if not self.total:
-            lines.append("no receipt was verified: every file was skipped")
-        lines.extend(self.section_text)
-        # the counts last: a script reading the last line gets them
-        skipped = f"; {self.skipped_count} skipped (not receipts)" if self.skipped_count else ""
-        lines.append(f"{v['VALID']} valid, {v['INVALID']} invalid, {v['MALFORMED']} unreadable (of {self.total})"
-                     + skipped)
-        return lines
 
 
 def short_line(r: Report) -> str:

@@ -7,14 +7,14 @@ files (:mod:`._dask`) take this without importing the run that starts them.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._output import one_line, unreadable_report
-from ._parse import MalformedInput, open_regular
+from ._parse import MalformedInput, file_sha256
 from ._report import PASS, Report
+from ._tally import Outcome
 from ._time_cli import load_time_options
 
 if TYPE_CHECKING:  # a policy's module loads only when one is given
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # a policy's module loads only when one is given
 
 __all__ = ["ArchiveOptions", "Outcome", "Worker", "file_sha256", "skipped_line", "verify_file"]
 
-_DIGEST_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,37 +68,9 @@ class ArchiveOptions:
                      self.receipt, self.policy, self.log)
 
 
-@dataclass
-class Outcome:
-    """One file's report and what the summary counts about it."""
-
-    report: Report
-    status: str | None = None
-    rules: list[str] = field(default_factory=list)
-    sha256: str | None = None
-    evidence_sha256: str | None = None
-    #: What the file is when it is one of aer1's own files other than a receipt (a keyring, a
-    #: summary...): a run of many files lists it as skipped and counts it apart, never as a verdict.
-    skipped: str | None = None
-    #: The evidence file used (None: none), so a signed summary names it and its re-check reads it.
-    evidence: str | None = None
-    #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
-    log_entry: bytes | None = None
-    log_why: str = ""
-
-
 def skipped_line(o: Outcome) -> str:
     """The line a run of many files prints for a file it skipped: what it is."""
     return one_line(f"{o.report.source}: not a receipt, skipped: {o.skipped}")
-
-
-def file_sha256(path: str) -> str:
-    """SHA-256 of a regular file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open_regular(path) as f:
-        while chunk := f.read(_DIGEST_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _status_of(report: Report, wf: dict[str, Any] | None) -> str | None:

@@ -40,6 +40,7 @@ FORMAT_LAYER = {
     "aer1._receipt",
     "aer1._signing",
     "aer1._timefmt",
+    "aer1._version",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
 PRODUCERS = {"aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._recover", "aer1.groupchat",
