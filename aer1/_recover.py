@@ -64,7 +64,7 @@ from ._receipt import (
     trace_members_problem,
 )
 from ._signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
-from .errors import MalformedInputError
+from .errors import Aer1Error, MalformedInputError
 from .verifier._output import dump_json, one_line
 from .verifier._parse import MalformedInput, check_parse_cost, open_regular
 
@@ -156,7 +156,7 @@ class RecoveryResult:
         }
 
 
-class BadLine(Exception):
+class BadLine(Aer1Error):
     """A journal line that cannot be trusted: recovery stops before it."""
 
     def __init__(self, message: str, seq: int | None = None) -> None:
