@@ -51,8 +51,7 @@ if TYPE_CHECKING:
         sign_receipt,
     )
     from ._timeline import format_timeline
-    from .verifier import CheckResult, Failure, Report, verify_proof, verify_receipt
-    from .verifier._bundle import verify_bundle
+    from .verifier import CheckResult, Failure, Report, verify_bundle, verify_proof, verify_receipt
 
 __all__ = [
     "DEFAULT_VERIFY_URL",
@@ -144,7 +143,7 @@ _HOMES = {
     "Report": ".verifier",
     "verify_proof": ".verifier",
     "verify_receipt": ".verifier",
-    "verify_bundle": ".verifier._bundle",
+    "verify_bundle": ".verifier",
 }
 
 
