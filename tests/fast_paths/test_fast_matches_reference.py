@@ -86,7 +86,7 @@ def test_quick_path_report_equals_reference(name: str, monkeypatch: pytest.Monke
     receipt = make_receipt()
     EDITS[name](receipt)
     quick = verify_receipt(copy.deepcopy(receipt)).to_dict()
-    monkeypatch.setattr("aer1.verifier.quick_steps", lambda wf, jobs=1: None)
+    monkeypatch.setattr("aer1.verifier._verify.quick_steps", lambda wf, jobs=1: None)
     reference = verify_receipt(copy.deepcopy(receipt)).to_dict()
     assert quick == reference, f"got quick report {quick}, want the reference's {reference}"
     if name == "honest":

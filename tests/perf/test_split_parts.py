@@ -24,7 +24,7 @@ import aer1.verifier as verifier
 from aer1 import Collector
 from aer1._layout import receipt_json
 from aer1._signing import load_private_key, sign_receipt
-from aer1.verifier import _split, verify_receipt
+from aer1.verifier import _split, _verify, verify_receipt
 
 from ..helpers import KEYS
 from .test_quick_steps import _rechained
@@ -44,7 +44,7 @@ def _receipt(n: int, *, signed: bool = True) -> dict[str, Any]:
 @pytest.fixture
 def small_cuts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Cut every file in small blocks and reads; yields, per verification, whether the cut path answered."""
-    monkeypatch.setattr(verifier, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(_verify, "SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(_split, "SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(_split, "LEVELS", _LEVELS)
     monkeypatch.setattr(_split, "BLOCK_STEPS", _BLOCK)
