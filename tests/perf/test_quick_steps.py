@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-import aer1.verifier as verifier_api
+import aer1.verifier._verify as verifier_api
 from aer1 import Collector
 from aer1._canonical import CanonicalizationError, exact_bytes
 from aer1._chain import genesis_digest, step_digest_hex, uuid8_from_hex
