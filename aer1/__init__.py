@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+from ._version import __version__ as __version__
 from .errors import Aer1Error, CouldNotVerifyError, MalformedInputError, UsageError, VerificationError
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ if TYPE_CHECKING:
         sign_receipt,
     )
     from ._timeline import format_timeline
-    from .verifier import CheckResult, Failure, Report, verify_proof, verify_receipt
-    from .verifier._bundle import verify_bundle
+    from .verifier import CheckResult, Failure, Report, verify_bundle, verify_proof, verify_receipt
 
 __all__ = [
     "DEFAULT_VERIFY_URL",
@@ -101,7 +101,6 @@ __all__ = [
     "verify_receipt",
 ]
 
-__version__ = "0.1.0"
 
 #: Where each lazily loaded public name lives.
 _HOMES = {
@@ -144,7 +143,7 @@ _HOMES = {
     "Report": ".verifier",
     "verify_proof": ".verifier",
     "verify_receipt": ".verifier",
-    "verify_bundle": ".verifier._bundle",
+    "verify_bundle": ".verifier",
 }
 
 

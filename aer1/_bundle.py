@@ -15,14 +15,11 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from ._layout import receipt_json
 from ._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_status
 from ._receipt import UUID_PATTERN, evidence_path_for
-
-if TYPE_CHECKING:
-    from ._collector import Collector
 
 __all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "evidence_bytes", "link_child", "save_bundle"]
 
@@ -40,12 +37,34 @@ class LinkedChild:
     children: list[LinkedChild] = field(default_factory=list)
 
 
+@runtime_checkable
+class Linking(Protocol):
+    """What linking asks of a collector (:class:`aer1.Collector`): its receipt, its saved files, its children.
+
+    Named here rather than imported, so that the collector imports linking and never the reverse.
+    """
+
+    linked_children: dict[str, LinkedChild]
+    linked_tree_ids: set[str]
+
+    def receipt(self) -> dict[str, Any]:
+        """The finalized receipt (finalizing it when it is not yet)."""
+
+    def save(self, path: str | os.PathLike[str], workflow: Mapping[str, Any] | None = None) -> str:
+        """Write the receipt and its evidence beside it; the receipt path."""
+
+    def record(self, tool: str, content: Any, *, agent: str | None = None, kind: str | None = None,
+               status: str = "ok", started_at: Any = None, ended_at: Any = None,
+               target: str | None = None) -> dict[str, Any]:
+        """Record one step; its header."""
+
+
 def child_file_name(workflow_id: str) -> str:
     """``<workflow_id>.json``: the name a child receipt is saved under in a bundle."""
     return f"{workflow_id}.json"
 
 
-def evidence_bytes(collector: Collector, receipt: Mapping[str, Any]) -> bytes | None:
+def evidence_bytes(collector: Linking, receipt: Mapping[str, Any]) -> bytes | None:
     """The evidence file of ``collector``'s finalized ``receipt``, as bytes (None without evidence).
 
     For sending a receipt to another process or machine with its evidence: nothing is
@@ -62,9 +81,7 @@ def evidence_bytes(collector: Collector, receipt: Mapping[str, Any]) -> bytes | 
 
 def _parse_child(child: Any) -> tuple[dict[str, Any], bytes | None, list[LinkedChild]]:
     """(receipt, evidence bytes or None, grandchildren) from what was given as ``child``."""
-    from ._collector import Collector
-
-    if isinstance(child, Collector):
+    if isinstance(child, Linking):
         receipt = child.receipt()
         return receipt, evidence_bytes(child, receipt), list(child.linked_children.values())
     if isinstance(child, (bytes, bytearray, memoryview)):
@@ -99,7 +116,7 @@ def _check_child(receipt: dict[str, Any], evidence: bytes | None) -> None:
 
 
 def link_child(
-    parent: Collector,
+    parent: Linking,
     child: Any,
     *,
     agent: str | None = None,
@@ -179,7 +196,7 @@ def _write_file(path: str, data: bytes) -> None:
         raise
 
 
-def save_bundle(parent: Collector, folder: str | os.PathLike[str],
+def save_bundle(parent: Linking, folder: str | os.PathLike[str],
                 workflow: Mapping[str, Any] | None = None) -> list[str]:
     """Write the parent (``receipt.json``) and every linked descendant into ``folder``.
 

@@ -198,7 +198,7 @@ def jcs_encode(value: Any) -> bytes:
 # ---------------------------------------------------------------------- fast path
 
 
-def _is_plain(value: Any, depth: int = 0) -> bool:
+def is_plain(value: Any, depth: int = 0) -> bool:
     """True when orjson's output for ``value`` is already exact JCS."""
     t = type(value)
     if t is dict:
@@ -209,7 +209,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
             # a tag-prefixed key needs the escape that normalization gives it.
             if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
                 return False
-            if type(v) is not str and not _is_plain(v, depth + 1):
+            if type(v) is not str and not is_plain(v, depth + 1):
                 return False
         return True
     if t is str or value is None or t is bool:
@@ -220,7 +220,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
         if depth >= MAX_DEPTH:
             return False
         for v in value:
-            if type(v) is not str and not _is_plain(v, depth + 1):
+            if type(v) is not str and not is_plain(v, depth + 1):
                 return False
         return True
     return False
@@ -232,7 +232,7 @@ def sorted_json(value: Any) -> bytes:
     orjson writes it when it is loaded (a producer, a large receipt); otherwise the standard
     library's encoder does, and for such data (dict, list, str, int, bool, None) it writes the
     same bytes (``tests/core/test_canonical.py`` holds the two equal), so a small receipt is
-    verified without loading orjson. For data :func:`_is_plain` accepts, these are its RFC 8785
+    verified without loading orjson. For data :func:`is_plain` accepts, these are its RFC 8785
     bytes. Raises ``TypeError`` or ``ValueError`` for what neither writes (a value that is not
     JSON data, a lone surrogate).
     """
@@ -245,7 +245,7 @@ def sorted_json(value: Any) -> bytes:
 
 def canonical_bytes(value: Any) -> bytes:
     """Return the RFC 8785 canonical bytes of ``normalize(value)``."""
-    if _is_plain(value):
+    if is_plain(value):
         try:
             return sorted_json(value)
         except (TypeError, ValueError):
@@ -309,7 +309,7 @@ def exact_bytes(value: Any) -> bytes:
     is refused, never mapped onto another value's bytes.
     """
     check_exact(value)
-    if _is_plain(value):
+    if is_plain(value):
         return sorted_json(value)  # exact data: no lone surrogate, so it is written
     return jcs_encode(value)
 

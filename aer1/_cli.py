@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from ._storage import is_url
+from ._cli_input import read_receipt
 from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 
 _T = TypeVar("_T")
@@ -25,42 +25,6 @@ _PRIVATE_MODE = 0o600
 _PUBLIC_MODE = 0o644
 #: Fewest and most rows ``aer1 show`` prints (a long timeline keeps its first and last steps).
 MIN_ROWS, MAX_ROWS = 10, 100_000
-
-
-def _read_receipt(path: str) -> dict[str, Any]:
-    """A receipt whose members are well-formed: odd shapes are refused here, not deep in a command."""
-    from .verifier._checks import claims_profile
-    from .verifier._parse import MalformedInput, parse_strict
-    from .verifier._report import CheckResult
-    from .verifier._steps import check_members
-
-    try:
-        receipt = parse_strict(_read_bytes(path), what=path)
-    except MalformedInput as e:
-        raise CliError(str(e)) from e
-    result = CheckResult(2, "members")
-    if not check_members(receipt, isinstance(receipt, dict) and claims_profile(receipt), result):
-        raise CliError(f"{path} is not a well-formed receipt: {result.failures[0].reason}")
-    assert isinstance(receipt, dict)
-    return receipt
-
-
-def _read_bytes(path: str) -> bytes:
-    """A receipt's bytes, from a local file or from storage (a URL), within the parse budget."""
-    from .verifier._parse import MalformedInput, read_limited
-
-    if not is_url(path):
-        return read_limited(path)
-    from ._limits import MAX_PARSE_COST_BYTES
-    from ._storage import read_bounded
-    from .errors import StorageError
-
-    try:
-        return read_bounded(path, MAX_PARSE_COST_BYTES)
-    except FileNotFoundError as e:
-        raise MalformedInput(f"{path}: not found (no such object)") from e
-    except StorageError as e:
-        raise MalformedInput(str(e)) from e
 
 
 def _write_new(path: str, data: bytes, mode: int) -> None:
@@ -137,7 +101,7 @@ def _prove(args: argparse.Namespace) -> int:
     from ._receipt import evidence_path_for
     from .verifier._parse import MalformedInput
 
-    receipt = _read_receipt(args.receipt)
+    receipt = read_receipt(args.receipt)
     evidence = args.evidence or evidence_path_for(args.receipt)
     content = None
     if args.evidence or os.path.lexists(evidence):
@@ -180,7 +144,7 @@ def _show(args: argparse.Namespace) -> int:
     if os.path.isdir(args.receipt):
         raise CliError(f"{args.receipt} is a directory: show takes one receipt (aer1 report takes a folder)")
     opts = view_options(args)
-    receipt = _read_receipt(args.receipt)
+    receipt = read_receipt(args.receipt)
     report = verify_for_view((args.receipt, False, None), opts).report
     verdict = f"verdict: {report.verdict} ({verdict_line(report)})" if report.valid else \
         f"verdict: {report.verdict}: {verdict_line(report)}"
@@ -276,7 +240,7 @@ def _timestamp_arguments(t: argparse.ArgumentParser) -> None:
     from ._lifecycle_cli import add_timestamp_arguments, stamp_receipt
 
     add_timestamp_arguments(t)
-    t.set_defaults(func=lambda a: stamp_receipt(a, _read_receipt(a.receipt)))
+    t.set_defaults(func=lambda a: stamp_receipt(a, read_receipt(a.receipt)))
 
 
 def _prove_arguments(pr: argparse.ArgumentParser) -> None:
@@ -328,7 +292,7 @@ def _diff_arguments(df: argparse.ArgumentParser) -> None:
     from ._diff_cli import add_diff_arguments, diff_cli
 
     add_diff_arguments(df)
-    df.set_defaults(func=lambda a: diff_cli(a, _read_receipt))
+    df.set_defaults(func=lambda a: diff_cli(a, read_receipt))
 
 
 def _recover_arguments(rc: argparse.ArgumentParser) -> None:

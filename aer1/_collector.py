@@ -20,10 +20,10 @@ import orjson
 from . import _timefmt as timefmt
 from ._canonical import (
     CanonicalizationError,
-    _is_plain,
     canonical_bytes,
     check_exact,
     exact_bytes,
+    is_plain,
     normalize,
     sorted_json,
 )
@@ -59,7 +59,7 @@ from ._receipt import (
     close_workflow,
     evidence_path_for,
 )
-from ._redact import _NOT_PLAIN, Redactor, _plain_redacted, default_redactor, redact_plain
+from ._redact import NOT_PLAIN, Redactor, default_redactor, plain_redacted, redact_plain
 from ._signing import ENV_SIGNING_KEY, load_private_key, sign_receipt
 from ._timefmt import format_ns
 from ._timestamp import TSA, add_key_proof, normalize_tsas, request_timestamps
@@ -269,7 +269,7 @@ class Collector:
                     return orjson.dumps(redacted, option=_SORT)  # plain data: orjson is exact JCS
                 except orjson.JSONEncodeError:
                     pass  # a lone surrogate: normalization repairs it
-        elif self._redact is None and _is_plain(content):
+        elif self._redact is None and is_plain(content):
             try:
                 return orjson.dumps(content, option=_SORT)
             except orjson.JSONEncodeError:
@@ -358,8 +358,8 @@ class Collector:
                 raise ValueError("ended_at is before started_at")
         cbytes = None
         if self._redact is default_redactor:  # _content_bytes' first case, inlined
-            redacted = _plain_redacted(content, 0)
-            if redacted is not _NOT_PLAIN:
+            redacted = plain_redacted(content, 0)
+            if redacted is not NOT_PLAIN:
                 try:
                     cbytes = orjson.dumps(redacted, option=_SORT)  # plain data: orjson is exact JCS
                 except orjson.JSONEncodeError:

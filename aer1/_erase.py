@@ -140,7 +140,7 @@ def _erase(args: argparse.Namespace) -> int:
 
 
 def _erase_all(args: argparse.Namespace) -> int:
-    from ._cli import _read_receipt
+    from ._cli_input import read_receipt
     from ._signing import load_private_key
 
     if args.value is not None and (args.step is not None or args.path is not None):
@@ -155,7 +155,7 @@ def _erase_all(args: argparse.Namespace) -> int:
         receipts = [args.target]
     erased: list[dict[str, Any]] = []
     for path in receipts:
-        for r in erase_receipt(_read_receipt(path), path, select, args.reason, key):
+        for r in erase_receipt(read_receipt(path), path, select, args.reason, key):
             erased.append({"receipt": path, "seq": r["seq"], "path": r["path"], "commitment": r["commitment"],
                            "erased_at": r["erased_at"], "key_id": r["signature"]["key_id"]})
     if not erased and args.value is None:

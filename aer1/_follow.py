@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from ._journal import writer_holds_lock
 from ._limits import MAX_JOURNAL_LINE_BYTES
-from ._recover import RecoveryError, _BadLine, _check_header, _check_step_members, _parse
+from ._recover import BadLine, RecoveryError, check_header, check_step_members, parse_line
 from ._timeline import StepRow, format_row, parse_time, step_rows
 from .verifier._output import CliError, one_line
 
@@ -60,13 +60,13 @@ def _row(step: dict[str, Any], content: Any, has_content: bool, state: _State) -
 def _take(line: bytes, state: _State, out: IO[str]) -> None:
     """Print one whole journal line (after the header): a step, an agent, or the final line."""
     state.line += 1
-    record = _parse(line, None)
+    record = parse_line(line, None)
     kind = record.get("type") if isinstance(record, dict) else None
     if kind == "step" and isinstance(record.get("step"), dict):
         step = record["step"]
         if step.get("seq") != state.steps + 1:
-            raise _BadLine(f"got step seq {step.get('seq')!r}, want {state.steps + 1}")
-        _check_step_members(step, state.steps + 1)
+            raise BadLine(f"got step seq {step.get('seq')!r}, want {state.steps + 1}")
+        check_step_members(step, state.steps + 1)
         state.steps += 1
         out.write(format_row(_row(step, record.get("content"), "content" in record, state)) + "\n")
     elif kind == "agent" and isinstance(record.get("agent"), dict):
@@ -77,7 +77,7 @@ def _take(line: bytes, state: _State, out: IO[str]) -> None:
         out.write(one_line(f"finalized: status {record.get('status')}, {record.get('step_count')} steps, "
                            f"merkle_root {record.get('merkle_root')}") + "\n")
     else:
-        raise _BadLine(f"line {state.line + 1} is not a journal record")
+        raise BadLine(f"line {state.line + 1} is not a journal record")
     out.flush()
 
 
@@ -100,8 +100,8 @@ def follow(path: str, out: IO[str], *, idle_s: float = IDLE_S, poll_s: float = P
                 for line in lines:
                     if header is None:
                         try:
-                            header = _check_header(_parse(line, None), path)
-                        except _BadLine as e:
+                            header = check_header(parse_line(line, None), path)
+                        except BadLine as e:
                             raise CliError(f"{path} is not an aer1 journal: {e.message}") from e
                         except RecoveryError as e:
                             raise CliError(str(e)) from e
@@ -110,7 +110,7 @@ def follow(path: str, out: IO[str], *, idle_s: float = IDLE_S, poll_s: float = P
                         continue
                     try:
                         _take(line, state, out)
-                    except _BadLine as e:
+                    except BadLine as e:
                         out.write(one_line(f"line {state.line + 1}: {e.message}: following stops here") + "\n")
                         return 1
                     if state.finalized:

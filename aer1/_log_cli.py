@@ -74,12 +74,12 @@ def _init(args: argparse.Namespace) -> int:
 
 def _append(args: argparse.Namespace) -> int:
     use_storage_options(args)
-    from ._cli import _read_receipt
+    from ._cli_input import read_receipt
     from ._logdir import append_receipts
     from ._signing import KeyFileError
     from .errors import LogInvalid, LogMalformed, UsageError
 
-    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    receipts = [(path, read_receipt(path)) for path in args.receipts]
     try:
         done = append_receipts(args.dir, receipts, key=args.key)
     except (KeyFileError, LogMalformed, LogInvalid, UsageError) as e:
@@ -91,11 +91,11 @@ def _append(args: argparse.Namespace) -> int:
 
 def _prove(args: argparse.Namespace) -> int:
     use_storage_options(args)
-    from ._cli import _read_receipt
+    from ._cli_input import read_receipt
     from ._logdir import prove_receipts
     from .errors import LogInvalid, LogMalformed
 
-    receipts = [(path, _read_receipt(path)) for path in args.receipts]
+    receipts = [(path, read_receipt(path)) for path in args.receipts]
     try:
         done = prove_receipts(args.dir, receipts)
     except (LogMalformed, LogInvalid) as e:

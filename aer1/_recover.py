@@ -64,7 +64,7 @@ from ._receipt import (
     trace_members_problem,
 )
 from ._signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
-from .errors import MalformedInputError
+from .errors import Aer1Error, MalformedInputError
 from .verifier._output import dump_json, one_line
 from .verifier._parse import MalformedInput, check_parse_cost, open_regular
 
@@ -156,7 +156,7 @@ class RecoveryResult:
         }
 
 
-class _BadLine(Exception):
+class BadLine(Aer1Error):
     """A journal line that cannot be trusted: recovery stops before it."""
 
     def __init__(self, message: str, seq: int | None = None) -> None:
@@ -176,17 +176,17 @@ def _lines(f: IO[bytes]) -> Iterator[bytes]:
         yield line
 
 
-def _parse(line: bytes, seq: int | None) -> Any:
+def parse_line(line: bytes, seq: int | None) -> Any:
     try:
         check_parse_cost(line, "the line")  # a line of tiny containers would take many times its size
         return orjson.loads(line)
     except MalformedInput as e:
-        raise _BadLine(str(e), seq) from e
+        raise BadLine(str(e), seq) from e
     except orjson.JSONDecodeError as e:
-        raise _BadLine(f"not a journal record (invalid JSON at byte {e.pos})", seq) from e
+        raise BadLine(f"not a journal record (invalid JSON at byte {e.pos})", seq) from e
 
 
-def _check_header(header: Any, path: str) -> dict[str, Any]:
+def check_header(header: Any, path: str) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("type") != JOURNAL_TYPE:
         raise RecoveryError(f"{path} is not an aer1 journal (line 1 is not a journal header)")
     if header.get("version") != JOURNAL_VERSION or header.get("profile") != PROFILE:
@@ -215,37 +215,37 @@ def _check_agent(agent: Any) -> dict[str, Any]:
             or any(type(v) is not str or not v for k, v in agent.items() if k != "description")
             or type(agent.get("description", "")) is not str
             or ("config_digest" in agent and _HEX64.fullmatch(agent["config_digest"]) is None)):
-        raise _BadLine("agent record is not {name, type, description?, config_digest?}")
+        raise BadLine("agent record is not {name, type, description?, config_digest?}")
     if any(len(v) > MAX_MEMBER_CHARS for v in agent.values()):
-        raise _BadLine(f"agent record has a member over the {MAX_MEMBER_CHARS}-character limit")
+        raise BadLine(f"agent record has a member over the {MAX_MEMBER_CHARS}-character limit")
     return agent
 
 
-def _check_step_members(step: dict[str, Any], seq: int) -> None:
+def check_step_members(step: dict[str, Any], seq: int) -> None:
     missing = _STEP_REQUIRED - set(step)
     if missing:
-        raise _BadLine(f"step lacks {', '.join(sorted(missing))}", seq)
+        raise BadLine(f"step lacks {', '.join(sorted(missing))}", seq)
     extra = set(step) - _STEP_ALLOWED
     if extra:
-        raise _BadLine(f"step has members outside the profile: {', '.join(sorted(extra))}", seq)
+        raise BadLine(f"step has members outside the profile: {', '.join(sorted(extra))}", seq)
     for name in ("tool", "agent", *(m for m in STEP_OPTIONAL_MEMBERS if m in step)):
         if type(step[name]) is not str or not step[name]:
-            raise _BadLine(f"{name} is not a non-empty string", seq)
+            raise BadLine(f"{name} is not a non-empty string", seq)
         if len(step[name]) > MAX_MEMBER_CHARS:
-            raise _BadLine(f"{name} is {len(step[name])} characters long, over the {MAX_MEMBER_CHARS} limit", seq)
+            raise BadLine(f"{name} is {len(step[name])} characters long, over the {MAX_MEMBER_CHARS} limit", seq)
     trace_problem = trace_members_problem(step)
     if trace_problem is not None:
-        raise _BadLine(trace_problem, seq)
+        raise BadLine(trace_problem, seq)
     if step["kind"] not in KINDS or step["status"] not in STEP_STATUSES:
-        raise _BadLine("kind or status is not a known value", seq)
+        raise BadLine("kind or status is not a known value", seq)
     started, ended = timefmt.parse_step_time(step["started_at"]), timefmt.parse_step_time(step["ended_at"])
     for name, t in (("started_at", started), ("ended_at", ended)):
         if t is None:
-            raise _BadLine(f"{name} is not a real date and time YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
+            raise BadLine(f"{name} is not a real date and time YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
     if started is not None and ended is not None and ended < started:  # compared as times, not text
-        raise _BadLine("ended_at is before started_at", seq)
+        raise BadLine("ended_at is before started_at", seq)
     if type(step["receipt_hash"]) is not str or _HEX64.fullmatch(step["receipt_hash"]) is None:
-        raise _BadLine("receipt_hash is not 64 lowercase hex characters", seq)
+        raise BadLine("receipt_hash is not 64 lowercase hex characters", seq)
 
 
 class _Recovery:
@@ -264,59 +264,59 @@ class _Recovery:
         self.evidence = evidence
 
     def take(self, record: Any) -> None:
-        """Check one parsed line and keep it, or raise :class:`_BadLine`."""
+        """Check one parsed line and keep it, or raise :class:`BadLine`."""
         seq = len(self.steps) + 1
         if not isinstance(record, dict):
-            raise _BadLine("not a journal record (not an object)", seq)
+            raise BadLine("not a journal record (not an object)", seq)
         kind = record.get("type")
         if self.final is not None:
-            raise _BadLine("a line after the final line")
+            raise BadLine("a line after the final line")
         if kind == "final":
             self._take_final(record)
         elif self.close is not None:
-            raise _BadLine(f"a {kind!r} line after the close step")
+            raise BadLine(f"a {kind!r} line after the close step")
         elif kind == "step":
             self._take_step(record, seq)
         elif kind == "agent" and set(record) == {"type", "agent"}:
             agent = _check_agent(record["agent"])
             known = self.agents.get(agent["name"])
             if known is not None and known != agent:
-                raise _BadLine(f"agent {agent['name']!r} registered again with a different identity")
+                raise BadLine(f"agent {agent['name']!r} registered again with a different identity")
             if known is None:
                 size = self.agents_bytes + len(orjson.dumps(agent)) + STEP_OVERHEAD_BYTES
                 if size > MAX_AGENTS_BYTES:
-                    raise _BadLine(f"the agents member would grow past {MAX_AGENTS_BYTES} bytes")
+                    raise BadLine(f"the agents member would grow past {MAX_AGENTS_BYTES} bytes")
                 self.agents_bytes = size
             self.agents[agent["name"]] = agent
         else:
-            raise _BadLine(f"unknown journal record type {kind!r}", seq)
+            raise BadLine(f"unknown journal record type {kind!r}", seq)
 
     def _take_step(self, record: dict[str, Any], expected: int) -> None:
         step = record.get("step")
         if not isinstance(step, dict):
-            raise _BadLine("step record without a step object", expected)
+            raise BadLine("step record without a step object", expected)
         seq = step.get("seq")
         if type(seq) is not int or seq != expected:
-            raise _BadLine(f"seq {seq!r} out of order (the journal is cut or reordered here)", expected)
+            raise BadLine(f"seq {seq!r} out of order (the journal is cut or reordered here)", expected)
         wants_content = self.header["evidence"] or step.get("kind") == CLOSE_KIND
         if set(record) != ({"type", "step", "content"} if wants_content else {"type", "step"}):
-            raise _BadLine("step record members are not {type, step" + (", content}" if wants_content else "}"),
+            raise BadLine("step record members are not {type, step" + (", content}" if wants_content else "}"),
                            seq)
-        _check_step_members(step, seq)
+        check_step_members(step, seq)
         if step["prev_digest"] != self.head:
             what = "the genesis digest of workflow_id" if seq == 1 else f"the digest of seq {seq - 1}"
-            raise _BadLine(f"prev_digest does not link to {what}: the chain is broken here", seq)
+            raise BadLine(f"prev_digest does not link to {what}: the chain is broken here", seq)
         rid = step.pop("receipt_id")
         try:
             hbytes = exact_bytes(step)
             cbytes = exact_bytes(record["content"]) if wants_content else None
         except CanonicalizationError as e:
-            raise _BadLine(f"line cannot be canonicalized: {e}", seq) from e
+            raise BadLine(f"line cannot be canonicalized: {e}", seq) from e
         head, derived = step_link(hbytes)
         if derived != rid:
-            raise _BadLine("receipt_id is not derived from the step's members (the line was changed)", seq)
+            raise BadLine("receipt_id is not derived from the step's members (the line was changed)", seq)
         if cbytes is not None and hashlib.sha256(cbytes).hexdigest() != step["receipt_hash"]:
-            raise _BadLine("content does not hash to receipt_hash (the line was changed)", seq)
+            raise BadLine("content does not hash to receipt_hash (the line was changed)", seq)
         if step["kind"] == CLOSE_KIND:
             # Checked, then set aside: recovery always ends the chain with its own close step.
             self._check_close(step, record["content"], seq)
@@ -330,30 +330,30 @@ class _Recovery:
 
     def _check_close(self, step: Mapping[str, Any], content: Any, seq: int) -> None:
         if step["tool"] != CLOSE_KIND or step["agent"] != CLOSE_AGENT:
-            raise _BadLine("close step tool/agent are not close/aer1", seq)
+            raise BadLine("close step tool/agent are not close/aer1", seq)
         allowed = {*CLOSE_BOUND_MEMBERS, "step_count"}
         if not isinstance(content, dict) or not set(content) <= allowed or content.get("step_count") != seq \
                 or not isinstance(content.get("agents", []), list):
-            raise _BadLine("close step content is not the workflow members and the step count", seq)
+            raise BadLine("close step content is not the workflow members and the step count", seq)
         for name in ("workflow_id", "receipt_id", "session_id", "goal", "verify_url"):
             if content.get(name) != self.header[name]:
-                raise _BadLine(f"close step {name} differs from the journal header", seq)
+                raise BadLine(f"close step {name} differs from the journal header", seq)
         fixed = {"type": WORKFLOW_TYPE, "version": WORKFLOW_VERSION, "profile": PROFILE,
                  "merkle_version": MERKLE_VERSION}
         if any(content.get(k) != v for k, v in fixed.items()) or content.get("status") not in WORKFLOW_STATUSES:
-            raise _BadLine("close step content does not describe an aer1 workflow", seq)
+            raise BadLine("close step content does not describe an aer1 workflow", seq)
         if type(content.get("output_hash")) is not str or _HEX64.fullmatch(content["output_hash"]) is None:
-            raise _BadLine("close step output_hash is not 64 lowercase hex characters", seq)
+            raise BadLine("close step output_hash is not 64 lowercase hex characters", seq)
         self.close = content
 
     def _take_final(self, record: dict[str, Any]) -> None:
         if self.close is None:
-            raise _BadLine("a final line without a close step before it")
+            raise BadLine("a final line without a close step before it")
         n = len(self.steps) + 1
         want = {"step_count": n, "chain_head": self.close_head, "merkle_root": merkle_root_hex(
             [*(s["receipt_id"] for s in self.steps), self.close_id]), "status": self.close["status"]}
         if any(record.get(k) != v for k, v in want.items()) or not set(record) <= {"type", "signature", *want}:
-            raise _BadLine("the final line does not match the steps before it")
+            raise BadLine("the final line does not match the steps before it")
         self.final = record
 
 
@@ -439,7 +439,7 @@ def recover_journal(
             raise RecoveryError(f"{path} is not an aer1 journal (no complete header line)")
         try:
             check_parse_cost(first, f"{path} line 1")
-            header = _check_header(orjson.loads(first), path)
+            header = check_header(orjson.loads(first), path)
         except MalformedInput as e:
             raise RecoveryError(str(e)) from e
         except orjson.JSONDecodeError as e:
@@ -483,8 +483,8 @@ def _replay(path: str, out: str, evidence_path: str | None, header: dict[str, An
             left_out = 1
             break
         try:
-            state.take(_parse(line, None if state.close else seq_next))
-        except _BadLine as e:
+            state.take(parse_line(line, None if state.close else seq_next))
+        except BadLine as e:
             left_out = 1 + sum(1 for _ in lines)
             problems.append(Problem(number, e.message, e.seq))
             if left_out > 1:

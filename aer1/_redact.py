@@ -95,36 +95,36 @@ def _redact(value: Any, scrub: bool) -> Any:
     return value
 
 
-_NOT_PLAIN = object()
+NOT_PLAIN = object()
 #: Keys known to be plain (str, BMP-only, not tag-prefixed), each with whether it is secret: one lookup a key.
 _plain_keys: dict[str, bool] = {}
 
 
-def _plain_redacted(value: Any, depth: int) -> Any:
+def plain_redacted(value: Any, depth: int) -> Any:
     t = type(value)
     if t is dict:
         if depth >= _PLAIN_DEPTH:  # a container this deep: the exact path decides (as canonical_bytes)
-            return _NOT_PLAIN
+            return NOT_PLAIN
         out = None
         for k, v in value.items():
             secret = _plain_keys.get(k)
             if secret is None:
                 if type(k) is not str or not (k.isascii() or max(k) <= "\uffff") or k.startswith(TAG_PREFIX):
-                    return _NOT_PLAIN
+                    return NOT_PLAIN
                 secret = is_secret_key(k)
                 if len(_plain_keys) < _KEY_CACHE_LIMIT:
                     _plain_keys[k] = secret
             tv = type(v)
             if secret:
                 new: Any = REDACTED if v is not None else None
-                if tv is not str and v is not None and _plain_redacted(v, depth + 1) is _NOT_PLAIN:
-                    return _NOT_PLAIN
+                if tv is not str and v is not None and plain_redacted(v, depth + 1) is NOT_PLAIN:
+                    return NOT_PLAIN
             elif tv is str:
                 continue
             else:
-                new = _plain_redacted(v, depth + 1)
-                if new is _NOT_PLAIN:
-                    return _NOT_PLAIN
+                new = plain_redacted(v, depth + 1)
+                if new is NOT_PLAIN:
+                    return NOT_PLAIN
             if new is not v:
                 if out is None:
                     out = dict(value)
@@ -133,23 +133,23 @@ def _plain_redacted(value: Any, depth: int) -> Any:
     if t is str or value is None or t is bool:
         return value
     if t is int:
-        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _NOT_PLAIN
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else NOT_PLAIN
     if t is list:
         if depth >= _PLAIN_DEPTH:  # a container this deep: the exact path decides (as canonical_bytes)
-            return _NOT_PLAIN
+            return NOT_PLAIN
         items = None
         for i, v in enumerate(value):
             if type(v) is str:
                 continue
-            new = _plain_redacted(v, depth + 1)
-            if new is _NOT_PLAIN:
-                return _NOT_PLAIN
+            new = plain_redacted(v, depth + 1)
+            if new is NOT_PLAIN:
+                return NOT_PLAIN
             if new is not v:
                 if items is None:
                     items = list(value)
                 items[i] = new
         return value if items is None else items
-    return _NOT_PLAIN
+    return NOT_PLAIN
 
 
 def redact_plain(value: Any) -> tuple[bool, Any]:
@@ -158,8 +158,8 @@ def redact_plain(value: Any) -> tuple[bool, Any]:
     Plain data is what orjson encodes exactly as RFC 8785: strings, safe integers, bools,
     null, lists and objects with BMP-only string keys. Anything else needs normalizing.
     """
-    out = _plain_redacted(value, 0)
-    return (False, None) if out is _NOT_PLAIN else (True, out)
+    out = plain_redacted(value, 0)
+    return (False, None) if out is NOT_PLAIN else (True, out)
 
 
 def default_redactor(value: Any) -> Any:

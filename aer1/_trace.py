@@ -13,19 +13,26 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
-if TYPE_CHECKING:
-    from ._collector import Collector
-
-__all__ = ["StepWatcher", "current_context", "run_in_context", "span_ids", "step_recorded", "step_span", "unwatch",
-           "watch", "watched"]
+__all__ = ["StepWatcher", "Traced", "current_context", "run_in_context", "span_ids", "step_recorded", "step_span",
+           "unwatch", "watch", "watched"]
 
 log = logging.getLogger("aer1")
 
 _TRACE_MODULE = "opentelemetry.trace"
 _CONTEXT_MODULE = "opentelemetry.context"
+
+
+class Traced(Protocol):
+    """What the span lookup asks of a collector (:class:`aer1.Collector`): where a failure of its own is counted.
+
+    Named here rather than imported, so that the collector imports this module and never the reverse.
+    """
+
+    def count_recording_failure(self, what: str, exc: BaseException) -> None:
+        """Count and log an observation that could not be recorded."""
 
 
 class StepWatcher(Protocol):
@@ -42,13 +49,13 @@ _lock = threading.Lock()
 _watchers: WeakKeyDictionary[Any, tuple[StepWatcher, ...]] = WeakKeyDictionary()
 
 
-def watch(collector: Collector, watcher: StepWatcher) -> None:
+def watch(collector: object, watcher: StepWatcher) -> None:
     """Bind ``watcher`` to ``collector`` (for as long as the collector lives, or until :func:`unwatch`)."""
     with _lock:
         _watchers[collector] = (*_watchers.get(collector, ()), watcher)
 
 
-def unwatch(collector: Collector, watcher: StepWatcher) -> None:
+def unwatch(collector: object, watcher: StepWatcher) -> None:
     """Undo :func:`watch`."""
     with _lock:
         left = tuple(w for w in _watchers.get(collector, ()) if w is not watcher)
@@ -58,7 +65,7 @@ def unwatch(collector: Collector, watcher: StepWatcher) -> None:
             _watchers.pop(collector, None)
 
 
-def watched(collector: Collector) -> bool:
+def watched(collector: object) -> bool:
     """True when a watcher is bound: its spans can take attributes only while they record, so steps go at once."""
     return bool(_watchers) and collector in _watchers
 
@@ -74,7 +81,7 @@ def span_ids(span: Any) -> dict[str, str] | None:
     return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
 
 
-def step_span(collector: Collector, call_id: str | None) -> tuple[Any, dict[str, str]] | None:
+def step_span(collector: Traced, call_id: str | None) -> tuple[Any, dict[str, str]] | None:
     """The span a step being recorded belongs to, with its ids; None when there is none.
 
     A tool call's own span (found by call id by a bound watcher) comes first; otherwise the
@@ -100,7 +107,7 @@ def step_span(collector: Collector, call_id: str | None) -> tuple[Any, dict[str,
     return None if ids is None else (span, ids)
 
 
-def step_recorded(collector: Collector, span: Any, step: dict[str, Any]) -> None:
+def step_recorded(collector: Traced, span: Any, step: dict[str, Any]) -> None:
     """Tell the watchers bound to ``collector`` that ``step`` was recorded under ``span``."""
     if not _watchers:
         return

@@ -55,7 +55,7 @@ def _read_small(path: str, what: str) -> str:
 
 def load_vkey(text: str, what: str) -> Verifier:
     """A signed-note verifier key given inline or as a file holding it (such as a log's ``log.vkey``)."""
-    from ._tlog._note import parse_vkey
+    from ._tlog._keys import parse_vkey
     from .errors import LogMalformed
 
     value = _read_small(text, what).strip() if os.path.isfile(text) else text.strip()
@@ -83,7 +83,7 @@ def load_cosigner(key: str, name: str | None) -> CosignatureSigner:
     ``PRIVATE+KEY+name+id+...`` of type 0x04 (inline or in a file), which carries its name."""
     from ._signing import KeyFileError, load_private_key
     from ._tlog._cosig import CosignatureSigner
-    from ._tlog._note import parse_signer_key
+    from ._tlog._keys import parse_signer_key
     from .errors import LogMalformed
 
     text = _read_small(key, "--key") if os.path.isfile(key) else key

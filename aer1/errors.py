@@ -12,9 +12,15 @@
 Malformed input and "could not verify" also derive from ``ValueError``, which callers
 caught before this taxonomy existed, so existing handlers still work; a failed
 verification is deliberately not a ``ValueError``, so it is never mistaken for bad input.
+
+Every public error of aer1 is importable from here, under the one name it has (those
+defined in other modules load on first use, so importing this module stays cheap); the
+modules that raise them keep exporting them too.
 """
 
 from __future__ import annotations
+
+from ._lazy import lazy_exports
 
 __all__ = [
     "Aer1Error",
@@ -78,3 +84,41 @@ class LogInvalid(VerificationError):
 class StorageError(UsageError, OSError):
     """Storage named by a URL cannot be used: no such bucket or object, access denied, a protocol
     not installed, bad ``--storage-options``, a conditional write refused (an OSError too)."""
+
+
+#: Where each error defined elsewhere lives (loaded on first use).
+_HOMES = {
+    "AgentError": "aer1.groupchat",
+    "AnchorError": "aer1.collectors._compat_anchor",
+    "ArgumentsError": "aer1.groupchat._arguments",
+    "BundleError": "aer1.verifier._bundle",
+    "CanonicalizationError": "aer1._canonical",
+    "CollectorClosedError": "aer1._collector",
+    "DaskUnavailable": "aer1.verifier._dask",
+    "GroupChatError": "aer1.groupchat",
+    "HttpClientError": "aer1._httpclient",
+    "JournalError": "aer1._journal",
+    "KeyFileError": "aer1._signing",
+    "KeyringError": "aer1._keyring",
+    "LinkError": "aer1._link",
+    "LogServerError": "aer1._log_client",
+    "MalformedInput": "aer1.verifier._parse",
+    "MessageValidationError": "aer1.groupchat",
+    "NotRegularFile": "aer1._infile",
+    "PolicyError": "aer1.verifier._policy",
+    "RecoveryError": "aer1._recover",
+    "RootMismatchError": "aer1._merkle",
+    "SandboxError": "aer1.groupchat",
+    "SandboxUnavailableError": "aer1.groupchat",
+    "SelectionError": "aer1.groupchat",
+    "SignatureInvalid": "aer1._signing",
+    "SignatureMalformed": "aer1._signing",
+    "TimestampUnavailable": "aer1._timestamp",
+    "TokenRefused": "aer1.groupchat",
+    "ToolDefinitionError": "aer1.groupchat",
+    "UnfitArguments": "aer1._steps_vocab",
+    "WitnessStateError": "aer1._witness_state",
+    "WorkDirError": "aer1.groupchat",
+}
+__all__ += sorted(_HOMES)  # named here too
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__, globals())

@@ -68,7 +68,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
         rows.append(make_row(f"look for commitments in the evidence of {n:,} unmarked steps (second column: the "
                              "whole verification)", scan * 1e3, base * 1e3, "ms"))
         key = load_private_key(generate_key_pair()[0])
-        from aer1._cli import _read_receipt
+        from aer1._cli_input import read_receipt as _read_receipt
 
         receipt = _read_receipt(committed)
         t0 = time.perf_counter()

@@ -16,7 +16,7 @@ import importlib.metadata
 from dataclasses import dataclass
 from typing import Any
 
-from ._legacy_internals import _resolve
+from ._legacy_internals import resolve_owner
 
 __all__ = [
     "ALWAYS_GRANTS_KEY",
@@ -116,7 +116,7 @@ def missing() -> list[str]:
     gone: list[str] = []
     for name in NAMES:
         try:
-            owner = _resolve(name.owner)
+            owner = resolve_owner(name.owner)
             if name.instance:
                 owner = owner("aer1_canary")
             getattr(owner, name.attr)

@@ -24,9 +24,9 @@ from aer1._timefmt import format_ns, now_ns
 from aer1._timestamp import TSA, normalize_tsas, request_timestamps
 from aer1.errors import Aer1Error
 from aer1.verifier import PASS, TsaTrust, verify_receipt
-from aer1.verifier._tsa_verify import _Untrusted, _verify_one
+from aer1.verifier._tsa_verify import Untrusted, verify_one
 
-from ._compat_verify import VERDICT_FAIL, VERDICT_PASS, VERDICT_UNAVAILABLE
+from ._compat_verdicts import VERDICT_FAIL, VERDICT_PASS, VERDICT_UNAVAILABLE
 
 __all__ = [
     "NO_TSA_TRUST",
@@ -181,12 +181,12 @@ def _check_rfc3161(proof: Any, message: bytes, trust: TsaTrust | None) -> tuple[
             failures.append(f"rfc3161 entry {i}: want string tsa, nonce and token")
             continue
         try:
-            _verify_one(entry, message, trust if trust is not None else TsaTrust(roots=()))
+            verify_one(entry, message, trust if trust is not None else TsaTrust(roots=()))
             trusted += 1
-        except _Untrusted as e:
+        except Untrusted as e:
             if trust is not None:
                 failures.append(f"rfc3161 entry {i}: {e}")
-        except (TokenError, ValueError) as e:  # _Untrusted is a TokenError too: caught above
+        except (TokenError, ValueError) as e:  # Untrusted is a TokenError too: caught above
             failures.append(f"rfc3161 entry {i}: {e}")
     return failures, trusted
 

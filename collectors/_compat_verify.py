@@ -22,6 +22,8 @@ from aer1._signing import key_id, load_public_key
 from aer1.errors import Aer1Error
 from aer1.verifier import FAIL, NOT_CHECKED, PASS, Report, TsaTrust, verify_receipt
 
+from ._compat_verdicts import VERDICT_FAIL, VERDICT_NOT_CHECKED, VERDICT_PASS, VERDICT_UNAVAILABLE
+
 __all__ = [
     "CONSTRUCTION_VERSIONS",
     "DEFAULT_VERIFY_URL",
@@ -38,15 +40,6 @@ __all__ = [
     "verify_receipt_verdicts",
     "verify_workflow_receipt",
 ]
-
-#: A dimension's verdict: it was checked and holds.
-VERDICT_PASS = "pass"
-#: A dimension's verdict: it was checked and does not hold.
-VERDICT_FAIL = "fail"
-#: A dimension's verdict: nothing to check it against was given (a key, evidence, a proof).
-VERDICT_NOT_CHECKED = "not_checked"
-#: A dimension's verdict: it could not be checked here.
-VERDICT_UNAVAILABLE = "unavailable"
 
 #: The peer's dimensions, in its order, and the numbered checks (spec/verifier.md) behind each.
 DIMENSIONS: dict[str, tuple[str, ...]] = {

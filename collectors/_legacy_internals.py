@@ -155,7 +155,7 @@ def installed() -> tuple[str, str] | None:
     return None
 
 
-def _resolve(owner: str) -> Any:
+def resolve_owner(owner: str) -> Any:
     """The object named ``module:Qualified.Path`` (``module`` alone: the module), imported now."""
     module_name, _, path = owner.partition(":")
     obj: Any = importlib.import_module(module_name)
@@ -175,7 +175,7 @@ def missing() -> list[str]:
         if name.attr == "NoEligibleSpeaker" and ag2_line:
             continue  # renamed NoEligibleSpeakerError in the AG2 line (checked there)
         try:
-            owner = _resolve(name.owner)
+            owner = resolve_owner(name.owner)
             if name.instance:
                 owner = owner("aer1_canary", llm_config=False)
             getattr(owner, name.attr)

@@ -83,7 +83,7 @@ from aer1.groupchat._approval import (
 from aer1.groupchat._approval import (
     ToolApprovalRequest as PortRequest,
 )
-from aer1.groupchat._tools import APPROVAL_DENIED, ARGS_INVALID, _edited, error_content
+from aer1.groupchat._tools import APPROVAL_DENIED, ARGS_INVALID, arguments_edited, error_content
 
 from . import _ag2_steps as steps
 from ._ag2_internals import ALWAYS_GRANTS_KEY, channel_of, is_tool_itself
@@ -497,7 +497,7 @@ class ApprovalGate:
                                 agent=agent, nested_in=nested_in, failure=e, cut_off=True)
             raise
         outcome, reason = decision.outcome, decision.reason
-        edited = _edited(request, decision, digest)
+        edited = arguments_edited(request, decision, digest)
         if edited and outcome == APPROVED:
             outcome, reason = DENIED, "the approval edited the arguments; edits are not applied"
         if c.close_action(key):

@@ -28,8 +28,9 @@ from ._report import CHECKS, FAIL, NOT_CHECKED, PASS, CheckResult, Failure, Repo
 
 if TYPE_CHECKING:  # loaded on first use: a command that only reads files (aer1 recover) does not load the checks
     from .._keyring import KeyEntry
-    from ._proof import verify_proof
-    from ._timestamp import TsaTrust
+    from ._policy import Policy
+    from ._trust import Trust, verify_bundle, verify_proof
+    from ._tsa_trust import TsaTrust
 
 __all__ = [
     "CHECKS",
@@ -39,8 +40,11 @@ __all__ = [
     "CheckResult",
     "Failure",
     "MalformedInput",
+    "Policy",
     "Report",
+    "Trust",
     "TsaTrust",
+    "verify_bundle",
     "verify_proof",
     "verify_receipt",
 ]
@@ -56,6 +60,8 @@ def verify_receipt(
     tsa_trust: TsaTrust | None = None,
     keyring: Mapping[str, KeyEntry] | None = None,
     jobs: int = 1,
+    policy: Policy | str | os.PathLike[str] | None = None,
+    trust: Trust | None = None,
 ) -> Report:
     """Run every check on a receipt: a parsed dict, a path to a receipt file, or its bytes.
 
@@ -63,17 +69,21 @@ def verify_receipt(
     beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
     the raw public key) whose signatures are authentic; when given, a receipt that is not
     signed by one of them fails. ``tsa_trust``: TSA roots for the timestamp check;
-    ``keyring``: key windows and revocations for the key check. ``jobs``: processes for a
-    receipt file of 1 MiB or more in the saved layout (cut into runs of step lines) and for
-    the steps of a parsed receipt of 20,000 steps or more (two cores busy with other work
-    rarely beat one: measure). A file too large or too costly to hold parsed is verified by
-    streaming; every path gives the same checks and the same report.
+    ``keyring``: key windows and revocations for the key check. ``policy``: a parsed
+    :class:`Policy` or a policy file (spec/policy.md), added as check ``policy``. Or give
+    what is trusted and required as one ``trust`` (:class:`Trust`) instead of those. ``jobs``:
+    processes for a receipt file of 1 MiB or more in the saved layout (cut into runs of step
+    lines) and for the steps of a parsed receipt of 20,000 steps or more (two cores busy with
+    other work rarely beat one: measure). A file too large or too costly to hold parsed is
+    verified by streaming; every path gives the same checks and the same report.
     """
-    from ._driver import verify_on_paths
+    from ._trust import given_trust
 
-    return verify_on_paths(receipt, evidence=evidence, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
-                           expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring, jobs=jobs)
+    chosen = given_trust(trust, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+                         expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring, policy=policy)
+    return chosen.verify_receipt(receipt, evidence=evidence, jobs=jobs)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, {"TsaTrust": "._timestamp", "verify_proof": "._proof"}, __all__,
-                                    globals())
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "Policy": "._policy", "Trust": "._trust", "TsaTrust": "._tsa_trust", "verify_bundle": "._trust",
+    "verify_proof": "._trust"}, __all__, globals())

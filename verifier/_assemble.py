@@ -17,7 +17,13 @@ if TYPE_CHECKING:  # checks 9 and 10 load their modules only for a token or a ke
     from .._keyring import KeyEntry
     from ._timestamp import TsaTrust
 
-__all__ = ["fresh_checks", "skip_rest", "steps_checked"]
+__all__ = ["fresh_checks", "links_note", "skip_rest", "steps_checked"]
+
+
+def links_note(count: int) -> str:
+    """The note on a receipt verified alone whose ``count`` link steps were not followed."""
+    return (f"{count} link step(s) bind child receipts that were not followed here: "
+            "verify the bundle with aer1-verify --bundle")
 
 
 def fresh_checks() -> list[CheckResult]:
@@ -62,8 +68,6 @@ def steps_checked(
     report.profile = PROFILE if checker.profile else None
     checker.sequence_result(c_seq)
     if links:
-        from ._bundle import links_note  # the bundle verifier (and its process pool) loads only for links
-
         report.notes.append(links_note(links))
     checker.merkle_result(wf, c_merkle)
     if checker.profile:

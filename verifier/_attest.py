@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
 from .._canonical import CanonicalizationError
 from .._outfile import replace_file
 from .._signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
 from .._storage import is_url
 from .._timefmt import format_ns, now_ns
+from .._version import __version__
 from ..errors import StorageError
-from ._archive import SCHEMA, Outcome, Tally, file_sha256
 from ._kind import SUMMARY_MEMBERS, SUMMARY_TYPE, SUMMARY_VERSION
 from ._output import CliError, one_line
-from ._parse import MalformedInput, parse_strict, read_limited
+from ._parse import MalformedInput, file_sha256, parse_strict, read_limited
 from ._policy import Policy
 from ._report import FAIL, NOT_CHECKED, PASS, CheckResult
+from ._tally import SCHEMA, Outcome, Tally
 
 __all__ = ["SUMMARY_PAYLOAD_TYPE", "SUMMARY_TYPE", "SummaryWriter", "check_summary"]
 

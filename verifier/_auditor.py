@@ -16,10 +16,10 @@ from ._output import CliError, dump_json, one_line
 from ._parse import MalformedInput
 from ._report import failure_lines
 
-if TYPE_CHECKING:  # the policy, JUnit and summary modules load only when their options are given
-    from ._policy import Policy
+if TYPE_CHECKING:  # the JUnit and summary modules load only when their options are given
+    from ._trust import Trust
 
-__all__ = ["add_auditor_options", "auditor_run", "build_policy", "check_summary_file"]
+__all__ = ["add_auditor_options", "auditor_run", "check_summary_file"]
 
 
 def add_auditor_options(p: argparse.ArgumentParser) -> None:
@@ -40,34 +40,6 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attest", metavar="KEY", help="sign a verification summary with this private key (with -o)")
     p.add_argument("-o", "--output", metavar="FILE", help="where --attest writes the signed summary")
     p.add_argument("--summary", metavar="FILE", help="re-check a signed summary and the files it names")
-
-
-def build_policy(args: argparse.Namespace, trusted: set[str] | None) -> tuple[Policy | None, set[str] | None]:
-    """The policy to apply (``--policy`` plus ``--require``) and the trusted key ids it implies.
-
-    A policy's ``signers`` are key ids: with no ``--key``/``--trusted-keys``, they are the
-    trusted keys; with both, the signer must be in both. ``--require signature`` with no
-    trusted key at all is refused: a signature by a key nobody trusts proves nothing.
-    """
-    if not args.policy and not args.require:
-        return None, trusted
-    from ._policy import Policy, PolicyError, load_policy, parse_require
-
-    try:
-        policy = load_policy(args.policy) if args.policy else None
-        names = frozenset().union(*(parse_require(r) for r in args.require))
-    except PolicyError as e:
-        raise CliError(str(e)) from e
-    if names:
-        policy = (policy or Policy()).with_requirements(names)
-    if policy is None:
-        return None, trusted
-    if policy.signers is not None and trusted is None:
-        trusted = set(policy.signers)
-    if "signature" in policy.require and trusted is None:
-        raise CliError("signature is required, but no key is trusted: give --key, --trusted-keys or "
-                       "a policy's [require] signers")
-    return policy, trusted
 
 
 #: Most worker processes ``--jobs`` may ask for: each is a Python interpreter, and a
@@ -131,23 +103,17 @@ def _trust_files(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | None]], policy: Policy | None,
-                trusted: set[str] | None, expected_root: str | None, expected_head: str | None,
+def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | None]], trust: Trust,
                 *, single: bool) -> int:
-    """Verify ``files`` (one receipt: its full report; many: a line each and a summary)."""
+    """Verify ``files`` against ``trust`` (one receipt: its full report; many: a line each and a summary)."""
     _check_outputs(args)
     jobs = _jobs(args)
     if args.dask is not None and single:
         raise CliError("--dask verifies many receipts (a folder or several files): one receipt is verified here")
-    opts = ArchiveOptions(
-        evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
-        expected_root=expected_root, expected_head=expected_head, receipt=args.receipt, proof=args.proof,
-        policy=policy, digests=args.attest is not None,
-        tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy, keyring=args.keyring, run_id=os.urandom(8).hex(),
-        steps_jobs=jobs if single else 1, log=getattr(args, "log_trust", None),
-        log_walked=getattr(args, "log_sink", None) is not None,
-        storage_options=getattr(args, "storage_options", None),
-    )
+    opts = ArchiveOptions.from_trust(trust, evidence=args.evidence, proof=args.proof, digests=args.attest is not None,
+                                     run_id=os.urandom(8).hex(), steps_jobs=jobs if single else 1,
+                                     log_walked=getattr(args, "log_sink", None) is not None,
+                                     storage_options=getattr(args, "storage_options", None))
     sinks: list[Any] = []
     junit = None
     if args.junit:
@@ -158,9 +124,9 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
     if args.attest is not None:
         from ._attest import SummaryWriter
 
-        summary = SummaryWriter(args.attest, args.output, policy, {
-            "trusted_key_ids": None if trusted is None else sorted(trusted),
-            "expected_root": expected_root, "expected_head": expected_head,
+        summary = SummaryWriter(args.attest, args.output, trust.policy, {
+            "trusted_key_ids": None if trust.trusted_key_ids is None else sorted(trust.trusted_key_ids),
+            "expected_root": trust.expected_root, "expected_head": trust.expected_head,
             **_trust_files(args),
         })
     sinks = [s for s in (junit, summary, getattr(args, "log_sink", None)) if s is not None]
@@ -206,14 +172,12 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
     return tally.exit_code
 
 
-def check_summary_file(args: argparse.Namespace, trusted: set[str] | None) -> int:
+def check_summary_file(args: argparse.Namespace, trust: Trust) -> int:
     """``--summary FILE``: the summary's own checks, then its verdict; exit 0, 1 or 2."""
     if args.paths or args.policy or args.require or args.attest or args.junit:
         raise CliError("--summary FILE goes alone (with --key/--trusted-keys and --json)")
-    from ._attest import check_summary, summary_verdict
-
-    checks, facts = check_summary(args.summary, trusted)
-    verdict, code = summary_verdict(checks)
+    result = trust.verify_summary(args.summary)
+    checks, facts, verdict, code = result.checks, result.facts, result.verdict, result.exit_code
     if args.json:
         from ._archive import SCHEMA
 

@@ -31,6 +31,7 @@ from .._canonical import CanonicalizationError
 from .._limits import BUNDLE_PARALLEL_MIN_BYTES, MAX_FILES
 from .._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ..errors import UsageError
+from ._assemble import links_note
 from ._checks import _is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._proof import verify_proof
@@ -59,12 +60,6 @@ PARALLEL_MIN_BYTES = BUNDLE_PARALLEL_MIN_BYTES
 MAX_LINK_DEPTH = 64
 _RECEIPT_SUFFIX = ".json"
 _PROOF_SUFFIX = ".proof.json"
-
-
-def links_note(count: int) -> str:
-    """The note on a receipt verified alone whose ``count`` link steps were not followed."""
-    return (f"{count} link step(s) bind child receipts that were not followed here: "
-            "verify the bundle with aer1-verify --bundle")
 
 
 class BundleError(UsageError):
@@ -280,9 +275,9 @@ def _read_links(node: Node) -> str | None:
 
 def _examine(path: str) -> tuple[Node, str | None]:
     """Verify one receipt file and read its link steps (in a pool process for large bundles)."""
-    from . import verify_receipt
+    from ._verify import check_receipt
 
-    node = Node(path, verify_receipt(path))
+    node = Node(path, check_receipt(path))
     return node, None if node.report.malformed else _read_links(node)
 
 
@@ -380,7 +375,7 @@ def verify_bundle(
     ``expected_root`` or by ``receipt`` (a parent receipt signed by a key of
     ``trusted_key_ids``), as for any proof.
     """
-    from . import verify_receipt  # the package imports this module's caller
+    from ._verify import check_receipt
 
     source = os.fspath(folder)
     try:
@@ -438,7 +433,7 @@ def verify_bundle(
         return bundle
     root = roots[0]
     if trusted_key_ids is not None or expected_root is not None or expected_head is not None:
-        root.report = verify_receipt(root.source, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
+        root.report = check_receipt(root.source, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
                                      expected_head=expected_head)
     bundle.root = root
     if not root.report.valid:

@@ -8,28 +8,26 @@ option or file name ends in a traceback: every problem is one line on standard e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from .._limits import MAX_FILES, MAX_INPUT_BYTES
 from .._signing import KeyFileError, key_id, load_public_key
 from .._storage import is_url
-from ..errors import StorageError
-from . import verify_proof, verify_receipt
+from ..errors import Aer1Error, StorageError
 from ._archive import SCHEMA, report_doc
-from ._auditor import add_auditor_options, auditor_run, build_policy, check_summary_file
-from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli, unreadable_report
+from ._auditor import add_auditor_options, auditor_run, check_summary_file
+from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 from ._report import NOT_CHECKED, Report
 from ._storage_cli import add_storage_argument, use_storage_options
-from ._time_cli import add_time_arguments, time_options, trusted_with_keyring
+from ._time_cli import add_time_arguments
+from ._trust import Trust
 
-if TYPE_CHECKING:  # a policy's module loads only when one is given
-    from ._policy import Policy
-
-__all__ = ["console", "main"]
+__all__ = ["console", "expand_paths", "main", "refuse_unless_regular", "trust_from_options", "trusted_ids"]
 
 _PROG = "aer1-verify"
 _KEY_SUFFIXES = (".pub", ".pem")
@@ -71,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _regular(option: str, path: str, noun: str = "a key file") -> None:
+def refuse_unless_regular(option: str, path: str, noun: str = "a key file") -> None:
     """Refuse ``path`` unless it is a regular file (symlinks followed), before anything reads it."""
     try:
         mode = os.stat(path).st_mode
@@ -83,7 +81,7 @@ def _regular(option: str, path: str, noun: str = "a key file") -> None:
         raise CliError(f"{option} {path}: not a regular file")
 
 
-def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
+def trusted_ids(args: argparse.Namespace) -> set[str] | None:
     sources: list[tuple[str, str]] = [("--key", k) for k in args.key]
     if args.trusted_keys:
         d = args.trusted_keys
@@ -105,7 +103,7 @@ def _trusted_ids(args: argparse.Namespace) -> set[str] | None:
             raise CliError(f"key file {src} is a directory (use --trusted-keys for a directory of keys)")
         if option == "--key" and not os.path.lexists(src):
             raise CliError(f"key file {src} does not exist")
-        _regular(option, src)
+        refuse_unless_regular(option, src)
         try:
             ids.add(key_id(load_public_key(src)))
         except KeyFileError as e:
@@ -188,7 +186,7 @@ def is_folder(path: str) -> bool:
     return (is_url(path) and not path.endswith(_RECEIPT_SUFFIX)) or os.path.isdir(path)
 
 
-def _expand(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
+def expand_paths(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
     """(path, is_proof, why it cannot be verified or None) for each file to verify."""
     out: list[tuple[str, bool, str | None]] = []
     for path in paths:
@@ -240,11 +238,10 @@ def _refuse_for_proofs(args: argparse.Namespace, files: list[tuple[str, bool, st
     if args.receipt is not None and not (args.key or args.trusted_keys):
         raise CliError("--receipt pins a proof's root only with --key or --trusted-keys")
     if args.receipt is not None:
-        _regular("--receipt", args.receipt, "a receipt file")
+        refuse_unless_regular("--receipt", args.receipt, "a receipt file")
 
 
-def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
-                  expected_head: str | None, timing: dict[str, Any], policy: Policy | None = None) -> Report:
+def _verify_stdin(args: argparse.Namespace, trust: Trust) -> Report:
     """Standard input, spooled to a private file first: a large receipt is then streamed like a file.
 
     With ``--proof`` the spooled file is checked as a proof, under the same read limits as a
@@ -262,16 +259,7 @@ def _verify_stdin(args: argparse.Namespace, trusted: set[str] | None, expected_r
                     break
                 f.write(chunk)
                 left -= len(chunk)
-        if args.proof:
-            report = verify_proof(spooled, expected_root=expected_root, receipt=args.receipt,
-                                  trusted_key_ids=trusted)
-        else:
-            report = verify_receipt(spooled, evidence=args.evidence, trusted_key_ids=trusted,
-                                    expected_root=expected_root, expected_head=expected_head, **timing)
-            if policy is not None:
-                from ._policy import apply_policy
-
-                apply_policy(report, policy, spooled, args.evidence)
+        report = trust.verify_proof(spooled) if args.proof else trust.verify_receipt(spooled, evidence=args.evidence)
     report.source = "(standard input)"
     evidence_check = next((c for c in report.checks if c.name == "evidence"), None)
     if args.evidence is None and evidence_check is not None and evidence_check.status == NOT_CHECKED:
@@ -300,17 +288,15 @@ def _run(argv: Sequence[str] | None) -> int:
     use_storage_options(args)
     if args.summary is not None:
         _refuse_beside_summary(parser, args)
-        return check_summary_file(args, _trusted_ids(args))
+        return check_summary_file(args, Trust(_frozen(trusted_ids(args))))
     if not args.paths and not (args.log or args.complete):
         raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")
     if args.evidence and len(args.paths) != 1:
         raise CliError("--evidence goes with exactly one receipt")
     if args.evidence:
-        _regular("--evidence", args.evidence, "an evidence file")
-    timing = time_options(args)
-    policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
-    expected_root = _hex_arg("--expected-root", args.expected_root)
-    expected_head = _hex_arg("--expected-head", args.expected_head)
+        refuse_unless_regular("--evidence", args.evidence, "an evidence file")
+    trust = trust_from_options(args)
+    policy = trust.policy
     if (args.log_key or args.witness or args.log or args.complete or args.since or args.min_witnesses is not None
             or getattr(policy, "log_keys", None) or getattr(policy, "witnesses", None)
             or getattr(policy, "min_witnesses", None) or "log" in getattr(policy, "require", ())):
@@ -319,33 +305,20 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.bundle or args.proof:
             raise CliError("the log options apply to receipts: not with --bundle or --proof")
         prepare_log(args, log_trust(args, policy))
+        trust = dataclasses.replace(trust, log=args.log_trust)
         if not args.paths:
             return log_only_run(args)
     if args.bundle:
-        return _run_bundle(args, trusted, expected_root, expected_head)
-    files = _expand(args.paths)
+        return _run_bundle(args, trust)
+    files = expand_paths(args.paths)
     _refuse_for_proofs(args, files)
     if files[0][0] == _STDIN and (args.junit or args.attest):
         raise CliError("--junit and --attest name the files verified: not with - (standard input)")
     if files[0][0] == _STDIN and args.dask is not None:
         raise CliError("--dask verifies many receipts: not - (standard input)")
     if files[0][0] != _STDIN:
-        return auditor_run(args, files, policy, trusted, expected_root, expected_head,
-                           single=len(files) == 1 and not is_folder(args.paths[0]))
-    reports: list[Report] = []
-    for path, is_proof, why in files:
-        if why is not None:
-            reports.append(unreadable_report(path, why))
-        elif path == _STDIN:
-            reports.append(_verify_stdin(args, trusted, expected_root, expected_head, timing, policy))
-        elif is_proof or args.proof:
-            reports.append(verify_proof(path, expected_root=expected_root, receipt=args.receipt,
-                                        trusted_key_ids=trusted))
-        else:
-            reports.append(
-                verify_receipt(path, evidence=args.evidence, trusted_key_ids=trusted,
-                               expected_root=expected_root, expected_head=expected_head, **timing)
-            )
+        return auditor_run(args, files, trust, single=len(files) == 1 and not is_folder(args.paths[0]))
+    reports = [_verify_stdin(args, trust)]  # standard input goes alone
     code = max(r.exit_code for r in reports)
     single = len(reports) == 1 and not os.path.isdir(args.paths[0])
     counts = {v: sum(r.verdict == v for r in reports) for v in ("VALID", "INVALID", "MALFORMED")}
@@ -375,8 +348,7 @@ def _run(argv: Sequence[str] | None) -> int:
     return code
 
 
-def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_root: str | None,
-                expected_head: str | None) -> int:
+def _run_bundle(args: argparse.Namespace, trust: Trust) -> int:
     """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
     if len(args.paths) != 1 or args.paths[0] == _STDIN:
         raise CliError("--bundle goes with exactly one folder")
@@ -390,16 +362,39 @@ def _run_bundle(args: argparse.Namespace, trusted: set[str] | None, expected_roo
             raise CliError(f"{option} cannot apply to a bundle (it verifies the receipts in the folder with "
                            "checks 1 to 8, each with its evidence beside it)")
     if args.receipt:
-        _regular("--receipt", args.receipt, "a receipt file")
-    from ._bundle import BundleError, verify_bundle
+        refuse_unless_regular("--receipt", args.receipt, "a receipt file")
+    from ._bundle import BundleError
 
     try:
-        bundle = verify_bundle(args.paths[0], trusted_key_ids=trusted, expected_root=expected_root,
-                               expected_head=expected_head, receipt=args.receipt)
+        bundle = trust.verify_bundle(args.paths[0])
     except BundleError as e:
         raise CliError(str(e)) from e
     sys.stdout.write(dump_json(bundle.to_dict()) if args.json else bundle.to_text() + "\n")
     return bundle.exit_code
+
+
+def _frozen(ids: set[str] | None) -> frozenset[str] | None:
+    return None if ids is None else frozenset(ids)
+
+
+def trust_from_options(args: argparse.Namespace) -> Trust:
+    """The options as one :class:`Trust`; the trust files the policy's ``[trust]`` names become the options'.
+
+    Shared with ``aer1 show`` and ``aer1 report``, whose parsers have the options that change a verdict
+    but no pinned root, head or receipt.
+    """
+    if args.tsa_policy is not None and args.tsa_roots is None and not args.policy:
+        raise CliError("--tsa-policy goes with --tsa-roots")
+    try:
+        trust = Trust.load(key_ids=trusted_ids(args), keyring=args.keyring, tsa_roots=args.tsa_roots,
+                           tsa_policy=args.tsa_policy, policy=args.policy, require=args.require,
+                           expected_root=_hex_arg("--expected-root", getattr(args, "expected_root", None)),
+                           expected_head=_hex_arg("--expected-head", getattr(args, "expected_head", None)),
+                           receipt=getattr(args, "receipt", None))
+    except Aer1Error as e:  # a key, keyring, TSA root or policy that cannot be used; options that cannot hold
+        raise CliError(str(e)) from e
+    args.keyring, args.tsa_roots, args.tsa_policy = (trust.files[k] for k in ("keyring", "tsa_roots", "tsa_policy"))
+    return trust
 
 
 def main(argv: Sequence[str] | None = None) -> int:

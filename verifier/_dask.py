@@ -1,6 +1,6 @@
 """Archive runs on a Dask cluster: batches of receipts per task, outcomes streamed back in order.
 
-Each task verifies a batch with :func:`~aer1.verifier._archive.verify_file`, the code and
+Each task verifies a batch with :func:`~aer1.verifier._run_file.verify_file`, the code and
 options of a run on one machine. Trust material the client read from its own disk (the
 keyring, the TSA roots) travels inside the task as bytes and is written to a private folder
 on the worker, so a worker never needs a path only the client has. Outcomes are read in
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CouldNotVerifyError
-from ._archive import ArchiveOptions, Outcome, _Worker
 from ._output import unreadable_report
+from ._run_file import ArchiveOptions, Outcome, Worker
 
 __all__ = ["CONNECT_TIMEOUT", "DASK_BATCH", "DaskUnavailable", "connect", "dask_outcomes", "ship"]
 
@@ -75,7 +75,7 @@ def verify_batch(tasks: list[Task], opts: ArchiveOptions, shipped: Shipped, keyr
     if shipped or keyring or tsa:
         ring, roots = _unpack(opts.run_id, shipped, keyring, tsa)
         opts = dataclasses.replace(opts, keyring=ring, tsa_roots=roots)
-    worker = _Worker(opts)
+    worker = Worker(opts)
     return [worker(t) for t in tasks]
 
 

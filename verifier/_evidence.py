@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .._canonical import CanonicalizationError, _is_plain, exact_bytes, sorted_json
+from .._canonical import CanonicalizationError, exact_bytes, is_plain, sorted_json
 from .._limits import (
     MAX_COST_PER_BYTE,
     MAX_EVIDENCE_BYTES,
@@ -79,7 +79,7 @@ def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
     orjson = sys.modules.get("orjson")
     try:
         value = orjson.loads(content) if orjson is not None else json.loads(content)
-        if not _is_plain(value) or sorted_json(value) != content:
+        if not is_plain(value) or sorted_json(value) != content:
             return False
     except (ValueError, TypeError, RecursionError):  # orjson's errors are ValueError and TypeError
         return False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
 import json
 import math
 import os
@@ -39,6 +40,7 @@ from .._limits import (
     parse_cost,
 )
 from .._limits import QUICK_PARSE_MIN_BYTES as _QUICK_PARSE_MIN_BYTES
+from .._storage import is_url
 from ..errors import MalformedInputError
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "MalformedInput",
     "check_json_value",
     "check_parse_cost",
+    "file_sha256",
     "open_regular",
     "parse_checked_cost",
     "parse_strict",
@@ -59,17 +62,19 @@ __all__ = [
 MAX_DEPTH = MAX_RECEIPT_DEPTH
 #: Texts from this size on are read by the quick parser first (orjson, loaded then; see :mod:`aer1._limits`).
 QUICK_PARSE_MIN_BYTES = _QUICK_PARSE_MIN_BYTES
+#: What :func:`file_sha256` reads at a time.
+DIGEST_CHUNK_BYTES = 1024 * 1024
 
 
 class MalformedInput(MalformedInputError):
     """The input cannot be read as JSON under the strict rules."""
 
 
-def _no_constants(name: str) -> Any:
+def no_constants(name: str) -> Any:
     raise MalformedInput(f"{name} is not valid JSON (no NaN or Infinity)")
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -80,13 +85,13 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _int(text: str) -> int:
+def json_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise MalformedInput(f"an integer of {len(text)} digits exceeds the {MAX_INT_DIGITS}-digit limit")
     return int(text)
 
 
-def _float(text: str) -> float:
+def json_float(text: str) -> float:
     if len(text) > MAX_INT_DIGITS:
         raise MalformedInput(f"a number of {len(text)} characters exceeds the {MAX_INT_DIGITS}-character limit")
     return float(text)
@@ -113,6 +118,22 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "a receipt file") 
         raise MalformedInput(f"cannot read {p}: {e.strerror or e}") from e
     except ValueError as e:  # a NUL character in the name
         raise MalformedInput(f"cannot read {p!r}: {e}") from e
+
+
+def file_sha256(path: str) -> str:
+    """SHA-256 of a regular file's (or a storage object's) bytes, read in chunks."""
+    h = hashlib.sha256()
+    if is_url(path):  # an object in storage, named in a signed summary
+        from .._limits import MAX_EVIDENCE_BYTES
+        from .._storage import chunks
+
+        for chunk in chunks(path, MAX_EVIDENCE_BYTES):
+            h.update(chunk)
+        return h.hexdigest()
+    with open_regular(path) as f:
+        while chunk := f.read(DIGEST_CHUNK_BYTES):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES, *,
@@ -350,8 +371,8 @@ def _parse_exact(data: bytes, what: str) -> Any:
     if not text.strip():
         raise MalformedInput(f"{what} is empty")
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constants, parse_int=_int,
-                          parse_float=_float)
+        return json.loads(text, object_pairs_hook=json_pairs, parse_constant=no_constants, parse_int=json_int,
+                          parse_float=json_float)
     except MalformedInput:
         raise
     except RecursionError as e:

@@ -179,10 +179,10 @@ def _pin(doc: Mapping[str, Any], expected_root: str | None, receipt: str | os.Pa
             return
         pinned.append("--expected-root")
     if receipt is not None:
-        from . import verify_receipt  # the package imports this module
+        from ._verify import check_receipt
 
         source = os.fspath(receipt)
-        report = verify_receipt(source, trusted_key_ids=trusted, expected_root=root)
+        report = check_receipt(source, trusted_key_ids=trusted, expected_root=root)
         sig = report.check("signature")
         if not report.valid:
             r.fail(f"the pinning receipt {source} is not valid: "

@@ -93,7 +93,7 @@ def _rename_check(c: CheckResult, local: str, remote: str) -> None:
 
 def verify_staged(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Outcome:
     """Verify the object ``task`` names (a URL) as a local file of the same bytes would be."""
-    from ._archive import Outcome, verify_file
+    from ._run_file import Outcome, verify_file
 
     url, is_proof, _ = task
     if opts.evidence is not None and is_url(opts.evidence):

@@ -43,12 +43,12 @@ from ._parse import (
     MAX_INPUT_BYTES,
     MAX_STRING_CHARS,
     MalformedInput,
-    _float,
-    _int,
-    _no_constants,
-    _pairs,
     check_json_value,
     check_parse_cost,
+    json_float,
+    json_int,
+    json_pairs,
+    no_constants,
     open_regular,
     parse_line_quick,
 )
@@ -186,8 +186,8 @@ class _Walker:
         self.block: list[Any] = []
         self.runs: list[Run] = []
         self.last: Any = None  # the last step of the last block
-        self.decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constants,
-                                       parse_int=_int, parse_float=_float).raw_decode
+        self.decode = json.JSONDecoder(object_pairs_hook=json_pairs, parse_constant=no_constants,
+                                       parse_int=json_int, parse_float=json_float).raw_decode
         self.rest: dict[str, Any] = {}
         self.checker: StepChecker | None = None  # made at the first step, when the profile claim is known
         self.steps_seen = False

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._imprint import (
@@ -27,6 +26,7 @@ from .._imprint import (
     imprint_message,
 )
 from ._report import NO_TOKEN, CheckResult
+from ._tsa_trust import TsaTrust, nonce_ok
 
 if TYPE_CHECKING:  # X.509 and the RFC 3161 client load only when TSA roots are given (._tsa_verify)
     from cryptography import x509
@@ -38,24 +38,6 @@ CERT_SUFFIXES = (".pem", ".crt")
 #: Most certificates read from a ``--tsa-roots`` folder; each file at most this many bytes.
 MAX_TRUST_CERTS = 256
 _MAX_CERT_FILE_BYTES = 256 * 1024
-#: Longest nonce recorded (decimal digits of an unsigned 64-bit value, with room).
-_MAX_NONCE_DIGITS = 40
-
-
-def nonce_ok(text: Any) -> bool:
-    """A recorded nonce: 1 to 40 ASCII decimal digits (``int()`` would also take other scripts' digits)."""
-    return type(text) is str and 0 < len(text) <= _MAX_NONCE_DIGITS and text.isascii() and text.isdigit()
-
-
-@dataclass(frozen=True)
-class TsaTrust:
-    """What the auditor trusts: root certificates, intermediates to reach them, a policy demanded."""
-
-    roots: tuple[x509.Certificate, ...]
-    intermediates: tuple[x509.Certificate, ...] = ()
-    policy: str | None = None
-
-
 def load_tsa_trust(folder: str, policy: str | None = None) -> TsaTrust:
     """Certificates in ``folder`` (``*.pem``, ``*.crt``): self-signed ones are roots, the rest intermediates.
 
@@ -63,7 +45,7 @@ def load_tsa_trust(folder: str, policy: str | None = None) -> TsaTrust:
     """
     from cryptography import x509
 
-    from ._tsa_verify import _self_signed
+    from ._tsa_verify import self_signed
 
     if not os.path.isdir(folder):
         raise ValueError(f"--tsa-roots {folder}: not a directory")
@@ -83,7 +65,7 @@ def load_tsa_trust(folder: str, policy: str | None = None) -> TsaTrust:
         except (OSError, ValueError) as e:
             raise ValueError(f"--tsa-roots {path}: {getattr(e, 'strerror', None) or e}") from e
         for cert in certs:
-            (roots if _self_signed(cert) else intermediates).append(cert)
+            (roots if self_signed(cert) else intermediates).append(cert)
         if len(roots) + len(intermediates) > MAX_TRUST_CERTS:
             raise ValueError(f"--tsa-roots {folder}: more than {MAX_TRUST_CERTS} certificates")
     if not roots:
@@ -136,7 +118,7 @@ def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: Check
     if trust is None:
         result.skip(f"{len(tokens)} token(s) present, not verified: give --tsa-roots DIR")
         return
-    from ._tsa_verify import VerificationError, _Untrusted, _verify_one
+    from ._tsa_verify import Untrusted, VerificationError, verify_one
 
     message = imprint_message(wf)
     verified: list[dict[str, Any]] = []
@@ -146,8 +128,8 @@ def check_timestamp(wf: Mapping[str, Any], trust: TsaTrust | None, result: Check
             continue
         where = f"{TIMESTAMPS_MEMBER}[{i}] from {entry['tsa'][:200]}"
         try:
-            verified.append(_verify_one(entry, message, trust))
-        except _Untrusted as e:
+            verified.append(verify_one(entry, message, trust))
+        except Untrusted as e:
             untrusted.append(f"{where}: {e}")
         except VerificationError as e:
             result.fail(f"{where}: {e}")

@@ -11,7 +11,7 @@ import base64
 import binascii
 import hashlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -24,12 +24,10 @@ from rfc3161_client import (
 )
 
 from .._keyring import format_time
-from ._timestamp import nonce_ok
+from ..errors import Aer1Error
+from ._tsa_trust import TsaTrust, nonce_ok
 
-if TYPE_CHECKING:
-    from ._timestamp import TsaTrust
-
-__all__ = ["VerificationError", "_Untrusted", "_self_signed", "_verify_one"]
+__all__ = ["Untrusted", "VerificationError", "self_signed", "verify_one"]
 
 #: Imprint hash algorithms accepted (OID -> hashlib name), as RFC 3161 TSAs commonly offer.
 _HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384", "2.16.840.1.101.3.4.2.3": "sha512"}
@@ -37,7 +35,7 @@ _HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384
 _UNKNOWN_ACCURACY_S = 1.0
 
 
-def _self_signed(cert: x509.Certificate) -> bool:
+def self_signed(cert: x509.Certificate) -> bool:
     if cert.issuer != cert.subject:
         return False
     try:
@@ -57,8 +55,11 @@ def _token(entry: Mapping[str, str]) -> bytes:
     return der
 
 
-class _Untrusted(VerificationError):
-    """The token is about this receipt, but its signature does not verify up to a trusted TSA root."""
+class Untrusted(VerificationError, Aer1Error):
+    """The token is about this receipt, but its signature does not verify up to a trusted TSA root.
+
+    Internal to check 9 (the check counts such a token out, never raises it to a caller).
+    """
 
 
 def _check_content(response: TimeStampResponse, entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> None:
@@ -79,8 +80,8 @@ def _check_content(response: TimeStampResponse, entry: Mapping[str, str], messag
         raise VerificationError("imprint is not this receipt's digest (token over other content)")
 
 
-def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> dict[str, Any]:
-    """Facts of one verified token; raises _Untrusted, or VerificationError for a token not about this receipt."""
+def verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> dict[str, Any]:
+    """Facts of one verified token; raises Untrusted, or VerificationError for a token not about this receipt."""
     try:
         response = decode_timestamp_response(_token(entry))
         _check_content(response, entry, message, trust)
@@ -96,7 +97,7 @@ def _verify_one(entry: Mapping[str, str], message: bytes, trust: TsaTrust) -> di
     try:
         builder.build().verify_message(response, message)
     except Exception as e:  # hostile certificates inside the token: never a traceback
-        raise _Untrusted(f"does not chain to a trusted TSA root or its signature is invalid: {e}") from e
+        raise Untrusted(f"does not chain to a trusted TSA root or its signature is invalid: {e}") from e
     info = response.tst_info
     signer = next(iter(response.signed_data.signer_infos), None)
     return {

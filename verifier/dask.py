@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._archive import ArchiveOptions, Outcome
 from ._dask import DASK_BATCH, dask_outcomes
+from ._run_file import ArchiveOptions, Outcome
 
 if TYPE_CHECKING:
     from ._policy import Policy
@@ -34,11 +34,11 @@ def verify_archive(client: Any, *paths: str | os.PathLike[str], trusted_key_ids:
     Raises :class:`aer1.errors.UsageError` for a path that cannot be listed.
     """
     from .._storage import use_options
-    from ._cli import _expand
+    from ._cli import expand_paths
 
     if storage_options is not None:
         use_options(storage_options)
-    tasks = _expand([os.fspath(p) for p in paths])
+    tasks = expand_paths([os.fspath(p) for p in paths])
     opts = ArchiveOptions(trusted=None if trusted_key_ids is None else frozenset(trusted_key_ids),
                           expected_root=expected_root, policy=policy, tsa_roots=tsa_roots, tsa_policy=tsa_policy,
                           keyring=keyring, run_id=os.urandom(8).hex(),

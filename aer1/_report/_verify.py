@@ -7,14 +7,14 @@ parsing (keys, keyring, TSA roots, policy) and the same per-file run (``verify_f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
-from ..verifier._archive import ArchiveOptions, Outcome, verify_file
-from ..verifier._auditor import build_policy
-from ..verifier._cli import _expand, _regular, _trusted_ids
+from ..verifier._cli import expand_paths as expand_cli_paths
+from ..verifier._cli import refuse_unless_regular, trust_from_options
 from ..verifier._output import CliError
-from ..verifier._policy import Policy
-from ..verifier._time_cli import add_time_arguments, time_options, trusted_with_keyring
+from ..verifier._run_file import ArchiveOptions, Outcome, verify_file
+from ..verifier._time_cli import add_time_arguments
 
 __all__ = ["ViewOptions", "add_verify_options", "expand_paths", "verify_for_view", "view_options"]
 
@@ -39,15 +39,12 @@ def add_verify_options(p: argparse.ArgumentParser) -> None:
 def view_options(args: argparse.Namespace) -> ViewOptions:
     """What every receipt is verified against, from the options; CliError when one cannot be used."""
     if args.evidence:
-        _regular("--evidence", args.evidence, "an evidence file")
-    timing = time_options(args)
-    policy: Policy | None
-    policy, trusted = build_policy(args, trusted_with_keyring(_trusted_ids(args), timing))
+        refuse_unless_regular("--evidence", args.evidence, "an evidence file")
+    trust = trust_from_options(args)
     from ..verifier._tlog_cli import log_trust
 
-    return ArchiveOptions(evidence=args.evidence, trusted=None if trusted is None else frozenset(trusted),
-                          policy=policy, tsa_roots=args.tsa_roots, tsa_policy=args.tsa_policy,
-                          keyring=args.keyring, run_id=os.urandom(8).hex(), log=log_trust(args, policy))
+    trust = dataclasses.replace(trust, log=log_trust(args, trust.policy))
+    return ArchiveOptions.from_trust(trust, evidence=args.evidence, run_id=os.urandom(8).hex())
 
 
 def expand_paths(path: str) -> list[tuple[str, bool, str | None]]:
@@ -55,8 +52,8 @@ def expand_paths(path: str) -> list[tuple[str, bool, str | None]]:
     if path == "-":
         raise CliError("- (standard input) cannot be viewed: give a file, so its evidence can be found beside it")
     if not os.path.isdir(path):
-        _regular("receipt", path, "a receipt file")
-    return [f for f in _expand([path]) if not f[1]]
+        refuse_unless_regular("receipt", path, "a receipt file")
+    return [f for f in expand_cli_paths([path]) if not f[1]]
 
 
 def verify_for_view(task: tuple[str, bool, str | None], opts: ViewOptions) -> Outcome:

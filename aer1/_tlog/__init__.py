@@ -8,11 +8,12 @@ One module per format; every name below is importable from ``aer1._tlog`` itself
   :func:`verify_consistency`. A hash source is ``hash_at(level, n)``: the complete subtree hash.
 * ``_note``: signed notes (c2sp.org/signed-note): :func:`parse_note`, :func:`format_note`,
   :func:`sign_note`, :func:`open_note`, :func:`check_signatures`; Ed25519 keys (type 0x01)
-  :class:`Ed25519Signer` / :class:`Ed25519Verifier`; key strings :func:`parse_vkey`,
-  :func:`format_vkey`, :func:`parse_signer_key`, :func:`format_signer_key`; :func:`key_id_for`.
+  :class:`Ed25519Signer` / :class:`Ed25519Verifier`; key strings :func:`format_vkey`,
+  :func:`format_signer_key`; :func:`key_id_for`.
 * ``_cosig``: witness cosignatures (c2sp.org/tlog-cosignature, type 0x04):
   :class:`CosignatureSigner` / :class:`CosignatureVerifier`, :func:`cosignature_message`,
   :func:`cosignature_timestamp`.
+* ``_keys``: a key string of either type parsed: :func:`parse_vkey`, :func:`parse_signer_key`.
 * ``_checkpoint``: :class:`Checkpoint`, :func:`parse_checkpoint`, :func:`format_checkpoint`,
   :func:`open_checkpoint` (log signature, origin, witness cosignatures).
 * ``_tiles``: tile and bundle paths (:func:`tile_path`, :func:`entries_path`,
@@ -48,6 +49,7 @@ from ._cosig import (
     cosignature_message,
     cosignature_timestamp,
 )
+from ._keys import parse_signer_key, parse_vkey
 from ._note import (
     ED25519_TYPE,
     MAX_NOTE_BYTES,
@@ -66,8 +68,6 @@ from ._note import (
     key_id_for,
     open_note,
     parse_note,
-    parse_signer_key,
-    parse_vkey,
     sign_note,
 )
 from ._proof import (

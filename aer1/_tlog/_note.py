@@ -20,9 +20,8 @@ API:
     Ed25519Verifier(name, public_key)      type 0x01; .vkey is its verifier key string
     Ed25519Signer(name, private_key)       type 0x01; .verifier() -> Ed25519Verifier
     format_vkey(name, key_type, public) -> str        name+hex8+base64(type || key)
-    parse_vkey(text) -> Verifier                      0x01 -> Ed25519Verifier, 0x04 -> CosignatureVerifier
+    split_key(text, what) -> (name, key ID, type, key bytes)   a key string's parts (parsers: ._keys)
     format_signer_key(name, key_type, seed) -> str    PRIVATE+KEY+name+hex8+base64(type || seed) (Go's format)
-    parse_signer_key(text) -> Signer                  0x01 -> Ed25519Signer, 0x04 -> CosignatureSigner
     sign_note(text, signers, existing=()) -> bytes    a note text signed by each signer (after existing lines)
     check_signatures(note, verifiers) -> list[(Verifier, Signature)]   those that verify; a known
         key's failing signature raises LogInvalid; unknown keys ignored
@@ -52,6 +51,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_NOTE_BYTES",
     "MAX_NOTE_SIGNATURES",
+    "SIGNER_PREFIX",
     "Ed25519Signer",
     "Ed25519Verifier",
     "Note",
@@ -66,9 +66,8 @@ __all__ = [
     "key_id_for",
     "open_note",
     "parse_note",
-    "parse_signer_key",
-    "parse_vkey",
     "sign_note",
+    "split_key",
 ]
 
 ED25519_TYPE = 0x01
@@ -83,7 +82,8 @@ _MAX_KEY_CHARS = MAX_NAME_CHARS + 4096
 _SIG_PREFIX = "\u2014 "
 #: What a note's text may not hold: ASCII controls but newline, and lone surrogates.
 _BAD_CHAR = re.compile("[\x00-\x09\x0b-\x1f\ud800-\udfff]")
-_SIGNER_PREFIX = "PRIVATE+KEY+"
+#: What a signer key string starts with (the Go note package's form).
+SIGNER_PREFIX = "PRIVATE+KEY+"
 
 
 @dataclass(frozen=True)
@@ -374,7 +374,7 @@ def format_vkey(name: str, key_type: int, public: bytes) -> str:
     return f"{name}+{key_id_for(name, key_type, public):08x}+{base64.b64encode(blob).decode('ascii')}"
 
 
-def _split_key(text: str, what: str) -> tuple[str, int, int, bytes]:
+def split_key(text: str, what: str) -> tuple[str, int, int, bytes]:
     """(name, key ID, type, key bytes) of ``name+hex8+base64(type || key)``; the ID is checked."""
     if not isinstance(text, str) or len(text) > _MAX_KEY_CHARS:
         raise LogMalformed(f"{what}: want a string of at most {_MAX_KEY_CHARS} characters")
@@ -391,52 +391,10 @@ def _split_key(text: str, what: str) -> tuple[str, int, int, bytes]:
     return name, int(hex_id, 16), blob[0], blob[1:]
 
 
-def parse_vkey(text: str) -> Verifier:
-    """A verifier from its key string: type 0x01 (note signatures) or 0x04 (cosignatures)."""
-    from ._cosig import COSIGNATURE_TYPE, CosignatureVerifier
-
-    name, kid, key_type, public = _split_key(text, "verifier key")
-    verifier: Ed25519Verifier | CosignatureVerifier
-    if key_type == ED25519_TYPE:
-        verifier = Ed25519Verifier(name, public)
-    elif key_type == COSIGNATURE_TYPE:
-        verifier = CosignatureVerifier(name, public)
-    else:
-        raise LogMalformed(f"verifier key: got type 0x{key_type:02x}, want 0x01 (Ed25519) or 0x04 (cosignature)")
-    if verifier.key_id != kid:
-        raise LogMalformed(f"verifier key {name}: got key ID {kid:08x}, want {verifier.key_id:08x}")
-    return verifier
-
-
 def format_signer_key(name: str, key_type: int, seed: bytes) -> str:
     """``PRIVATE+KEY+name+hex(key ID)+base64(type || 32-byte seed)`` (the Go note package's form)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     public = raw_public(Ed25519PrivateKey.from_private_bytes(seed).public_key())
     blob = bytes([key_type]) + seed
-    return f"{_SIGNER_PREFIX}{name}+{key_id_for(name, key_type, public):08x}+{base64.b64encode(blob).decode('ascii')}"
-
-
-def parse_signer_key(text: str) -> Signer:
-    """A signer from its key string: type 0x01 (note signatures) or 0x04 (cosignatures)."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from ._cosig import COSIGNATURE_TYPE, CosignatureSigner
-
-    text = text.strip() if isinstance(text, str) else text
-    if not isinstance(text, str) or not text.startswith(_SIGNER_PREFIX):
-        raise LogMalformed(f"signer key: want it to start with {_SIGNER_PREFIX!r}")
-    name, kid, key_type, seed = _split_key(text[len(_SIGNER_PREFIX) :], "signer key")
-    if len(seed) != 32:
-        raise LogMalformed(f"signer key: got a {len(seed)}-byte seed, want 32")
-    private = Ed25519PrivateKey.from_private_bytes(seed)
-    signer: Ed25519Signer | CosignatureSigner
-    if key_type == ED25519_TYPE:
-        signer = Ed25519Signer(name, private)
-    elif key_type == COSIGNATURE_TYPE:
-        signer = CosignatureSigner(name, private)
-    else:
-        raise LogMalformed(f"signer key: got type 0x{key_type:02x}, want 0x01 (Ed25519) or 0x04 (cosignature)")
-    if signer.key_id != kid:
-        raise LogMalformed(f"signer key {name}: got key ID {kid:08x}, want {signer.key_id:08x}")
-    return signer
+    return f"{SIGNER_PREFIX}{name}+{key_id_for(name, key_type, public):08x}+{base64.b64encode(blob).decode('ascii')}"

@@ -19,7 +19,7 @@ DEFAULT_SYSTEM_MESSAGE = "You are a helpful assistant in a group chat."
 ToolSpec = Mapping[str, Any] | Tool | Callable[..., Any]
 
 
-def _models() -> Any:
+def load_models() -> Any:
     try:
         import autogen_core.models as models
     except ImportError as e:
@@ -60,7 +60,7 @@ def to_llm_messages(history: HistoryView, own_name: str | None, system_message: 
     Its own messages become assistant messages (with function calls); responses to its
     own calls become function results; everything else is a user message from its author.
     """
-    models = _models()
+    models = load_models()
     from autogen_core import FunctionCall
 
     out: list[Any] = [models.SystemMessage(content=system_message)] if system_message else []
@@ -109,7 +109,7 @@ class ModelAgent:
         tools: Iterable[ToolSpec] | ToolExecutor = (),
         description: str = "",
     ) -> None:
-        _models()
+        load_models()
         self.name = name
         self.description = description
         self.model_client = model_client

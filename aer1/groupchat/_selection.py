@@ -178,9 +178,9 @@ class AutoSelector:
         self.selector = selector
 
     async def _ask_model(self, context: SelectionContext) -> tuple[str | None, str]:
-        from ._model import _models, render_message
+        from ._model import load_models, render_message
 
-        models = _models()
+        models = load_models()
         roles = "\n".join(f"{n}: {context.descriptions.get(n) or 'no description'}" for n in context.agents)
         names = "[" + ", ".join(context.agents) + "]"
         transcript = "\n".join(f"{m['name']}: {render_message(m)}" for m in context.history[-TRANSCRIPT_TAIL:])

@@ -409,7 +409,7 @@ class ToolExecutor:
             decision = ApprovalDecision.deny(f"approval port {port.name!r} failed: {type(e).__name__}: {e}")
         outcome: str = decision.outcome
         reason = decision.reason
-        edited = _edited(request, decision, prepared.arguments.digest)
+        edited = arguments_edited(request, decision, prepared.arguments.digest)
         if edited and outcome == APPROVED:
             outcome, reason = DENIED, "the approval edited the arguments; edits are not applied"
         self._record_decision(
@@ -484,7 +484,7 @@ class ToolExecutor:
         )
 
 
-def _edited(request: ToolApprovalRequest, decision: ApprovalDecision, digest: str) -> bool:
+def arguments_edited(request: ToolApprovalRequest, decision: ApprovalDecision, digest: str) -> bool:
     """Whether the port changed the arguments: in its answer, or in its copy of the request.
 
     Arguments that cannot even be digested count as changed.

@@ -27,13 +27,15 @@ from aer1._canonical import (
     MAX_SAFE_INTEGER,
     CanonicalizationError,
     _es6_number,
-    _is_plain,
     canonical_bytes,
     exact_bytes,
     jcs_encode,
     normalize,
     restore,
     sorted_json,
+)
+from aer1._canonical import (
+    is_plain as _is_plain,
 )
 from aer1._redact import default_redactor
 

@@ -116,3 +116,19 @@ def test_recording_after_finalize_is_a_usage_error() -> None:
 def test_input_kinds_are_still_value_errors_for_existing_handlers(kind: Any) -> None:
     assert issubclass(kind, ValueError)
 
+
+
+def test_every_public_error_is_importable_from_aer1_errors_under_its_one_name() -> None:
+    import aer1.errors
+
+    found = public_exception_classes()
+    found.update({f"aer1.collectors._compat_anchor.{c.__name__}": c for c in [
+        importlib.import_module("aer1.collectors._compat_anchor").AnchorError]})
+    internal = {"aer1.verifier._tsa_verify.Untrusted", "aer1._recover.BadLine",  # caught where raised
+                "aer1.verifier._output.CliError", "aer1._httpserve.HttpFailure"}  # a command's, a server's own
+    exported = {name: getattr(aer1.errors, name) for name in aer1.errors.__all__}
+    missing = sorted(n for n, cls in found.items() if n not in internal and exported.get(cls.__name__) is not cls
+                     and cls is not aer1._signing.KeyError_)  # an old alias of KeyFileError
+    assert missing == [], f"got {missing} not importable from aer1.errors, want every public error there"
+    assert all(inspect.isclass(v) and issubclass(v, Aer1Error) for v in exported.values())
+    assert len(set(exported.values())) == len(exported)  # one name per kind

@@ -50,6 +50,8 @@ FORMAT_LAYER = {
     "aer1._tlog._proof",
     "aer1._tlog._tiles",
     "aer1._tlog._tree",
+    "aer1._tlog._keys",
+    "aer1._version",
 }
 #: Producer modules named outright, so a wrong allow-list above cannot hide them.
 PRODUCERS = {"aer1._collector", "aer1._journal", "aer1._evidence", "aer1._redact", "aer1._recover", "aer1.groupchat",
