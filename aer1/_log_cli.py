@@ -9,39 +9,14 @@ line, and what adds its arguments and sets ``func``).
 from __future__ import annotations
 
 import argparse
-import base64
 import os
-import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-from .verifier._output import CliError, dump_json, one_line
+from ._cli_json import add_json_argument, checkpoint_json, emit
+from .verifier._output import CliError
 from .verifier._storage_cli import add_storage_argument, use_storage_options
 
-if TYPE_CHECKING:
-    from ._tlog import Checkpoint
-
-__all__ = ["LOG_COMMANDS", "add_json_argument", "add_log_arguments", "checkpoint_json", "emit"]
-
-
-def add_json_argument(p: argparse.ArgumentParser) -> None:
-    """``--json``: the command's result as one JSON object on standard output (an error too)."""
-    p.add_argument("--json", action="store_true", help="one JSON object on standard output (errors too)")
-
-
-def emit(args: argparse.Namespace, command: str, doc: dict[str, Any], lines: list[str], code: int = 0) -> int:
-    """Print ``lines`` or, with ``--json``, ``doc`` (with the command and exit code) as one object; returns ``code``."""
-    if getattr(args, "json", False):
-        sys.stdout.write(dump_json({"command": command, **doc, "exit_code": code}))
-    else:
-        for line in lines:
-            print(one_line(line))
-    return code
-
-
-def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as a command's JSON gives it: origin, size, root (base64)."""
-    return {"origin": cp.origin, "size": cp.size, "root": base64.b64encode(cp.root).decode("ascii")}
+__all__ = ["LOG_COMMANDS", "add_log_arguments"]
 
 
 def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:

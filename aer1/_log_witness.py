@@ -223,7 +223,7 @@ def _witness_command(args: argparse.Namespace) -> int:
     note = "" if keys else " (not verified: no --witness-key)"
     code = 0 if all(o.error is None for o in run.outcomes) else 1
     if args.json:
-        from ._log_cli import checkpoint_json, emit
+        from ._cli_json import checkpoint_json, emit
 
         return emit(args, "log witness", {
             "dir": args.dir, "checkpoint": checkpoint_json(run.checkpoint),

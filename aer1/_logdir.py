@@ -189,7 +189,7 @@ def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> s
     else:  # created only if absent: two inits of one prefix cannot both win
         try:
             _storage.write(at_url(root, CHECKPOINT), note, create=True)
-        except _storage.Conflict as e:
+        except _storage.StorageConflict as e:
             raise UsageError(f"{root}: another writer created a log here first") from e
     return vkey
 
@@ -293,7 +293,7 @@ class LogDir:
             return
         try:
             _storage.write(at_url(self.root, CHECKPOINT), note, if_match=version)
-        except _storage.Conflict as e:
+        except _storage.StorageConflict as e:
             raise LogInvalid(f"{self.root}: the checkpoint changed while this writer held the lock (another "
                              "writer without it?): this append's checkpoint was not written; append again") from e
 
@@ -555,7 +555,7 @@ def object_lock(url: str) -> Iterator[None]:
         try:
             mine = _storage.write(url, token, create=True)
             break
-        except _storage.Conflict:
+        except _storage.StorageConflict:
             if time.monotonic() >= deadline:
                 raise UsageError(f"{url}: held by another writer for {STORAGE_LOCK_WAIT_SECONDS:g} s (one that "
                                  "crashed leaves it: remove it when no writer runs)") from None

@@ -24,7 +24,7 @@ from .errors import StorageError
 
 __all__ = [
     "CHUNK",
-    "Conflict",
+    "StorageConflict",
     "chunks",
     "conditional",
     "copy_out",
@@ -51,7 +51,7 @@ _CONDITIONAL = frozenset({"s3", "s3a"})
 _options: dict[str, Any] = {}
 
 
-class Conflict(StorageError):
+class StorageConflict(StorageError):
     """A conditional write was refused: the object exists, or changed since it was read."""
 
 
@@ -144,7 +144,7 @@ def _failing(url: str) -> Iterator[None]:
         raise
     except Exception as e:  # s3fs, botocore and aiohttp raise many kinds; each is one line here
         if _precondition(e):
-            raise Conflict(f"{url}: the conditional write was refused") from e
+            raise StorageConflict(f"{url}: the conditional write was refused") from e
         raise StorageError(f"{url}: {_why(e)}") from e
 
 
@@ -227,7 +227,7 @@ def write(url: str, data: bytes, *, create: bool = False, if_match: str | None =
     """Write the object whole; its new ETag when storage gives one.
 
     ``create``: only if absent; ``if_match``: only if its ETag is still that. A refused
-    condition is :class:`Conflict`; a protocol that cannot make the condition atomic is
+    condition is :class:`StorageConflict`; a protocol that cannot make the condition atomic is
     refused (StorageError) before anything is written.
     """
     fs, path = _fs(url)

@@ -176,7 +176,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _vkey(args: argparse.Namespace) -> int:
     signer = load_cosigner(args.key, args.name)
     if args.json:
-        from ._log_cli import emit
+        from ._cli_json import emit
 
         return emit(args, "witness vkey", {"name": signer.name, "vkey": signer.verifier().vkey}, [])
     sys.stdout.write(signer.verifier().vkey + "\n")

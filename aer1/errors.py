@@ -113,6 +113,7 @@ _HOMES = {
     "SelectionError": "aer1.groupchat",
     "SignatureInvalid": "aer1._signing",
     "SignatureMalformed": "aer1._signing",
+    "StorageConflict": "aer1._storage",
     "TimestampUnavailable": "aer1._timestamp",
     "TokenRefused": "aer1.groupchat",
     "ToolDefinitionError": "aer1.groupchat",

@@ -32,7 +32,7 @@ from .._limits import BUNDLE_PARALLEL_MIN_BYTES, MAX_FILES
 from .._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
 from ..errors import UsageError
 from ._assemble import links_note
-from ._checks import _is_uuid
+from ._checks import is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._proof import verify_proof
 from ._report import PASS, Report, same_bytes
@@ -306,7 +306,7 @@ def _follow(bundle: BundleReport, node: Node, by_id: dict[str, Node], reached: s
         pending: list[tuple[Node, int]] = []
         for seq, target, rhash, status in current.link_steps:
             parent = current.workflow_id or current.source
-            if not _is_uuid(target):
+            if not is_uuid(target):
                 link = LinkResult(parent, seq, None, LINK_FAILED, "the link step names no child workflow_id (target)")
             elif target not in by_id:
                 link = LinkResult(parent, seq, target, NOT_FOLLOWED, "the child is not in the bundle")

@@ -76,11 +76,11 @@ def _known(v: Any, names: frozenset[str]) -> bool:
     return type(v) is str and v in names
 
 
-def _is_uuid(v: Any) -> bool:
+def is_uuid(v: Any) -> bool:
     return type(v) is str and _UUID.fullmatch(v) is not None
 
 
-def _is_hex64(v: Any) -> bool:
+def is_hex64(v: Any) -> bool:
     return type(v) is str and _HEX64.fullmatch(v) is not None
 
 
@@ -88,7 +88,7 @@ def _is_label(v: Any) -> bool:
     return type(v) is str and v != ""
 
 
-def _date_ok(day: str) -> bool:
+def date_ok(day: str) -> bool:
     ok = _valid_dates.get(day)
     if ok is None:
         ok = is_calendar_date(day)
@@ -103,9 +103,9 @@ def is_rfc3339(v: Any) -> bool:
         return False
     m = _OUR_TS.fullmatch(v)
     if m is not None:
-        return _date_ok(m.group(1))
+        return date_ok(m.group(1))
     m = _ANY_TS.fullmatch(v)
-    return m is not None and _date_ok(f"{m.group(1)}-{m.group(2)}-{m.group(3)}")
+    return m is not None and date_ok(f"{m.group(1)}-{m.group(2)}-{m.group(3)}")
 
 
 def claims_profile(workflow: Mapping[str, Any]) -> bool:
@@ -134,7 +134,7 @@ def _check_agents(agents: Any, result: CheckResult) -> None:
         if "description" in a and type(a["description"]) is not str:
             result.fail(f"agents[{i}] description is not a string")
             return
-        if "config_digest" in a and not _is_hex64(a["config_digest"]):
+        if "config_digest" in a and not is_hex64(a["config_digest"]):
             result.fail(f"agents[{i}] config_digest is not 64 lowercase hex characters")
             return
         if a["name"] in names:
@@ -143,19 +143,19 @@ def _check_agents(agents: Any, result: CheckResult) -> None:
         names.add(a["name"])
 
 
-def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckResult) -> None:
+def check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckResult) -> None:
     if wf.get("type") != WORKFLOW_TYPE:
         result.fail("type is not the workflow receipt type", expected=WORKFLOW_TYPE, actual=repr(wf.get("type")))
     if not _is_label(wf.get("version")):
         result.fail("version is not a non-empty string")
     for name in ("workflow_id", "receipt_id"):
-        if not _is_uuid(wf.get(name)):
+        if not is_uuid(wf.get(name)):
             result.fail(f"{name} is not a lowercase UUID", actual=repr(wf.get(name)))
     for name in ("session_id", "goal", "status"):
         if not _is_label(wf.get(name)):
             result.fail(f"{name} is not a non-empty string")
     for name in ("merkle_root", "output_hash"):
-        if not _is_hex64(wf.get(name)):
+        if not is_hex64(wf.get(name)):
             result.fail(f"{name} is not 64 lowercase hex characters", actual=repr(wf.get(name)))
     url = wf.get("verify_url")
     if not isinstance(url, str) or not url.startswith(("https://", "http://")):
@@ -173,7 +173,7 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
         result.fail("status is not ok, error or incomplete", actual=repr(wf.get("status")))
     if wf.get("merkle_version") != MERKLE_VERSION:
         result.fail("merkle_version", expected=MERKLE_VERSION, actual=repr(wf.get("merkle_version")))
-    if not _is_hex64(wf.get("chain_head")):
+    if not is_hex64(wf.get("chain_head")):
         result.fail("chain_head is not 64 lowercase hex characters", actual=repr(wf.get("chain_head")))
     if "agents" in wf:
         _check_agents(wf["agents"], result)
@@ -191,7 +191,7 @@ def _check_workflow_members(wf: Mapping[str, Any], profile: bool, result: CheckR
                     actual=repr(wf["closed_by"]))
     proof = wf.get(KEY_PROOF_MEMBER)
     if KEY_PROOF_MEMBER in wf and not (isinstance(proof, dict) and set(proof) == {"key_id", "value"}
-                                  and _is_hex64(proof["key_id"]) and type(proof["value"]) is str
+                                  and is_hex64(proof["key_id"]) and type(proof["value"]) is str
                                   and len(proof["value"]) <= _KEY_PROOF_CHARS):
         result.fail(f"{KEY_PROOF_MEMBER} is not {{key_id: 64 hex, value: base64 of a signature}}")
     unknown = sorted(set(wf) - _PROFILE_WORKFLOW_MEMBERS)
@@ -248,7 +248,7 @@ def _profile_step_ok(step: Any) -> bool:
     if m is None:
         return False
     d1, d2 = m.group(1, 2)
-    if not (_valid_dates.get(d1) or _date_ok(d1)) or not (_valid_dates.get(d2) or _date_ok(d2)):
+    if not (_valid_dates.get(d1) or date_ok(d1)) or not (_valid_dates.get(d2) or date_ok(d2)):
         return False
     if len(keys) > len(_PROFILE_STEP_REQUIRED):
         for name in keys - _PROFILE_STEP_REQUIRED:
@@ -262,14 +262,14 @@ def _profile_step_ok(step: Any) -> bool:
 
 def _link_target_ok(step: Mapping[str, Any], seq: int, result: CheckResult) -> bool:
     """A link step names its child: ``target`` is the child's workflow_id (spec/linked.md)."""
-    if _is_uuid(step.get("target")):
+    if is_uuid(step.get("target")):
         return True
     result.fail("link step target is not the child's workflow_id (a lowercase UUID)", seq=seq,
                 actual=repr(step.get("target")))
     return False
 
 
-def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
+def check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     seq = i + 1
     if profile and _profile_step_ok(step):
         return step["kind"] != LINK_KIND or _link_target_ok(step, seq, result)
@@ -281,13 +281,13 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
         result.fail(f"seq is not an integer from 1 to {_MAX_SEQ}", seq=seq, actual=repr(s))
         return False
     ok = True
-    if not _is_uuid(step.get("receipt_id")):
+    if not is_uuid(step.get("receipt_id")):
         result.fail("receipt_id is not a lowercase UUID", seq=seq, actual=repr(step.get("receipt_id")))
         ok = False
     if not _is_label(step.get("tool")):
         result.fail("tool is not a non-empty string", seq=seq)
         ok = False
-    if not _is_hex64(step.get("receipt_hash")):
+    if not is_hex64(step.get("receipt_hash")):
         result.fail("receipt_hash is not 64 lowercase hex characters", seq=seq,
                     actual=repr(step.get("receipt_hash")))
         ok = False
@@ -317,7 +317,7 @@ def _check_step(step: Any, i: int, profile: bool, result: CheckResult) -> bool:
     if not _known(step["status"], _STEP_STATUS_SET):
         result.fail("status is not ok, error or cancelled", seq=seq, actual=repr(step["status"]))
         ok = False
-    if not _is_hex64(step.get("prev_digest")):
+    if not is_hex64(step.get("prev_digest")):
         result.fail("prev_digest is not 64 lowercase hex characters", seq=seq)
         ok = False
     for name in STEP_OPTIONAL_MEMBERS:

@@ -35,7 +35,7 @@ from .._receipt import (
     TRACE_MEMBERS,
     trace_members_problem,
 )
-from ._checks import _date_ok, _is_hex64, _is_uuid
+from ._checks import date_ok, is_hex64, is_uuid
 
 __all__ = ["Passed", "Run", "check_block", "check_run", "combine"]
 
@@ -120,11 +120,11 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
     if closes > (1 if last and closed else 0):
         return None  # a close step before the last step: the reference says where
     links = kinds.count(LINK_KIND)
-    if links and not all(_is_uuid(s.get("target")) for s, k in zip(run, kinds, strict=True) if k == LINK_KIND):
+    if links and not all(is_uuid(s.get("target")) for s, k in zip(run, kinds, strict=True) if k == LINK_KIND):
         return None
     if not (_times_ok(started + ended) and all(map(ge, ended, started))):
         return None
-    if not (_hex_ok(hashes) and _is_hex64(prevs[0])) or set(map(len, prevs)) != {_HEX_LEN}:
+    if not (_hex_ok(hashes) and is_hex64(prevs[0])) or set(map(len, prevs)) != {_HEX_LEN}:
         return None
     if set(map(type, rids)) != {str} or set(map(len, rids)) != {_ID_LEN}:
         return None
@@ -180,8 +180,8 @@ def _times_ok(times: tuple[Any, ...]) -> bool:
         return False
     day = times[0][:_DAY_LEN]
     if all(text[k::_TS_LEN] == day[k] * len(times) for k in range(_DAY_LEN)):
-        return _date_ok(day)  # one date throughout (a run of a day): checked once, no string per time
-    return all(_date_ok(day) for day in set(map(_DATE, times)))
+        return date_ok(day)  # one date throughout (a run of a day): checked once, no string per time
+    return all(date_ok(day) for day in set(map(_DATE, times)))
 
 
 def _hex_ok(values: tuple[Any, ...]) -> bool:

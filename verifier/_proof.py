@@ -30,7 +30,7 @@ from .._receipt import (
     PROOF_VERSION,
     UUID_PATTERN,
 )
-from ._checks import PROFILE_STRIPPED, _check_step, is_derived_id
+from ._checks import PROFILE_STRIPPED, check_step, is_derived_id
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Report
 
@@ -87,7 +87,7 @@ def _members(doc: Any, r: CheckResult) -> bool:
         return False
     size, index = doc["tree_size"], doc["leaf_index"]
     step: Any = doc.get("step")
-    if not _check_step(step, index, isinstance(step, dict) and "prev_digest" in step, r):
+    if not check_step(step, index, isinstance(step, dict) and "prev_digest" in step, r):
         return False
     if step["seq"] != index + 1:
         r.fail("step seq does not match leaf_index + 1", seq=step["seq"], expected=index + 1, actual=step["seq"])
@@ -98,7 +98,7 @@ def _members(doc: Any, r: CheckResult) -> bool:
             r.fail("close is given, but the proved step is the last one (it must be the close step itself)")
     elif not isinstance(close, dict) or set(close) != {"step", "audit_path"} or not _path_ok(close["audit_path"]):
         r.fail("close is not {step, audit_path}: the close step and its path are needed to fix the tree size")
-    elif _check_step(close["step"], size - 1, isinstance(close["step"], dict) and "prev_digest" in close["step"], r):
+    elif check_step(close["step"], size - 1, isinstance(close["step"], dict) and "prev_digest" in close["step"], r):
         if close["step"]["seq"] != size:
             r.fail("close step seq is not tree_size", seq=close["step"]["seq"], expected=size,
                    actual=close["step"]["seq"])

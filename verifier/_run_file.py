@@ -105,7 +105,7 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     if is_url(path):  # an object in storage: verified from a private copy of its bytes
         from ._staged import verify_staged
 
-        return verify_staged(task, opts)
+        return verify_staged(task, opts, functools.partial(verify_file, opts=opts))
     trust = opts.trust()
     if is_proof or opts.proof:  # a proof has no chain, evidence or steps: what a policy needs of them fails
         checked = trust.examine_proof(path)

@@ -36,7 +36,7 @@ from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
-from ._checks import _check_workflow_members
+from ._checks import check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
 from ._fast import Run, check_block, combine
 from ._kind import refuse_unless_receipt
@@ -484,7 +484,7 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
         evidence = beside
     if refuse_unless_receipt(report, rest):
         return report
-    _check_workflow_members(rest, True, c_members)
+    check_workflow_members(rest, True, c_members)
     if not checker.members_result(c_members):
         skip_rest(checks[2:], "members check failed")
         return report

@@ -17,7 +17,8 @@ import os
 import posixpath
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .._commit import disclosures_path_for, erasures_path_for
 from .._limits import MAX_EVIDENCE_BYTES, MAX_INPUT_BYTES
@@ -27,11 +28,22 @@ from .._tlog import MAX_PROOF_BYTES, proof_path_for
 from ..errors import StorageError
 from ._output import unreadable_report
 from ._report import CheckResult, Report
-
-if TYPE_CHECKING:
-    from ._archive import ArchiveOptions, Outcome
+from ._tally import Outcome
 
 __all__ = ["verify_staged"]
+
+
+class StagedOptions(Protocol):
+    """What staging reads of a run's options (an ``ArchiveOptions``)."""
+
+    @property
+    def evidence(self) -> str | None: ...
+    @property
+    def storage_options(self) -> str | None: ...
+    @property
+    def proof(self) -> bool: ...
+    @property
+    def run_id(self) -> str: ...
 
 #: Folders whose listings a process keeps at once (an archive's files come folder by folder).
 _FOLDERS_LISTED = 16
@@ -91,9 +103,9 @@ def _rename_check(c: CheckResult, local: str, remote: str) -> None:
                                       actual=_renamed(f.actual, local, remote)) for f in c.failures]
 
 
-def verify_staged(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Outcome:
-    """Verify the object ``task`` names (a URL) as a local file of the same bytes would be."""
-    from ._run_file import Outcome, verify_file
+def verify_staged(task: tuple[str, bool, str | None], opts: StagedOptions,
+                  verify_file: Callable[[tuple[str, bool, str | None]], Outcome]) -> Outcome:
+    """Verify the object ``task`` names (a URL) as ``verify_file`` verifies a local file of the same bytes."""
 
     url, is_proof, _ = task
     if opts.evidence is not None and is_url(opts.evidence):
@@ -114,7 +126,7 @@ def verify_staged(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> O
         except (StorageError, OSError) as e:
             return Outcome(unreadable_report(url, f"cannot read: {e.strerror or e}"))
         local = os.path.join(folder, posixpath.basename(url))
-        outcome = verify_file((local, is_proof, None), opts)
+        outcome = verify_file((local, is_proof, None))
         remote = posixpath.dirname(url)
         _rename_report(outcome.report, folder, remote)
         outcome.evidence = _renamed(outcome.evidence, folder, remote)

@@ -15,7 +15,7 @@ from .._canonical import CanonicalizationError
 from .._chain import genesis_digest, step_digest_hex, uuid8_from_hex
 from .._merkle import leaf_receipt_id, leaf_seq_output, root_of_leaves
 from .._receipt import CLOSE_KIND, MERKLE_VERSION, STEP_STATUSES
-from ._checks import _check_step, _check_workflow_members, _is_hex64, check_chain_end
+from ._checks import check_chain_end, check_step, check_workflow_members, is_hex64
 from ._fast import Passed
 from ._report import FAIL, CheckResult
 
@@ -93,7 +93,7 @@ class StepChecker:
         self.n += 1
         self.last = step
         before = self.member_failures
-        if not _check_step(step, i, self.profile, self.step_members):
+        if not check_step(step, i, self.profile, self.step_members):
             self.member_failures = len(self.step_members.failures)
             self.member_groups.append((before, self.member_failures))
             self.broken = True
@@ -110,7 +110,7 @@ class StepChecker:
         self.leaves += leaf
         if not self.profile:
             oh = step.get("output_hash")
-            if _is_hex64(oh):
+            if is_hex64(oh):
                 self.output_leaves += leaf_seq_output(seq, oh)
             elif self.output_bad is None:
                 self.output_bad = i + 1
@@ -228,7 +228,7 @@ def check_members(wf: Any, profile: bool, result: CheckResult, passed: Passed | 
     if not isinstance(wf, dict):
         result.fail(f"the receipt is a JSON {type(wf).__name__}, not an object")
         return None
-    _check_workflow_members(wf, profile, result)
+    check_workflow_members(wf, profile, result)
     steps = wf.get("steps")
     if not isinstance(steps, list) or not steps:
         result.fail("steps is not a non-empty array")

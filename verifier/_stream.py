@@ -35,7 +35,7 @@ from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
-from ._checks import _check_workflow_members
+from ._checks import check_workflow_members
 from ._fast import Run, check_block, combine
 from ._kind import refuse_unless_receipt
 from ._output import unreadable_report
@@ -348,10 +348,10 @@ class _Walker:
     def members(self, result: CheckResult) -> bool:
         checker = self.steps_checker()
         if not self.stopped:
-            _check_workflow_members(self.rest, checker.profile, result)
+            check_workflow_members(self.rest, checker.profile, result)
         else:  # the members after the steps were never read: report only on those that were
             read = CheckResult(result.number, result.name)
-            _check_workflow_members(self.rest, checker.profile, read)
+            check_workflow_members(self.rest, checker.profile, read)
             for f in read.failures:
                 if f.message.split(" ", 1)[0] in self.rest:
                     result.fail(f.message, seq=f.seq, expected=f.expected, actual=f.actual)

@@ -24,22 +24,8 @@ FOLDERS = {"aer1": "aer1", "aer1.collectors": "collectors", "aer1.verifier": "ve
 #: team runner out of the 1,600-line module is the change that removes it.
 KNOWN_CIRCLES = {frozenset({"aer1.collectors._collector", "aer1.collectors.agentchat"})}
 
-#: Underscore names still imported across modules: the member predicates and the UUIDv8
-#: variant that the format-layer change (every receipt rule once) folds into one module.
-KNOWN_UNDERSCORE_IMPORTS = {
-    ("aer1._collector", "aer1._chain", "_VARIANT"),
-    ("aer1.verifier._steps", "aer1._chain", "_VARIANT"),
-    ("aer1.verifier._bundle", "aer1.verifier._checks", "_is_uuid"),
-    ("aer1.verifier._fast", "aer1.verifier._checks", "_date_ok"),
-    ("aer1.verifier._fast", "aer1.verifier._checks", "_is_hex64"),
-    ("aer1.verifier._fast", "aer1.verifier._checks", "_is_uuid"),
-    ("aer1.verifier._proof", "aer1.verifier._checks", "_check_step"),
-    ("aer1.verifier._split", "aer1.verifier._checks", "_check_workflow_members"),
-    ("aer1.verifier._steps", "aer1.verifier._checks", "_check_step"),
-    ("aer1.verifier._steps", "aer1.verifier._checks", "_check_workflow_members"),
-    ("aer1.verifier._steps", "aer1.verifier._checks", "_is_hex64"),
-    ("aer1.verifier._stream", "aer1.verifier._checks", "_check_workflow_members"),
-}
+#: Underscore names still imported across modules (none: a name another module needs is public).
+KNOWN_UNDERSCORE_IMPORTS: set[tuple[str, str, str]] = set()
 
 
 def modules(root: Path, folders: dict[str, str]) -> dict[str, Path]:

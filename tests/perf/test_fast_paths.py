@@ -20,7 +20,7 @@ from aer1 import Collector
 from aer1._chain import step_digest_hex, uuid8_from_hex
 from aer1._receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
 from aer1.verifier import verify_receipt
-from aer1.verifier._checks import _check_step, _profile_step_ok
+from aer1.verifier._checks import _profile_step_ok, check_step
 from aer1.verifier._parse import MalformedInput, check_json_value
 from aer1.verifier._report import CheckResult
 
@@ -63,7 +63,7 @@ def test_quick_test_never_passes_a_step_the_detailed_checks_refuse(member: str, 
         bad = {**step, member: change(step[member])}
         assert bad[member] != step[member]
         detailed = CheckResult(2, "members")
-        refused = not _check_step(bad, step["seq"] - 1, False, detailed) or not _detail_profile_ok(bad)
+        refused = not check_step(bad, step["seq"] - 1, False, detailed) or not _detail_profile_ok(bad)
         quick = _profile_step_ok(bad)
         assert not (quick and refused), f"{member}={bad[member]!r}: got quick pass, want the detailed refusal"
         assert not quick, f"{member}={bad[member]!r}: got quick pass, want a refusal"
@@ -72,7 +72,7 @@ def test_quick_test_never_passes_a_step_the_detailed_checks_refuse(member: str, 
 def _detail_profile_ok(step: dict[str, Any]) -> bool:
     """The detailed profile checks alone (the quick test is bypassed by a step it cannot take: a copy)."""
     result = CheckResult(2, "members")
-    return bool(_check_step(_NotQuick(step), step["seq"] - 1, True, result)) and not result.failures
+    return bool(check_step(_NotQuick(step), step["seq"] - 1, True, result)) and not result.failures
 
 
 class _NotQuick(dict):  # type: ignore[type-arg]

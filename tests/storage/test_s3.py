@@ -228,9 +228,9 @@ def test_a_checkpoint_changed_since_it_was_read_is_never_overwritten(opts: str, 
     with pytest.raises(LogInvalid, match="checkpoint changed"):
         append_receipts(log, [(str(second), json.loads(second.read_text()))])
     assert _storage.read_bounded(f"{log}/checkpoint", 1 << 20) == after
-    with pytest.raises(_storage.Conflict):
+    with pytest.raises(_storage.StorageConflict):
         _storage.write(f"{log}/checkpoint", b"x", if_match=stale)
-    with pytest.raises(_storage.Conflict):
+    with pytest.raises(_storage.StorageConflict):
         _storage.write(f"{log}/checkpoint", b"x", create=True)
 
 

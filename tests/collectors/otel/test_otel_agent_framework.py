@@ -18,9 +18,9 @@ from aer1.collectors.agent_framework import AER1AgentFrameworkCollector
 from aer1.collectors.otel import ReceiptSpanProcessor, SpanReceiptCollector
 from aer1.verifier import verify_receipt
 
-from ...agent_framework.test_af_orchestrations import assert_same_steps
-from ...agent_framework.workflows import handoff, sequential
 from ...receipts import Peers, evidence_contents, verify_everywhere
+from ..agent_framework.test_af_orchestrations import assert_same_steps
+from ..agent_framework.workflows import handoff, sequential
 from .conftest import Tracing, finalized
 
 RUNS = {"sequential": sequential, "handoff": handoff}
