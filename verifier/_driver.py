@@ -30,21 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["verify_kept", "verify_on_paths"]
 
 
-def verify_on_paths(
-    receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes,
-    *,
-    evidence: str | os.PathLike[str] | None = None,
-    trusted_key_ids: Iterable[str] | None = None,
-    expected_root: str | None = None,
-    expected_head: str | None = None,
-    tsa_trust: TsaTrust | None = None,
-    keyring: Mapping[str, KeyEntry] | None = None,
-    jobs: int = 1,
-    paths: Paths = DEFAULT_PATHS,
-) -> Report:
-    """:func:`verify_receipt`, with ``paths`` choosing the reader and the block sizes (tests pick a path by it)."""
-    return verify_kept(receipt, evidence=evidence, trusted_key_ids=trusted_key_ids, expected_root=expected_root,
-                       expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring, jobs=jobs, paths=paths)[0]
+def verify_on_paths(receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes, **options: Any) -> Report:
+    """:func:`verify_receipt`, with ``paths`` choosing the reader and the block sizes (tests pick a path by it);
+    the options are :func:`verify_kept`'s."""
+    return verify_kept(receipt, **options)[0]
 
 
 def verify_kept(

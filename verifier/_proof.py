@@ -179,7 +179,7 @@ def _pin(doc: Mapping[str, Any], expected_root: str | None, receipt: str | os.Pa
             return
         pinned.append("--expected-root")
     if receipt is not None:
-        from ._verify import check_receipt
+        from ._driver import verify_on_paths as check_receipt
 
         source = os.fspath(receipt)
         report = check_receipt(source, trusted_key_ids=trusted, expected_root=root)
