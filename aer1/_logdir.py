@@ -197,6 +197,7 @@ def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> s
 def _root(directory: str | os.PathLike[str]) -> Path | str:
     """A log's root: a local folder (Path), or a storage prefix (its URL, no trailing slash)."""
     if is_url(directory):
+        _storage.require_place(str(directory))  # before the slashes go: "s3://" is no prefix
         return str(directory).rstrip("/")
     return Path(directory)
 

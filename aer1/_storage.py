@@ -39,6 +39,7 @@ __all__ = [
     "open_write",
     "parse_options",
     "read_bounded",
+    "require_place",
     "use_options",
     "write",
 ]
@@ -96,11 +97,16 @@ def _scheme(url: str) -> str:
     return m.group(1).lower() if m else ""
 
 
+def require_place(url: str) -> None:
+    """StorageError unless ``url`` names a bucket or folder after its scheme (``s3://`` alone names none)."""
+    if not url[len(_scheme(url)) + 3:].strip("/"):
+        raise StorageError(f"{url}: names no bucket or folder")
+
+
 def _fs(url: str) -> tuple[Any, str]:
     """(the fsspec filesystem, the path within it) for ``url``; StorageError in one line."""
     scheme = _scheme(url)
-    if not url[len(scheme) + 3:].strip("/"):
-        raise StorageError(f"{url}: names no bucket or folder")
+    require_place(url)
     try:
         import fsspec  # type: ignore[import-untyped,unused-ignore]
     except ImportError as e:

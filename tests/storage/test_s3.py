@@ -285,6 +285,20 @@ def test_a_log_needs_conditional_writes(tmp_path: Path, opts: str) -> None:
     assert code == 2 and "no-such-bucket" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", ["init", "append", "prove"])
+def test_a_log_at_a_url_naming_no_bucket_is_refused_as_such(tmp_path: Path, command: str) -> None:
+    """``s3://`` alone names no prefix: said so, not mistaken for a protocol without conditional writes."""
+    key = tmp_path / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    receipt = tmp_path / "r.json"
+    receipt.write_text("{}")
+    args = ["--origin", ORIGIN, "--key", str(key)] if command == "init" else [str(receipt)]
+    code, _, err = _cli("aer1", "log", command, "s3://", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    if command == "init":
+        assert "names no bucket" in err, err
+
+
 def test_credentials_in_storage_options_are_never_printed(opts: str, endpoint: str) -> None:
     secret = "s3cr3t-never-shown"
     text = json.dumps({"endpoint_url": endpoint, "key": "wrong", "secret": secret})
