@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from ._cli_json import add_json_argument, checkpoint_json, emit
 from .verifier._output import CliError
 from .verifier._storage_cli import add_storage_argument, use_storage_options
 
 __all__ = ["LOG_COMMANDS", "add_log_arguments"]
+
+
+@contextmanager
+def _failing(command: str, log: str, refused: tuple[type[Exception], ...]) -> Iterator[None]:
+    """Turn what ``command`` on the log at ``log`` refuses (``refused``) or cannot read or write into one line."""
+    try:
+        yield
+    except refused as e:
+        raise CliError(f"{command}: {e}") from e
+    except OSError as e:
+        raise CliError(f"{command} {log}: {e.strerror or e}") from e
 
 
 def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:
@@ -36,12 +48,8 @@ def _init(args: argparse.Namespace) -> int:
     from ._storage import is_url
     from .errors import LogMalformed, UsageError
 
-    try:
+    with _failing("log init", args.dir, (KeyFileError, LogMalformed, UsageError)):
         vkey = init_log(args.dir, args.origin, args.key)
-    except (KeyFileError, LogMalformed, UsageError) as e:
-        raise CliError(f"log init: {e}") from e
-    except OSError as e:
-        raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
     where = f"{args.dir.rstrip('/')}/{LOG_VKEY}" if is_url(args.dir) else os.path.join(args.dir, LOG_VKEY)
     return emit(args, "log init", {"dir": args.dir, "origin": args.origin, "vkey": vkey, "vkey_file": where},
                 [f"created log {args.origin} in {args.dir}; verifier key (also in {where}):", vkey])
@@ -55,12 +63,8 @@ def _append(args: argparse.Namespace) -> int:
     from .errors import LogInvalid, LogMalformed, UsageError
 
     receipts = [(path, read_receipt(path)) for path in args.receipts]
-    try:
+    with _failing("log append", args.dir, (KeyFileError, LogMalformed, LogInvalid, UsageError)):
         done = append_receipts(args.dir, receipts, key=args.key)
-    except (KeyFileError, LogMalformed, LogInvalid, UsageError) as e:
-        raise CliError(f"log append: {e}") from e
-    except OSError as e:
-        raise CliError(f"log append {args.dir}: {e.strerror or e}") from e
     return _logged(args, "log append", done, "{path}: logged at index {index}; proof {proof}")
 
 
@@ -71,12 +75,8 @@ def _prove(args: argparse.Namespace) -> int:
     from .errors import LogInvalid, LogMalformed
 
     receipts = [(path, read_receipt(path)) for path in args.receipts]
-    try:
+    with _failing("log prove", args.dir, (LogMalformed, LogInvalid)):
         done = prove_receipts(args.dir, receipts)
-    except (LogMalformed, LogInvalid) as e:
-        raise CliError(f"log prove: {e}") from e
-    except OSError as e:
-        raise CliError(f"log prove {args.dir}: {e.strerror or e}") from e
     return _logged(args, "log prove", done, "{path}: entry {index}; proof {proof} against the current checkpoint")
 
 
