@@ -89,19 +89,22 @@ def _init_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_init)
 
 
-def _append_arguments(p: argparse.ArgumentParser) -> None:
+def _log_and_receipts(p: argparse.ArgumentParser, receipts: str) -> None:
+    """The arguments ``append`` and ``prove`` share: the storage options, the log folder, the receipts."""
     add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
-    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
+    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help=receipts)
+
+
+def _append_arguments(p: argparse.ArgumentParser) -> None:
+    _log_and_receipts(p, "receipt files: one batch, one new checkpoint")
     p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
     add_json_argument(p)
     p.set_defaults(func=_append)
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
-    add_storage_argument(p)
-    p.add_argument("dir", metavar="DIR", help="the log folder")
-    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
+    _log_and_receipts(p, "logged receipt files")
     add_json_argument(p)
     p.set_defaults(func=_prove)
 
