@@ -33,13 +33,23 @@ _Material = TypeVar("_Material")
 
 #: Each key type and the class of its verifier, then of its signer.
 _VERIFIERS: dict[int, Callable[[str, bytes], Ed25519Verifier | CosignatureVerifier]] = {
-    ED25519_TYPE: Ed25519Verifier, COSIGNATURE_TYPE: CosignatureVerifier}
+    ED25519_TYPE: Ed25519Verifier,
+    COSIGNATURE_TYPE: CosignatureVerifier,
+}
 _SIGNERS: dict[int, Callable[[str, Ed25519PrivateKey], Ed25519Signer | CosignatureSigner]] = {
-    ED25519_TYPE: Ed25519Signer, COSIGNATURE_TYPE: CosignatureSigner}
+    ED25519_TYPE: Ed25519Signer,
+    COSIGNATURE_TYPE: CosignatureSigner,
+}
 
 
-def _key_of_type(what: str, classes: Mapping[int, Callable[[str, _Material], _Key]], name: str, kid: int,
-                 key_type: int, material: _Material) -> _Key:
+def _key_of_type(
+    what: str,
+    classes: Mapping[int, Callable[[str, _Material], _Key]],
+    name: str,
+    kid: int,
+    key_type: int,
+    material: _Material,
+) -> _Key:
     """The key of ``key_type`` made from ``material``, refused unless its key ID is ``kid`` (the one in its string)."""
     make = classes.get(key_type)
     if make is None:

@@ -128,8 +128,9 @@ def _check_constant(obj: Mapping[str, Any], key: str, want: str, path: str) -> N
         raise MessageValidationError(f"{path}.{key}", f'must be "{want}" (got {obj[key]!r})')
 
 
-def _entries(value: Any, member: str, keys: frozenset[str], id_key: str,
-             repeated: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _entries(
+    value: Any, member: str, keys: frozenset[str], id_key: str, repeated: str
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Each entry of the list ``member``, with its path: an object of exactly ``keys`` whose
     ``id_key`` no earlier entry has (``repeated``: the reason when one has, formatted with the id)."""
     seen: set[str] = set()
@@ -153,8 +154,9 @@ def _check_tool_calls(value: Any) -> None:
 
 
 def _check_tool_responses(value: Any) -> None:
-    for path, response in _entries(value, "tool_responses", TOOL_RESPONSE_KEYS, "tool_call_id",
-                                   "second response for call id {!r}"):
+    for path, response in _entries(
+        value, "tool_responses", TOOL_RESPONSE_KEYS, "tool_call_id", "second response for call id {!r}"
+    ):
         _check_constant(response, "role", TOOL_RESPONSE_ROLE, path)
         _check_text(response["content"], f"{path}.content")
 
