@@ -213,6 +213,19 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
     return str(raw), True
 
 
+def _call_members(name: str | None, call_id: str | None, arguments: Any,
+                  arguments_digest: str | None) -> dict[str, Any]:
+    """The members that name a tool call, in a ``tool_call`` or an ``approval``: ``arguments`` parsed, and
+    ``arguments_malformed`` when they were not JSON, ``arguments_digest`` when given."""
+    value, malformed = parse_arguments(arguments)
+    members: dict[str, Any] = {"name": name, "call_id": call_id, "arguments": value}
+    if malformed:
+        members["arguments_malformed"] = True
+    if arguments_digest is not None:
+        members["arguments_digest"] = arguments_digest
+    return members
+
+
 # ------------------------------------------------------------------ kinds
 
 
@@ -229,12 +242,7 @@ def tool_call(
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``tool_call`` content; ``arguments`` as the model sent them (parsed here, see :func:`parse_arguments`)."""
-    value, malformed = parse_arguments(arguments)
-    members: dict[str, Any] = {"name": name, "call_id": call_id, "arguments": value}
-    if malformed:
-        members["arguments_malformed"] = True
-    if arguments_digest is not None:
-        members["arguments_digest"] = arguments_digest
+    members = _call_members(name, call_id, arguments, arguments_digest)
     members["result"] = result
     return _content(framework, extras, members, error=error, nested_in=nested_in)
 
@@ -374,14 +382,9 @@ def approval(
     """An ``approval`` content; ``decision`` is approved, denied, pending or requested."""
     if decision not in ("approved", "denied", "pending", "requested"):
         raise ValueError(f"decision must be approved, denied, pending or requested; got {decision!r}")
-    value, malformed = parse_arguments(arguments)
     members: dict[str, Any] = {"decision": decision,
                                "approved": True if decision == "approved" else False if decision == "denied" else None,
-                               "name": name, "call_id": call_id, "arguments": value}
-    if malformed:
-        members["arguments_malformed"] = True
-    if arguments_digest is not None:
-        members["arguments_digest"] = arguments_digest
+                               **_call_members(name, call_id, arguments, arguments_digest)}
     members["responder"] = responder
     return _content(framework, extras, members, error=error, nested_in=nested_in)
 

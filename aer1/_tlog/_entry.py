@@ -38,6 +38,7 @@ from typing import Any
 
 from .._receipt import HEX64_PATTERN, TIMESTAMP_PATTERN, UUID_PATTERN, WORKFLOW_STATUSES
 from ..errors import LogMalformed
+from ._note import check_length, decode_text
 
 __all__ = [
     "CLOSED",
@@ -166,12 +167,8 @@ def entry_for_receipt(receipt: Mapping[str, Any]) -> LogEntry:
 
 def parse_entry(data: bytes) -> LogEntry:
     """The entry in ``data``: exactly the bytes :meth:`LogEntry.encode` gives for it."""
-    if len(data) > MAX_LOG_ENTRY_BYTES:
-        raise LogMalformed(f"log entry: got {len(data)} bytes, want at most {MAX_LOG_ENTRY_BYTES}")
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError as e:
-        raise LogMalformed(f"log entry: a non-ASCII byte at {e.start}") from e
+    check_length(data, MAX_LOG_ENTRY_BYTES, "log entry")
+    text = decode_text(data, "log entry", ascii_only=True)
     lines = text.split("\n")
     if len(lines) < 3 or lines[0] != ENTRY_HEADER or lines[-1] != "":
         raise LogMalformed(f"log entry: want {ENTRY_HEADER!r}, a kind, then member lines, each ending in a newline")
