@@ -49,11 +49,13 @@ class LogFact:
         return section_lines(self.section)
 
     def summary(self) -> str:
-        """One line: the log, its verdict and checkpoint."""
+        """One line: the log, its verdict and checkpoint, and its first problem."""
         cp = self.section["checkpoint"]
         where = "" if cp is None else f" (checkpoint {cp['origin']} size {cp['size']}, signed by " \
             f"{self.section['log_key']}; witnesses: {', '.join(self.section['witnesses']) or 'none verified'})"
-        return f"log {self.section['directory']}: {self.section['verdict']}{where}"
+        problems = self.section["problems"]
+        first = f": {problems[0]}" if problems else ""
+        return f"log {self.section['directory']}: {self.section['verdict']}{where}{first}"
 
     def against(self, min_days: float) -> list[str]:
         """Why the log does not show the receipts kept for ``min_days`` (empty: nothing against it)."""
