@@ -191,6 +191,10 @@ def _report(args: argparse.Namespace) -> int:
 
     use_storage_options(args)
     opts = view_options(args)
+    if args.log is not None:  # refused before anything is read or written
+        from .verifier._tlog_cli import check_log_option
+
+        check_log_option(args.log)
     frame = _read_option("--frame", args.frame, load_frame)
     trace_url = _read_option("--trace-url", args.trace_url, TraceUrl)
     tasks = expand_paths(args.path)
