@@ -53,24 +53,27 @@ def _page(template: str, script: str, **values: Any) -> str:
                                               script_hash=f"sha256-{digest}", **values)
 
 
-def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None,
-                   log: LogFact | None = None) -> dict[str, Any] | None:
+def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None, log: LogFact | None = None,
+                   log_on: str | None = None) -> dict[str, Any] | None:
+    """The frame's part of a page; ``log``: the log walked, shown here; ``log_on``: the page that shows it."""
     if frame is None or items is None:
         return None
-    return {"name": frame.name, "title": frame.title, "items": items,
-            "log": None if log is None else {"verdict": log.section["verdict"], "lines": log.lines}}
+    shown = None if log is None else {"verdict": log.section["verdict"], "lines": log.lines}
+    return {"name": frame.name, "title": frame.title, "items": items, "log": shown, "log_on": log_on}
 
 
 def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None,
-                   frame: Frame | None = None, trace_url: TraceUrl | None = None, log: LogFact | None = None) -> str:
+                   frame: Frame | None = None, trace_url: TraceUrl | None = None, log: LogFact | None = None,
+                   log_on: str | None = None) -> str:
     """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations;
     with ``trace_url``: a link to the trace viewer on the run and on each step that has a span; with ``log``:
-    the log walked over this receipt, shown in the frame's section)."""
+    the log walked over this receipt, shown in the frame's section; ``log_on``: the index page that shows the
+    log walked over the archive instead)."""
     items = assess_receipt(frame, outcome.report) if frame is not None else None
     return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence, trace_url),
                  back=back,
                  kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS,
-                 frame=_frame_section(frame, items, log))
+                 frame=_frame_section(frame, items, log, log_on))
 
 
 def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str],
@@ -127,7 +130,8 @@ def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: 
         if log is not None:
             log.see(outcome)
         _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output),
-                                                         frame=frame, trace_url=trace_url))
+                                                         frame=frame, trace_url=trace_url,
+                                                         log_on=None if log is None else os.path.basename(output)))
         rows.append(archive_row(task[0], outcome, page, folder))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")

@@ -63,6 +63,9 @@ def test_a_complete_log_over_six_months_verifies_retention(tmp_path: Path) -> No
     assert f"checkpoint {ORIGIN} size 3 root " in page and "tree recomputed from the tiles: 3 entries checked" in page
     assert "witnesses: none verified" in page and "completeness over 3 receipts" in page
     assert f"log_complete: log {log}: VALID (checkpoint {ORIGIN} size 3" in page
+    # each receipt's page: its log check answered from the walked log, the log itself on the index page
+    one = html_lib.unescape((tmp_path / "site" / "index-0001.html").read_text(encoding="utf-8"))
+    assert "in the log's checkpoint of size 3" in one and 'data-verdict="on-index"' in one
 
 
 def test_a_quorum_of_witnesses_is_shown_and_held(tmp_path: Path) -> None:
