@@ -155,3 +155,14 @@ def test_wrong_log_options_are_one_line_and_exit_2(case: str, tmp_path: Path) ->
     code, stdout, err = run(["report", str(archive), "-o", str(out), "--frame", "eu-ai-act", *options])
     assert code == 2 and stdout == "" and len(err.splitlines()) == 1 and err.startswith("aer1: error: --log"), err
     assert "Traceback" not in err and not out.parent.exists(), "want nothing written"
+
+
+@pytest.mark.parametrize(("extra", "want"), [('log_complete = "yes"\nscope = "archive"', "is not true or false"),
+                                             ("log_complete = true", 'goes with scope = "archive"')])
+def test_a_bad_log_complete_in_a_frame_file_is_refused(extra: str, want: str, tmp_path: Path) -> None:
+    frame = tmp_path / "bad.toml"
+    frame.write_text('format = "aer1-frame-v1"\nname = "x"\ntitle = "t"\n[[item]]\nid = "a"\nref = "r"\n'
+                     f'obligation = "o"\nshows = "s"\nchecks = ["chain"]\n{extra}\n')
+    path = save(signed_run(START), tmp_path / "one")
+    code, _out, err = run(["report", str(path), "-o", str(tmp_path / "r.html"), "--frame", str(frame)])
+    assert code == 2 and want in err and len(err.splitlines()) == 1, err
