@@ -213,6 +213,9 @@ class LogWalk:
     entries: int = 0
     #: The trusted witnesses' cosignatures on the checkpoint: (name, timestamp).
     cosigned: list[tuple[str, int]] = field(default_factory=list)
+    #: The earliest and the latest ``started_at`` of the closed entries (one fixed format: compared as text).
+    first_started: str | None = None
+    last_started: str | None = None
 
     def fail(self, message: str, *, malformed: bool = False) -> None:
         self.problems.append(message)
@@ -311,6 +314,11 @@ def _entries(walk: LogWalk, reader: TileHashReader, directory: str) -> None:
             key = _key(entry.ids)
             if entry.kind == CLOSED:
                 walk.closed.setdefault(key, []).append((index, hashes[k], ids))
+                started = entry.started_at
+                if walk.first_started is None or started < walk.first_started:
+                    walk.first_started = started
+                if walk.last_started is None or started > walk.last_started:
+                    walk.last_started = started
             elif entry.kind == OPENED:
                 walk.opened.setdefault(key, (index, ids))
     walk.entries = size
