@@ -246,12 +246,14 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
+        ("lifecycle", "alice"), ("lifecycle", "bob"),  # the orchestrator resets its agents as it plans
         ("message", "team"),  # the task ledger
         ("message", "team"), ("speaker_selection", "team"), ("message", "bob"),
         ("message", "team"), ("speaker_selection", "team"), ("message", "alice"),
         ("message", "team"),  # the final answer
         TERM, CLOSE,
     ]  # fmt: skip
+    assert [contents[i]["operation"] for i in (1, 2)] == ["reset", "reset"]
     first, second = [c for c in contents if "selected" in c]
     assert (first["selected"], first["mechanism"], first["agentchat"]["observed_by"]) == (
         ["bob"],
