@@ -128,7 +128,7 @@ def model_facts(agent: Any) -> tuple[str | None, str | None]:
 
 
 def response_model(response: Any) -> str | None:
-    """The model an agent's response says answered: ``model`` of the chat response (or last update) it was built from."""
+    """The model an agent's response says answered: ``model`` of the chat response (or update) it was built from."""
     raw = getattr(response, "raw_representation", None)
     for item in reversed(raw) if isinstance(raw, list) else (raw,):
         model = getattr(item, "model", None)

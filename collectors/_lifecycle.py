@@ -35,8 +35,8 @@ from ._errors import count_failure, error_info, failure_status
 from ._state import PerCollector
 
 __all__ = [
-    "claim",
     "check_config",
+    "claim",
     "note_config",
     "observe_team",
     "observed",

@@ -25,9 +25,8 @@ from autogen_core import AgentId
 from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntimeHost
 
 from aer1 import Collector
-from aer1.collectors.grpc_runtime import AER1GrpcWorkerRuntime, collect_worker_receipts
-
 from aer1._vocabulary import VOCABULARY
+from aer1.collectors.grpc_runtime import AER1GrpcWorkerRuntime, collect_worker_receipts
 
 from ..receipts import evidence_contents
 from .grpc_agents import Answer, Plan, Stall, serializers
@@ -170,7 +169,8 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
     # Every content the runtime writes is in the step vocabulary (spec/steps.md, spec/linked.md).
     parent_contents = evidence_contents(paths[0])
     sent = parent_contents[1]
-    (w2_error,) = (parent_contents[s["seq"]] for s in receipt["steps"] if (s["kind"], s["agent"]) == ("error", "worker:w2"))
+    (w2_error,) = (parent_contents[s["seq"]] for s in receipt["steps"]
+                   if (s["kind"], s["agent"]) == ("error", "worker:w2"))
     stalled_send = parent_contents[2]  # the Stall sent to w2, cancelled: the vocabulary's error says so
     assert stalled_send["autogen_core"]["delivery"] == "send" and stalled_send["error"]["type"] == "CancelledError"
     assert receipt["steps"][1]["status"] == "cancelled"
