@@ -68,12 +68,18 @@ class _Claims:
         self.reported: set[tuple[str, str]] = set()
 
 
-def _claims(obj: Any) -> _Claims:
+def _claims(obj: Any) -> _Claims | None:
+    """The collectors noted on ``obj``; None for an object that takes no attribute (nothing is detected then)."""
     with _claims_lock:
-        claims = obj.__dict__.get(_CLAIMS_ATTR) if hasattr(obj, "__dict__") else None
+        claims = vars(obj).get(_CLAIMS_ATTR) if hasattr(obj, "__dict__") else None
         if not isinstance(claims, _Claims):
             claims = _Claims()
-            object.__setattr__(obj, _CLAIMS_ATTR, claims)
+            try:
+                object.__setattr__(obj, _CLAIMS_ATTR, claims)
+            except (AttributeError, TypeError):  # slots, or a frozen object: no marker, no detection
+                log.info("aer1: %s takes no marker: a second collector recording it is not detected",
+                         type(obj).__name__)
+                return None
         return claims
 
 
@@ -90,6 +96,8 @@ def claim(obj: Any, collector: Collector, *, subject: str, name: str, detected: 
     """
     try:
         claims = _claims(obj)
+        if claims is None:
+            return
         with claims.lock:
             others = [c for c in claims.collectors if not c.closed and not _one_recording(c, collector)]
             claims.collectors.add(collector)
@@ -130,6 +138,8 @@ def _foreign_wrappers(collector: Collector, team: Any, team_actor: str, wrappers
     if not others:
         return
     claims = _claims(team)  # the pair is reported once per team, like any conflict
+    if claims is None:
+        return
     with claims.lock:
         new = [c for c in others.values() if (collector.workflow_id, c.workflow_id) not in claims.reported]
         for other in new:
@@ -144,6 +154,7 @@ def _foreign_wrappers(collector: Collector, team: Any, team_actor: str, wrappers
 
 #: Per collector: agent (or team actor) name -> the digest and configuration last seen.
 _configs: PerCollector[dict[str, tuple[str, Mapping[str, Any]]]] = PerCollector(dict)
+_configs_lock = threading.Lock()
 _ABSENT = object()
 
 
@@ -151,8 +162,9 @@ def note_config(collector: Collector, name: str, config: Mapping[str, Any]) -> N
     """Remember the configuration ``name`` was listed with (its ``agents`` entry); never raises."""
     try:
         known = _configs.of(collector)
-        if name not in known:
-            known[name] = (collector.config_digest(config), config)
+        digest = collector.config_digest(config)
+        with _configs_lock:
+            known.setdefault(name, (digest, config))
     except Exception as e:
         count_failure(collector, f"the configuration of {name!r}", e)
 
@@ -165,8 +177,9 @@ def check_config(collector: Collector, name: str, config: Mapping[str, Any], *, 
             return
         digest = collector.config_digest(config)
         known = _configs.of(collector)
-        before = known.get(name)
-        known[name] = (digest, config)
+        with _configs_lock:
+            before = known.get(name)
+            known[name] = (digest, config)
         if before is None or before[0] == digest:
             return
         old = before[1]
@@ -247,7 +260,10 @@ class _TeamHook:
 
     def __init__(self, team: Any) -> None:
         self.team = team
-        self.claims = _claims(team)
+        claims = _claims(team)
+        if claims is None:
+            raise TypeError(f"{type(team).__name__} takes no attributes: its resets cannot be observed")
+        self.claims = claims
         #: per collector: the team's actor and identity members (as the last run recorded them)
         self.identity: weakref.WeakKeyDictionary[Collector, tuple[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
         for attr, operation in _TEAM_OPERATIONS:
@@ -294,7 +310,7 @@ def observe_team(collector: Collector, team: Any, actor: str, identity: Mapping[
         for wrapper in wrappers:
             check_config(wrapper.collector, wrapper.name, agent_config(wrapper.wrapped_agent))
         if not nested:
-            hook = team.__dict__.get(_TEAM_LIFECYCLE_ATTR)
+            hook = vars(team).get(_TEAM_LIFECYCLE_ATTR)
             if not (isinstance(hook, _TeamHook) and hook.team is team):
                 hook = _TeamHook(team)
             hook.identity[collector] = (actor, dict(identity))
