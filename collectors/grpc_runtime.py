@@ -237,16 +237,25 @@ class AER1GrpcWorkerRuntime(GrpcWorkerAgentRuntime):
         cancellation_token: CancellationToken | None = None,
         message_id: str | None = None,
     ) -> None:
-        """Publish as the worker runtime does; a publish from outside any agent is recorded."""
-        await super().publish_message(message, topic_id, sender=sender, cancellation_token=cancellation_token,
-                                      message_id=message_id)
-        if sender is None:
-            now = time.time()
-            content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, extras={
-                "delivery": "publish", "worker": self.aer1_worker, "sender": None, "topic": _topic(topic_id),
-                "message_type": _type_name(message)})
-            self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message", started_at=now,
-                                            ended_at=now)
+        """Publish as the worker runtime does; a publish from outside any agent is recorded (a failed one too)."""
+        if sender is not None:
+            await super().publish_message(message, topic_id, sender=sender, cancellation_token=cancellation_token,
+                                          message_id=message_id)
+            return
+        started = time.time()
+        extras = {"delivery": "publish", "worker": self.aer1_worker, "sender": None, "topic": _topic(topic_id),
+                  "message_type": _type_name(message)}
+        try:
+            await super().publish_message(message, topic_id, cancellation_token=cancellation_token,
+                                          message_id=message_id)
+        except BaseException as exc:
+            content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, error=error_info(exc),
+                                    extras=extras)
+            self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message",
+                                            status=failure_status(exc), started_at=started)
+            raise
+        content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, extras=extras)
+        self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message", started_at=started)
 
 
 def _type_name(value: Any) -> str:

@@ -27,6 +27,7 @@ from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntimeHost
 from aer1 import Collector
 from aer1._vocabulary import VOCABULARY
 from aer1.collectors.grpc_runtime import AER1GrpcWorkerRuntime, collect_worker_receipts
+from aer1.verifier import verify_receipt
 
 from ..receipts import evidence_contents
 from .grpc_agents import Answer, Plan, Stall, serializers
@@ -193,3 +194,30 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
 def test_worker_name_is_checked() -> None:
     with pytest.raises(ValueError, match="worker must be a non-empty name without '/'"):
         AER1GrpcWorkerRuntime("127.0.0.1:1", Collector(goal="x"), worker="a/b")
+
+
+async def test_a_send_or_publish_that_fails_is_recorded_in_the_vocabulary(tmp_path: Path) -> None:
+    """The runtime refuses both before it is started: each is a ``message`` step ``error``, its error said."""
+    from autogen_core import TopicId
+
+    collector = Collector(goal="a runtime never started")
+    runtime = AER1GrpcWorkerRuntime("127.0.0.1:1", collector, worker="idle")
+    runtime.add_message_serializer(serializers())
+    with pytest.raises(ValueError, match="must be running") as published:
+        await runtime.publish_message(Plan("x"), TopicId("plans", "starter"))
+    with pytest.raises(ValueError, match="must be running") as sent:
+        await runtime.send_message(Plan("y"), AgentId("planner", "default"))
+    receipt = collector.finalize()
+    path = collector.save(tmp_path / "idle.json", workflow=receipt)
+    assert [(s["kind"], s["tool"], s["agent"], s["status"]) for s in receipt["steps"][:2]] == [
+        ("message", "publish", "caller", "error"), ("message", "send", "caller", "error")]
+    contents = evidence_contents(path)
+    for seq, raised, delivery, message in ((1, published, "publish", {"task": "x"}), (2, sent, "send", {"task": "y"})):
+        content = contents[seq]
+        assert (content["vocabulary"], content["content"], content["autogen_core"]["delivery"]) == (
+            VOCABULARY, message, delivery)
+        assert content["error"] == {"type": "ValueError", "module": "builtins", "message": str(raised.value)}
+        assert "result" not in content["autogen_core"]
+    assert contents[1]["autogen_core"]["topic"] == {"type": "plans", "source": "starter"}
+    report = verify_receipt(path)
+    assert report.valid, [f.reason for f in report.failures]
