@@ -236,7 +236,10 @@ async def observed(collector: Collector, actor: str, operation: str, call: Await
     _record_lifecycle(collector, actor, operation, subject, result if operation == "save_state" else state,
                       started, extras, None)
     if after is not None:
-        after()
+        try:
+            after()
+        except Exception as e:  # observation never breaks the call
+            count_failure(collector, f"what follows the {operation} of {actor!r}", e)
     return result
 
 

@@ -818,6 +818,7 @@ class AER1AgentWrapper(BaseChatAgent):
     The team sees the wrapped agent: same name and description, produced message
     types, state (``save_state``/``load_state``), ``on_reset``, ``on_pause``,
     ``on_resume`` and ``close``; other attributes are read from the wrapped agent.
+    Resets and saved or loaded states are recorded as ``lifecycle`` steps (spec/agentchat.md).
     The agent is listed once in the receipt (type, description, configuration digest).
 
     For a ``CodeExecutorAgent`` the wrapper observes the agent's code executor and
