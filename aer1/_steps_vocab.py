@@ -78,7 +78,7 @@ EXIT_CODE = "exit_code"
 CANCELLED = "cancelled"
 #: ``lifecycle.operation`` values (spec/steps.md, *lifecycle*).
 LIFECYCLE_OPERATIONS = ("reset", "load_state", "save_state")
-#: ``recording_conflict.subject`` values: what another collector records too.
+#: ``subject`` values of ``lifecycle``, ``config_change`` and ``recording_conflict``: an agent or a team.
 CONFLICT_SUBJECTS = ("agent", "team")
 #: The message of an action still running when the receipt was finalized.
 UNFINISHED_MESSAGE = "still running when the receipt was finalized"
@@ -462,6 +462,11 @@ def state_digest(state: Any) -> str | None:
         return None
 
 
+def _check_subject(subject: str) -> None:
+    if subject not in CONFLICT_SUBJECTS:
+        raise ValueError(f"subject must be one of {', '.join(CONFLICT_SUBJECTS)}; got {subject!r}")
+
+
 def lifecycle(
     framework: str,
     *,
@@ -474,8 +479,7 @@ def lifecycle(
     """A ``lifecycle`` content: an agent or team reset, or its state saved or loaded (a digest, never the state)."""
     if operation not in LIFECYCLE_OPERATIONS:
         raise ValueError(f"operation must be one of {', '.join(LIFECYCLE_OPERATIONS)}; got {operation!r}")
-    if subject not in CONFLICT_SUBJECTS:
-        raise ValueError(f"subject must be one of {', '.join(CONFLICT_SUBJECTS)}; got {subject!r}")
+    _check_subject(subject)
     has_state = operation != "reset" and isinstance(state, Mapping)
     members = {"operation": operation, "subject": subject,
                "state_digest": state_digest(state) if has_state else None,
@@ -494,8 +498,7 @@ def config_change(
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``config_change`` content: digests and the names of the members that changed, never their values."""
-    if subject not in CONFLICT_SUBJECTS:
-        raise ValueError(f"subject must be one of {', '.join(CONFLICT_SUBJECTS)}; got {subject!r}")
+    _check_subject(subject)
     members = {"agent": agent, "subject": subject, "old_digest": old_digest, "new_digest": new_digest,
                "changed": sorted(str(c) for c in changed)}
     return _content(framework, extras, members)
@@ -511,8 +514,7 @@ def recording_conflict(
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``recording_conflict`` content: another open collector records the same agent or team."""
-    if subject not in CONFLICT_SUBJECTS:
-        raise ValueError(f"subject must be one of {', '.join(CONFLICT_SUBJECTS)}; got {subject!r}")
+    _check_subject(subject)
     members = {"subject": subject, "name": name, "other_workflow_ids": sorted(set(other_workflow_ids)),
                "detected": detected}
     return _content(framework, extras, members)
