@@ -75,12 +75,12 @@ from aer1._bundle import evidence_bytes
 
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector
-from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
 from ._errors import count_failure, error_info, failure_status
 from ._state import PerCollector
+from ._team_steps import MANAGER_TYPE, TeamStepsCollector, team_actor
 from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
 
-__all__ = ["AER1AgentWrapper", "AER1AutoGenCollector", "agent_config", "team_run_stream"]
+__all__ = ["AER1AgentWrapper", "agent_config", "team_run_stream"]
 
 log = logging.getLogger("aer1")
 
@@ -851,7 +851,7 @@ class AER1AgentWrapper(BaseChatAgent):
         self._collector = collector
         self._link_nested = nested == NESTED_LINK
         # The collector when it also records team runs (turn order, pending termination).
-        self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
+        self._team_collector = collector if isinstance(collector, TeamStepsCollector) else None
         self._handoff_targets = _handoff_targets(agent)
         self._input_request_id: str | None = None
         self._model_facts = model_facts(agent)
@@ -864,12 +864,12 @@ class AER1AgentWrapper(BaseChatAgent):
         self._hooks = _hooks(agent)
         self._observers = self._base_observers = self._make_observers(collector)
         # What every turn reads: collector, seen, team collector, name, the agent's running wrappers, the agent.
-        self._fixed: tuple[Collector, _Seen, AER1AutoGenCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
+        self._fixed: tuple[Collector, _Seen, TeamStepsCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
             collector, self._seen, self._team_collector, agent.name, self._hooks.active, agent)
         # nested teams recorded into linked children: observers per child collector, and the
         # child this agent's turns go to while the nested team it belongs to runs
         self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
-        self._route: AER1AutoGenCollector | None = None
+        self._route: TeamStepsCollector | None = None
 
     # -- the wrapped agent -------------------------------------------------------
 
@@ -920,7 +920,7 @@ class AER1AgentWrapper(BaseChatAgent):
             collector = route if route is not None else routed(base)
             if collector is not base:
                 seen = self._enter_child(collector)
-                team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
+                team_collector = collector if isinstance(collector, TeamStepsCollector) else None
         inbound = False
         try:  # most turns receive only wrapped agents' messages: nothing to record
             wrapped = seen.wrapped
@@ -1121,7 +1121,7 @@ _MECHANISMS = {"selector_func": "function"}
 class _TeamRun:
     """One ``collector.run_stream(team)``: team identity and where selections are seen."""
 
-    def __init__(self, collector: AER1AutoGenCollector, team: Any) -> None:
+    def __init__(self, collector: TeamStepsCollector, team: Any) -> None:
         self.collector = collector
         self.team_obj = team
         name = str(getattr(team, "name", type(team).__name__))
@@ -1467,7 +1467,7 @@ def _task_message_ids(task: Any) -> list[str]:
 
 
 async def team_run_stream(
-    collector: AER1AutoGenCollector,
+    collector: TeamStepsCollector,
     team: Any,
     *,
     task: Any = None,
@@ -1559,7 +1559,7 @@ class _InnerTeamHook:
 
     def __init__(self, team: Any) -> None:
         self.team = team
-        self.outer: tuple[AER1AutoGenCollector, str, str] | None = None  # collector, nested mode, outer actor
+        self.outer: tuple[TeamStepsCollector, str, str] | None = None  # collector, nested mode, outer actor
         self.recording = False
         self._run_stream = team.run_stream
         object.__setattr__(team, "run_stream", self.run_stream)
@@ -1573,7 +1573,7 @@ class _InnerTeamHook:
                 task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages))
         return self._recorded(*self.outer, task, cancellation_token, output_task_messages)
 
-    async def _recorded(self, collector: AER1AutoGenCollector, nested: str, outer_actor: str, task: Any,
+    async def _recorded(self, collector: TeamStepsCollector, nested: str, outer_actor: str, task: Any,
                         cancellation_token: CancellationToken | None,
                         output_task_messages: bool) -> AsyncGenerator[Any, None]:
         name = str(getattr(self.team, "name", type(self.team).__name__))
@@ -1582,7 +1582,7 @@ class _InnerTeamHook:
             with contextlib.suppress(Exception):  # listed already (a name is one participant), or finalized
                 collector.register_agent(name, type=type(self.team).__name__,
                                          description=str(getattr(self.team, "description", "")) or None)
-            target = cast(AER1AutoGenCollector, collector.child(f"team {name} nested in {outer_actor}"))
+            target = cast(TeamStepsCollector, collector.child(f"team {name} nested in {outer_actor}"))
             routes = _ROUTES.set((*_ROUTES.get(), (collector, target)))
         # The team's own wrapped participants record into the child whatever context runs them
         # (a runtime shared with the outer team does not carry the context variable).
@@ -1616,7 +1616,7 @@ class _InnerTeamHook:
                 _link_team_run(collector, target, name, result, started)
 
 
-def _link_team_run(collector: AER1AutoGenCollector, child: AER1AutoGenCollector, name: str,
+def _link_team_run(collector: TeamStepsCollector, child: TeamStepsCollector, name: str,
                    result: TaskResult | None, started: float) -> None:
     """Close a nested team run's child and link it from ``collector`` (agent: the team's name)."""
     try:
