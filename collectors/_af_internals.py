@@ -2,20 +2,26 @@
 
 One module, so that a release that renames one of them breaks one canary test
 (``tests/collectors/agent_framework/test_af_internals.py``) instead of silently emptying receipts.
-Tested with ``agent-framework-core`` 1.23 and ``agent-framework-orchestrations`` 1.4.
+The private attributes are the entries of :data:`TABLE`; the keys below are read from
+mappings the framework fills. Tested with ``agent-framework-core`` 1.23 and
+``agent-framework-orchestrations`` 1.4 (:data:`CHECKED_VERSIONS`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._internals import Private, Table
+
 __all__ = [
-    "ACTIVE_RUN_ATTRIBUTE",
+    "ACTIVE_RUN",
     "ARGUMENTS_ERROR",
     "CALL_ID_METADATA_KEY",
-    "MAX_ROUNDS_ATTRIBUTE",
+    "CHECKED_VERSIONS",
+    "MAX_ROUNDS",
     "RAW_ARGUMENTS_KEY",
-    "STREAM_ERROR_ATTRIBUTE",
+    "STREAM_ERROR",
+    "TABLE",
     "active_run",
     "function_call_id",
     "is_arguments_error",
@@ -28,25 +34,28 @@ __all__ = [
 #: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
 CALL_ID_METADATA_KEY = "call_id"
 
-#: The class name of the exception the framework raises for arguments its tool's schema refuses.
-ARGUMENTS_ERROR = "_FunctionArgumentValidationError"
+#: The exception class the framework raises for arguments its tool's schema refuses.
+ARGUMENTS_ERROR = Private("agent_framework._tools", "_FunctionArgumentValidationError",
+                          "a call refused for its arguments (before the tool runs)")
 
 #: The one key of the mapping ``Content.parse_arguments`` makes of arguments text that is not
 #: JSON (``{"raw": text}``): the model's text, which the vocabulary keeps as text, marked malformed.
 RAW_ARGUMENTS_KEY = "raw"
 
 #: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
-MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
+MAX_ROUNDS = Private("agent_framework_orchestrations:BaseGroupChatOrchestrator", "_max_rounds",
+                     "a group chat's round limit (its termination reason)", instance=True)
 
 #: Attribute of a ``Workflow`` holding a weak reference to the event stream of its current
 #: run; ``workflow.run(stream=False)`` consumes that stream, so its update transforms see
 #: every event of a run that is not streamed to the caller.
-ACTIVE_RUN_ATTRIBUTE = "_active_run"
+ACTIVE_RUN = Private("agent_framework:Workflow", "_active_run", "the events of a run not streamed to the caller",
+                     instance=True)
 
 
 def active_run(workflow: Any) -> Any:
     """The ``ResponseStream`` of the workflow's current run, or None when it cannot be reached."""
-    ref = getattr(workflow, ACTIVE_RUN_ATTRIBUTE, None)
+    ref = ACTIVE_RUN.get(workflow)
     stream = ref() if callable(ref) else None
     return stream if callable(getattr(stream, "with_update_transform", None)) else None
 
@@ -61,7 +70,7 @@ def function_call_id(context: Any) -> str | None:
 def max_rounds(workflow: Any) -> int | None:
     """The round limit of the workflow's orchestrator (group chat, Magentic), or None if it has none."""
     for executor in workflow.get_executors_list():
-        value = getattr(executor, MAX_ROUNDS_ATTRIBUTE, None)
+        value = MAX_ROUNDS.get(executor)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
@@ -70,12 +79,18 @@ def max_rounds(workflow: Any) -> int | None:
 #: Attribute of a ``ResponseStream`` holding the exception that ended it while its cleanup
 #: hooks run (None on a normal end); cleanup hooks take no arguments, so it is the only way
 #: a hook can tell a failed stream from a finished one.
-STREAM_ERROR_ATTRIBUTE = "_stream_error"
+STREAM_ERROR = Private("agent_framework:ResponseStream", "_stream_error",
+                       "a failed stream told from a finished one", instance=True)
+
+#: The distributions of Agent Framework and the versions the table was checked against.
+CHECKED_VERSIONS = {"agent-framework-core": ("1.23.0",), "agent-framework-orchestrations": ("1.4.0",)}
+#: Every private name the collector relies on (its canary: ``tests/collectors/agent_framework/test_af_internals.py``).
+TABLE = Table("Agent Framework", (ARGUMENTS_ERROR, MAX_ROUNDS, ACTIVE_RUN, STREAM_ERROR), CHECKED_VERSIONS)
 
 
 def stream_error(stream: Any) -> BaseException | None:
     """The exception that ended ``stream``, read from inside one of its cleanup hooks; None otherwise."""
-    value = getattr(stream, STREAM_ERROR_ATTRIBUTE, None)
+    value = STREAM_ERROR.get(stream)
     return value if isinstance(value, BaseException) else None
 
 
@@ -96,4 +111,4 @@ def model_arguments(function: Any, arguments: Any) -> Any:
 
 def is_arguments_error(exc: BaseException) -> bool:
     """True for the framework's refusal of a call's arguments (raised before the tool runs)."""
-    return type(exc).__name__ == ARGUMENTS_ERROR
+    return type(exc).__name__ == ARGUMENTS_ERROR.attr

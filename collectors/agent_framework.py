@@ -60,6 +60,7 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 
 from ._af_internals import (
+    TABLE,
     active_run,
     function_call_id,
     is_arguments_error,
@@ -82,6 +83,8 @@ __all__ = [
     "AER1AgentFrameworkCollector",
     "workflow_actor",
 ]
+
+TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: Prefix of the ``agent`` of workflow-level steps (task, speaker selection, end). ``observe``
 #: refuses an agent whose name starts with it, so no agent's steps read as a workflow's.

@@ -73,6 +73,7 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 from aer1._bundle import evidence_bytes
 
+from . import _agentchat_internals as internals
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector
 from ._errors import count_failure, error_info, failure_status
@@ -83,6 +84,7 @@ from .autogen_core import DelegatingExecutor, observe_approval, observe_code_exe
 __all__ = ["AER1AgentWrapper", "agent_config", "team_run_stream"]
 
 log = logging.getLogger("aer1")
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: Attribute (on a wrapped agent) holding its hooks, shared by all its wrappers.
 _HOOKS_ATTR = "_aer1_hooks"
@@ -142,7 +144,7 @@ def _message_content(message: BaseChatMessage) -> Any:
 def _model_identity(client: Any) -> dict[str, Any]:
     """Client class, model name and model info: never the client's configuration (keys)."""
     name: Any = None
-    for attr in ("_create_args", "_raw_config"):
+    for attr in (internals.CREATE_ARGS, internals.RAW_CONFIG):
         mapping = read(client, attr)
         if isinstance(mapping, Mapping) and isinstance(mapping.get("model"), str):
             name = mapping["model"]
@@ -171,7 +173,7 @@ _PROVIDERS = {
 
 def model_facts(agent: Any) -> tuple[str, str | None] | None:
     """(provider, request model) of the agent's model client, or None when it has none (never its configuration)."""
-    client = read(agent, "_model_client")
+    client = read(agent, internals.MODEL_CLIENT)
     if client is None:
         return None
     identity = _model_identity(client)
@@ -192,26 +194,26 @@ def model_of(message: Any, facts: tuple[str, str | None] | None) -> dict[str, An
 def _tool_schemas(agent: Any) -> tuple[list[Any], list[str]]:
     schemas: list[Any] = []
     workbenches: list[str] = []
-    for workbench in read(agent, "_workbench") or []:
-        tools = read(workbench, "_tools")
+    for workbench in read(agent, internals.WORKBENCH) or []:
+        tools = read(workbench, internals.WORKBENCH_TOOLS)
         if isinstance(tools, list):
             schemas.extend(getattr(t, "schema", None) for t in tools)
         else:
             workbenches.append(_type_name(workbench))
     if not schemas:
-        schemas = [getattr(t, "schema", None) for t in read(agent, "_tools") or []]
+        schemas = [getattr(t, "schema", None) for t in read(agent, internals.AGENT_TOOLS) or []]
     return schemas, workbenches
 
 
 _ABSENT = object()
 _BEHAVIOUR_ATTRS = (
-    ("reflect_on_tool_use", "_reflect_on_tool_use"),
-    ("max_tool_iterations", "_max_tool_iterations"),
-    ("tool_call_summary_format", "_tool_call_summary_format"),
-    ("model_client_stream", "_model_client_stream"),
-    ("supported_languages", "_supported_languages"),
-    ("sources", "_sources"),
-    ("max_retries_on_error", "_max_retries_on_error"),
+    ("reflect_on_tool_use", internals.REFLECT_ON_TOOL_USE),
+    ("max_tool_iterations", internals.MAX_TOOL_ITERATIONS),
+    ("tool_call_summary_format", internals.TOOL_CALL_SUMMARY_FORMAT),
+    ("model_client_stream", internals.MODEL_CLIENT_STREAM),
+    ("supported_languages", internals.SUPPORTED_LANGUAGES),
+    ("sources", internals.SOURCES),
+    ("max_retries_on_error", internals.MAX_RETRIES_ON_ERROR),
 )
 
 
@@ -223,10 +225,10 @@ def agent_config(agent: Any) -> dict[str, Any]:
     flags. The model client's own configuration is never read: it may hold API keys.
     """
     config: dict[str, Any] = {"class": _type_name(agent)}
-    system = read(agent, "_system_messages")
+    system = read(agent, internals.SYSTEM_MESSAGES)
     if isinstance(system, list):
         config["system_message"] = [getattr(m, "content", None) for m in system]
-    client = read(agent, "_model_client")
+    client = read(agent, internals.MODEL_CLIENT)
     if client is not None:
         config["model"] = _model_identity(client)
     schemas, workbenches = _tool_schemas(agent)
@@ -234,20 +236,20 @@ def agent_config(agent: Any) -> dict[str, Any]:
         config["tools"] = schemas
     if workbenches:
         config["workbenches"] = workbenches
-    handoffs = read(agent, "_handoffs")
+    handoffs = read(agent, internals.HANDOFFS)
     if isinstance(handoffs, Mapping) and handoffs:
         config["handoffs"] = [
             {"name": h.name, "target": h.target, "description": h.description, "message": h.message}
             for h in handoffs.values()
         ]
-    executor = _original(agent, "_code_executor")
+    executor = _original(agent, _EXECUTOR)
     if executor is not None:
         while isinstance(getattr(executor, "wrapped_executor", None), CodeExecutor):
             executor = executor.wrapped_executor
         config["code_executor"] = _type_name(executor)
-        config["approval_func"] = _callable_name(_original(agent, "_approval_func"))
+        config["approval_func"] = _callable_name(_original(agent, _APPROVAL))
     if isinstance(agent, UserProxyAgent):
-        config["input_func"] = _callable_name(_original(agent, "input_func"))
+        config["input_func"] = _callable_name(_original(agent, _INPUT))
     for key, attr in _BEHAVIOUR_ATTRS:
         value = read(agent, attr, _ABSENT)
         if value is not _ABSENT:
@@ -257,7 +259,7 @@ def agent_config(agent: Any) -> dict[str, Any]:
 
 def _handoff_targets(agent: Any) -> dict[str, str]:
     """Handoff tool name -> target agent, for agents with handoffs (AssistantAgent)."""
-    handoffs = read(agent, "_handoffs")
+    handoffs = read(agent, internals.HANDOFFS)
     if not isinstance(handoffs, Mapping):
         return {}
     return {str(name): str(getattr(h, "target", name)) for name, h in handoffs.items()}
@@ -715,7 +717,7 @@ class _DispatchingExecutor(DelegatingExecutor):
         return await executor.execute_code_blocks(code_blocks, cancellation_token)
 
 
-_EXECUTOR, _APPROVAL, _INPUT = "_code_executor", "_approval_func", "input_func"
+_EXECUTOR, _APPROVAL, _INPUT = internals.CODE_EXECUTOR.attr, internals.APPROVAL_FUNC.attr, "input_func"
 
 
 class _AgentHooks:
@@ -734,10 +736,10 @@ class _AgentHooks:
         self.originals: dict[str, Any] = {}
         self.dispatchers: dict[str, Any] = {}
         if isinstance(inner, CodeExecutorAgent):
-            executor = read(inner, _EXECUTOR)
+            executor = read(inner, internals.CODE_EXECUTOR)
             if executor is not None:
                 self._install(_EXECUTOR, _DispatchingExecutor(self, executor), executor)
-            approval = read(inner, _APPROVAL)
+            approval = read(inner, internals.APPROVAL_FUNC)
             if approval is not None:
                 self._install(_APPROVAL, self._dispatch(_APPROVAL, approval), approval)
         if isinstance(inner, UserProxyAgent):
@@ -1125,13 +1127,13 @@ class _TeamRun:
         self.collector = collector
         self.team_obj = team
         name = str(getattr(team, "name", type(team).__name__))
-        team_id = read(team, "_team_id")
+        team_id = read(team, internals.TEAM_ID)
         team_id = team_id if isinstance(team_id, str) and team_id else None
         self.team: dict[str, Any] = {"team": name, "team_id": team_id, "team_type": type(team).__name__}
         self.team_identity = {"name": name, "id": team_id, "type": type(team).__name__}
         #: The actor of this team's team-level steps: no participant can be named so.
         self.actor = team_actor(name, team_id)
-        participants = read(team, "_participants")
+        participants = read(team, internals.PARTICIPANTS)
         self.wrapped = [p for p in participants or [] if isinstance(p, AER1AgentWrapper)]
         self.hook: _ManagerHook | None = None
 
@@ -1250,12 +1252,13 @@ class _ManagerHook:
         # Only a selector's functions and a selector's or orchestrator's model write notes.
         self.takes_notes = self.selector or self.magentic
         if self.selector:
-            for attr, key in (("_selector_func", "selector_func"), ("_candidate_func", "candidate_func")):
+            for attr, key in ((internals.SELECTOR_FUNC, "selector_func"), (internals.CANDIDATE_FUNC, "candidate_func")):
                 func = read(manager, attr)
                 if func is not None:
                     write(manager, attr, self._observe_func(func, key))
-        if (self.selector or self.magentic) and read(manager, "_model_client") is not None:
-            write(manager, "_model_client", _ModelProbe(read(manager, "_model_client"), self))
+        client = read(manager, internals.MANAGER_MODEL_CLIENT) if self.selector or self.magentic else None
+        if client is not None:
+            write(manager, internals.MANAGER_MODEL_CLIENT, _ModelProbe(client, self))
         # Not ``manager.__dict__``: see AER1AgentWrapper._instrument (fast attribute reads).
         object.__setattr__(manager, _HOOK_ATTR, self)
 
@@ -1325,7 +1328,7 @@ class _ManagerHook:
     def _before(self, thread: Sequence[Any]) -> dict[str, Any]:
         manager = self.manager
         if self.round_robin:
-            return {"mechanism": "round_robin", "position": read(manager, "_next_speaker_index")}
+            return {"mechanism": "round_robin", "position": read(manager, internals.NEXT_SPEAKER_INDEX)}
         if self.swarm:
             for message in reversed(thread):
                 if isinstance(message, HandoffMessage):
@@ -1333,15 +1336,15 @@ class _ManagerHook:
                         "mechanism": "handoff",
                         "handoff": {"from": message.source, "target": message.target, "message_id": message.id},
                     }
-            return {"mechanism": "current_speaker", "current_speaker": read(manager, "_current_speaker")}
+            return {"mechanism": "current_speaker", "current_speaker": read(manager, internals.CURRENT_SPEAKER)}
         if self.selector:
             return {
-                "previous_speaker": read(manager, "_previous_speaker"),
-                "allow_repeated_speaker": read(manager, "_allow_repeated_speaker"),
+                "previous_speaker": read(manager, internals.PREVIOUS_SPEAKER),
+                "allow_repeated_speaker": read(manager, internals.ALLOW_REPEATED_SPEAKER),
             }
         if self.graph:
             after = next((m.source for m in reversed(thread) if isinstance(m, BaseChatMessage)), None)
-            return {"mechanism": "graph", "after": after, "ready": list(read(manager, "_ready", ()))}
+            return {"mechanism": "graph", "after": after, "ready": list(read(manager, internals.READY, ()))}
         return {"mechanism": f"{type(manager).__name__}.select_speaker"}
 
     def _after(self, names: list[str], before: dict[str, Any]) -> dict[str, Any]:
@@ -1354,7 +1357,8 @@ class _ManagerHook:
             elif self.replies:
                 details["model_replies"] = list(self.replies)
                 last = self.replies[-1]
-                mentioned = read(self.manager, "_mentioned_agents")(last, read(self.manager, "_participant_names"))
+                mention = read(self.manager, internals.MENTIONED_AGENTS)
+                mentioned = mention(last, read(self.manager, internals.PARTICIPANT_NAMES))
                 repeated = names == [before.get("previous_speaker")] and not before.get("allow_repeated_speaker")
                 valid = isinstance(last, str) and list(mentioned) == names and not repeated
                 details["mechanism"] = "model" if valid else "model_fallback"
@@ -1379,13 +1383,13 @@ class _ManagerHook:
         kind = type(message).__name__
         if kind == "GroupChatMessage":
             inner = getattr(message, "message", None)
-            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, "_name"):
+            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, internals.MANAGER_NAME):
                 run.manager_message(inner)
                 self.last_manager_message = inner.id
             return
         if kind != "GroupChatRequestPublish":
             return
-        topics = read(self.manager, "_participant_name_to_topic_type", {})
+        topics = read(self.manager, internals.PARTICIPANT_TOPICS, {})
         speaker = next((n for n, t in topics.items() if t == getattr(topic_id, "type", None)), None)
         if speaker is None:
             return
@@ -1417,14 +1421,14 @@ class _ManagerHook:
 
 async def _find_manager(team: Any) -> Any:
     """The team's group chat manager instance, created now if needed; None if unreachable."""
-    runtime = read(team, "_runtime")
-    manager_type = read(team, "_group_chat_manager_topic_type")
-    key = read(team, "_team_id")
+    runtime = read(team, internals.RUNTIME)
+    manager_type = read(team, internals.MANAGER_TOPIC_TYPE)
+    key = read(team, internals.TEAM_ID)
     getter = getattr(runtime, "try_get_underlying_agent_instance", None)
     if runtime is None or not isinstance(manager_type, str) or not isinstance(key, str) or getter is None:
         return None
-    if read(team, "_initialized", True) is False:
-        await read(team, "_init")(runtime)
+    if read(team, internals.INITIALIZED, True) is False:
+        await read(team, internals.INIT)(runtime)
     manager = await getter(AgentId(manager_type, key))
     if not (callable(getattr(manager, "select_speaker", None)) and callable(getattr(manager, "publish_message", None))):
         return None
@@ -1590,7 +1594,7 @@ class _InnerTeamHook:
         if target is not collector:
             origin = _ORIGINS.get(collector, collector)
             _ORIGINS[target] = origin
-            routed_wrappers = [p for p in read(self.team, "_participants") or []
+            routed_wrappers = [p for p in read(self.team, internals.PARTICIPANTS) or []
                                if isinstance(p, AER1AgentWrapper) and p._collector is origin and p._route is None]
             for wrapper in routed_wrappers:
                 wrapper._route = target
@@ -1630,7 +1634,7 @@ def _link_team_run(collector: TeamStepsCollector, child: TeamStepsCollector, nam
 def _observe_inner_teams(run: _TeamRun, nested: str) -> list[_InnerTeamHook]:
     """Hook the teams that are participants of ``run``'s team for the duration of the run."""
     hooks: list[_InnerTeamHook] = []
-    for participant in read(run.team_obj, "_participants") or []:
+    for participant in read(run.team_obj, internals.PARTICIPANTS) or []:
         if not isinstance(participant, Team):
             continue
         try:

@@ -60,6 +60,7 @@ from pydantic import BaseModel
 
 from aer1 import _steps_vocab as vocab
 
+from . import _agentchat_internals as internals
 from ._agentchat_internals import read
 from ._errors import error_info, failure_status
 from ._state import PerCollector
@@ -77,6 +78,8 @@ __all__ = [
     "observe_tools",
     "was_call_recorded",
 ]
+
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 logger = logging.getLogger("aer1")
 
@@ -480,8 +483,8 @@ _STATIC_WORKBENCHES = (StaticWorkbench, StaticStreamWorkbench)
 def _observe_workbench(workbench: Workbench, collector: Collector, agent: str | None) -> Workbench:
     if isinstance(workbench, _ObservedWorkbench) and workbench._aer1_collector is collector:
         return workbench
-    tools = read(workbench, "_tools")
-    overrides = read(workbench, "_tool_overrides")
+    tools = read(workbench, internals.WORKBENCH_TOOLS)
+    overrides = read(workbench, internals.TOOL_OVERRIDES)
     if type(workbench) in _STATIC_WORKBENCHES and isinstance(tools, list) and isinstance(overrides, dict):
         # Same class over the same (observed) tools: the agent keeps its exact code path
         # (AssistantAgent streams only through StaticStreamWorkbench) and each tool run is timed.

@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("aer1")
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: How to install the classic AutoGen API this module observes.
 INSTALL_HINT = "pip install 'aer1[legacy]'"
