@@ -60,9 +60,9 @@ try:
     from ag2.middleware import BaseMiddleware, MiddlewareDescription
     from ag2.network.hub.listener import BaseHubListener
 except ImportError as e:  # the extra is not installed: say how to install it
-    raise ImportError(
-        f"aer1.collectors.ag2 needs AG2 1.x: got {e}, want it installed with pip install 'aer1[ag2]'"
-    ) from e
+    from ._extras import missing_framework
+
+    raise missing_framework("ag2", e) from e
 
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab

@@ -51,10 +51,9 @@ try:
         WorkflowRunState,
     )
 except ImportError as e:  # the extra is not installed: say how to install it
-    raise ImportError(
-        f"aer1.collectors.agent_framework needs Microsoft Agent Framework: got {e}, want it installed with "
-        "pip install 'aer1[agent-framework]'"
-    ) from e
+    from ._extras import missing_framework
+
+    raise missing_framework("agent_framework", e) from e
 
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab

@@ -51,7 +51,7 @@ try:  # the framework first: without it, say which extra to install
 except ImportError as e:
     from ._extras import missing_framework
 
-    raise missing_framework("agentchat") from e
+    raise missing_framework("agentchat", e) from e
 from autogen_agentchat.base import ChatAgent, Response, TaskResult, Team
 from autogen_agentchat.messages import (
     BaseAgentEvent,

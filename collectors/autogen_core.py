@@ -55,7 +55,7 @@ try:  # the framework first: without it, say which extra to install
 except ImportError as e:
     from ._extras import missing_framework
 
-    raise missing_framework("autogen_core") from e
+    raise missing_framework("autogen_core", e) from e
 from pydantic import BaseModel
 
 from aer1 import _steps_vocab as vocab

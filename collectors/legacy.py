@@ -1214,6 +1214,24 @@ def _probe_callable(groupchat: Any, info: dict[str, Any]) -> Iterator[None]:
             groupchat.speaker_selection_method = method
 
 
+@contextlib.contextmanager
+def _selecting(group: _GroupHooks, groupchat: Any, last_speaker: Any, selector: Any) -> Iterator[list[Any]]:
+    """One ``select_speaker`` call (sync or async) recorded: the block appends the speaker chosen.
+
+    The selection step is recorded when the block ends, with the error when it raised.
+    """
+    started = time.time()
+    info = _begin_selection(group, groupchat, last_speaker)
+    chosen: list[Any] = []
+    try:
+        with _probe_callable(groupchat, info):
+            yield chosen
+    except Exception as e:
+        _end_selection(group, selector, info, started, error=e)
+        raise
+    _end_selection(group, selector, info, started, chosen=chosen[0])
+
+
 def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> dict[str, Any]:
     method = groupchat.speaker_selection_method
     info: dict[str, Any] = {
@@ -1332,16 +1350,9 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
 
     @functools.wraps(select)
     def select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        info = _begin_selection(group, groupchat, last_speaker)
-        try:
-            with _probe_callable(groupchat, info):
-                chosen = select(last_speaker, selector, *args, **kwargs)
-        except Exception as e:
-            _end_selection(group, selector, info, started, error=e)
-            raise
-        _end_selection(group, selector, info, started, chosen=chosen)
-        return chosen
+        with _selecting(group, groupchat, last_speaker, selector) as chosen:
+            chosen.append(select(last_speaker, selector, *args, **kwargs))
+        return chosen[0]
 
     _install(groupchat, "select_speaker", select_speaker, select)
 
@@ -1349,16 +1360,9 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
 
     @functools.wraps(a_select)
     async def a_select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        info = _begin_selection(group, groupchat, last_speaker)
-        try:
-            with _probe_callable(groupchat, info):
-                chosen = await a_select(last_speaker, selector, *args, **kwargs)
-        except Exception as e:
-            _end_selection(group, selector, info, started, error=e)
-            raise
-        _end_selection(group, selector, info, started, chosen=chosen)
-        return chosen
+        with _selecting(group, groupchat, last_speaker, selector) as chosen:
+            chosen.append(await a_select(last_speaker, selector, *args, **kwargs))
+        return chosen[0]
 
     _install(groupchat, "a_select_speaker", a_select_speaker, a_select)
 
