@@ -251,6 +251,27 @@ class _Delegating:
         return f"observed({self._aer1_inner!r})"
 
 
+_Lifecycle = TypeVar("_Lifecycle", bound="_DelegatingLifecycle")
+
+
+class _DelegatingLifecycle(_Delegating):
+    """A stand-in whose start, stop, ``async with`` entry and component model are its inner object's."""
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def __aenter__(self: _Lifecycle) -> _Lifecycle:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped object's component model."""
+        return cast(ComponentModel, self._aer1_inner.dump_component())
+
+
 class _ObservedTool(_Delegating, BaseTool[BaseModel, BaseModel]):
     """A tool that records each ``run_json`` call and otherwise behaves as the tool it wraps."""
 
@@ -376,7 +397,7 @@ def _observe_tool(
 # -------------------------------------------------------------------------- workbenches
 
 
-class _ObservedWorkbench(_Delegating, Workbench):
+class _ObservedWorkbench(_DelegatingLifecycle, Workbench):
     """A workbench recording each ``call_tool`` and delegating everything else."""
 
     _aer1_inner: Workbench
@@ -414,12 +435,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
     def _aer1_call(self, name: str, call_id: str | None, arguments: Mapping[str, Any] | None) -> _ObservedCall:
         return _ObservedCall(self._aer1_collector, name, self._aer1_agent, call_id, dict(arguments or {}))
 
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
     async def reset(self) -> None:
         await self._aer1_inner.reset()
 
@@ -429,10 +444,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
     async def load_state(self, state: Mapping[str, Any]) -> None:
         await self._aer1_inner.load_state(state)
 
-    async def __aenter__(self) -> _ObservedWorkbench:
-        await self._aer1_inner.__aenter__()
-        return self
-
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -440,10 +451,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
         exc_tb: TracebackType | None,
     ) -> None:
         await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped workbench's component model."""
-        return self._aer1_inner.dump_component()
 
 
 class _ObservedStreamWorkbench(_ObservedWorkbench):
@@ -551,7 +558,7 @@ def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str |
 # ------------------------------------------------------------------------ code execution
 
 
-class DelegatingExecutor(_Delegating, CodeExecutor):
+class DelegatingExecutor(_DelegatingLifecycle, CodeExecutor):
     """A ``CodeExecutor`` standing for ``_aer1_inner``: lifecycle, context manager and dump delegated."""
 
     _aer1_inner: CodeExecutor
@@ -561,18 +568,8 @@ class DelegatingExecutor(_Delegating, CodeExecutor):
         """The executor this one stands for."""
         return self._aer1_inner
 
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
     async def restart(self) -> None:
         await self._aer1_inner.restart()
-
-    async def __aenter__(self) -> DelegatingExecutor:
-        await self._aer1_inner.__aenter__()
-        return self
 
     async def __aexit__(
         self,
@@ -581,10 +578,6 @@ class DelegatingExecutor(_Delegating, CodeExecutor):
         exc_tb: TracebackType | None,
     ) -> bool | None:
         return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped executor's component model."""
-        return self._aer1_inner.dump_component()
 
 
 class _ObservedCodeExecutor(DelegatingExecutor):
