@@ -1076,30 +1076,32 @@ class AER1AgentWrapper(BaseChatAgent):
             async_func = cast(Callable[[str, CancellationToken | None], Awaitable[str]], func)
 
             async def observed_input_async(prompt: str, cancellation_token: CancellationToken | None) -> str:
-                started, request_id = time.time(), wrapper._input_request_id
-                try:
-                    value = await async_func(prompt, cancellation_token)
-                except BaseException as exc:
-                    wrapper._record_input(collector, prompt, request_id, started, None, exc)
-                    raise
-                wrapper._record_input(collector, prompt, request_id, started, value, None)
-                return value
+                with wrapper._input_step(collector, prompt) as given:
+                    given.append(await async_func(prompt, cancellation_token))
+                return given[0]
 
             return observed_input_async
 
         sync_func = cast(Callable[[str], str], func)
 
         def observed_input(prompt: str) -> str:
-            started, request_id = time.time(), wrapper._input_request_id
-            try:
-                value = sync_func(prompt)
-            except BaseException as exc:
-                wrapper._record_input(collector, prompt, request_id, started, None, exc)
-                raise
-            wrapper._record_input(collector, prompt, request_id, started, value, None)
-            return value
+            with wrapper._input_step(collector, prompt) as given:
+                given.append(sync_func(prompt))
+            return given[0]
 
         return observed_input
+
+    @contextlib.contextmanager
+    def _input_step(self, collector: Collector, prompt: str) -> Iterator[list[str]]:
+        """One call of the agent's input function (sync or async) recorded: the block appends what it returned."""
+        started, request_id = time.time(), self._input_request_id
+        given: list[str] = []
+        try:
+            yield given
+        except BaseException as exc:
+            self._record_input(collector, prompt, request_id, started, None, exc)
+            raise
+        self._record_input(collector, prompt, request_id, started, given[0], None)
 
     def _record_input(
         self, collector: Collector, prompt: str, request_id: str | None, started: float, value: Any,
