@@ -666,20 +666,28 @@ def _wrap_sends(agent: Any, hooks: _AgentHooks, on_sent: Any) -> None:
     setattr(agent, attr, append_oai_message)
 
 
+@contextlib.contextmanager
+def _tool_step(hooks: _AgentHooks, func_call: Any, call_id: Any, path: str) -> Iterator[list[Any]]:
+    """One ``execute_function`` call (``path``: sync or async) recorded: the block appends what it returned."""
+    started = time.time()
+    key = hooks.tool_started(func_call, call_id, started, path)
+    outcome: list[Any] = []
+    try:
+        yield outcome
+    except BaseException as e:
+        hooks.tool_ended(key, func_call, call_id, None, started, path, error=e)
+        raise
+    hooks.tool_ended(key, func_call, call_id, outcome[0], started, path)
+
+
 def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
     original = agent.execute_function
 
     @functools.wraps(original)
     def execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "sync")
-        try:
-            outcome = original(func_call, *args, **kwargs)
-        except BaseException as e:
-            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "sync", error=e)
-            raise
-        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "sync")
-        return outcome
+        with _tool_step(hooks, func_call, kwargs.get("call_id"), "sync") as outcome:
+            outcome.append(original(func_call, *args, **kwargs))
+        return outcome[0]
 
     agent.execute_function = execute_function
 
@@ -689,15 +697,9 @@ def _wrap_a_execute_function(agent: Any, hooks: _AgentHooks) -> None:
 
     @functools.wraps(original)
     async def a_execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "async")
-        try:
-            outcome = await original(func_call, *args, **kwargs)
-        except BaseException as e:
-            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "async", error=e)
-            raise
-        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "async")
-        return outcome
+        with _tool_step(hooks, func_call, kwargs.get("call_id"), "async") as outcome:
+            outcome.append(await original(func_call, *args, **kwargs))
+        return outcome[0]
 
     agent.a_execute_function = a_execute_function
 
