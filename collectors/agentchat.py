@@ -76,7 +76,7 @@ from aer1._bundle import evidence_bytes
 from . import _agentchat_internals as internals
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector
-from ._errors import count_failure, error_info, failure_status
+from ._errors import count_failure, error_info, failure_status, outcome
 from ._state import PerCollector
 from ._team_steps import MANAGER_TYPE, TeamStepsCollector, team_actor
 from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
@@ -1076,32 +1076,24 @@ class AER1AgentWrapper(BaseChatAgent):
             async_func = cast(Callable[[str, CancellationToken | None], Awaitable[str]], func)
 
             async def observed_input_async(prompt: str, cancellation_token: CancellationToken | None) -> str:
-                with wrapper._input_step(collector, prompt) as given:
+                with outcome(wrapper._input_recorder(collector, prompt)) as given:
                     given.append(await async_func(prompt, cancellation_token))
-                return given[0]
+                return cast(str, given[0])
 
             return observed_input_async
 
         sync_func = cast(Callable[[str], str], func)
 
         def observed_input(prompt: str) -> str:
-            with wrapper._input_step(collector, prompt) as given:
+            with outcome(wrapper._input_recorder(collector, prompt)) as given:
                 given.append(sync_func(prompt))
-            return given[0]
+            return cast(str, given[0])
 
         return observed_input
 
-    @contextlib.contextmanager
-    def _input_step(self, collector: Collector, prompt: str) -> Iterator[list[str]]:
-        """One call of the agent's input function (sync or async) recorded: the block appends what it returned."""
-        started, request_id = time.time(), self._input_request_id
-        given: list[str] = []
-        try:
-            yield given
-        except BaseException as exc:
-            self._record_input(collector, prompt, request_id, started, None, exc)
-            raise
-        self._record_input(collector, prompt, request_id, started, given[0], None)
+    def _input_recorder(self, collector: Collector, prompt: str) -> Callable[[Any, BaseException | None], None]:
+        """How one call of the agent's input function, starting now, records its ``human_input`` step."""
+        return functools.partial(self._record_input, collector, prompt, self._input_request_id, time.time())
 
     def _record_input(
         self, collector: Collector, prompt: str, request_id: str | None, started: float, value: Any,

@@ -62,7 +62,7 @@ from aer1 import _steps_vocab as vocab
 
 from . import _agentchat_internals as internals
 from ._agentchat_internals import read
-from ._errors import error_info, failure_status
+from ._errors import error_info, failure_status, outcome
 from ._state import PerCollector
 
 if TYPE_CHECKING:
@@ -689,27 +689,17 @@ def observe_approval(approval_func: Callable[[Any], Any], collector: Collector, 
 
         @functools.wraps(approval_func)
         async def observed_async(request: Any) -> Any:
-            started_at = time.time()
-            try:
-                response = await approval_func(request)
-            except BaseException as exc:
-                _record_approval(collector, agent, request, started_at, None, exc)
-                raise
-            _record_approval(collector, agent, request, started_at, response, None)
-            return response
+            with outcome(functools.partial(_record_approval, collector, agent, request, time.time())) as response:
+                response.append(await approval_func(request))
+            return response[0]
 
         return observed_async
 
     @functools.wraps(approval_func)
     def observed(request: Any) -> Any:
-        started_at = time.time()
-        try:
-            response = approval_func(request)
-        except BaseException as exc:
-            _record_approval(collector, agent, request, started_at, None, exc)
-            raise
-        _record_approval(collector, agent, request, started_at, response, None)
-        return response
+        with outcome(functools.partial(_record_approval, collector, agent, request, time.time())) as response:
+            response.append(approval_func(request))
+        return response[0]
 
     return observed
 

@@ -35,7 +35,7 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from aer1 import _steps_vocab as vocab
 from aer1._redact import is_secret_key
 
 from . import _legacy_internals as internals
-from ._errors import count_failure, error_info, failure_status
+from ._errors import count_failure, error_info, failure_status, outcome
 
 if TYPE_CHECKING:
     from aer1 import Collector
@@ -666,18 +666,17 @@ def _wrap_sends(agent: Any, hooks: _AgentHooks, on_sent: Any) -> None:
     setattr(agent, attr, append_oai_message)
 
 
-@contextlib.contextmanager
-def _tool_step(hooks: _AgentHooks, func_call: Any, call_id: Any, path: str) -> Iterator[list[Any]]:
-    """One ``execute_function`` call (``path``: sync or async) recorded: the block appends what it returned."""
+def _tool_recorder(
+    hooks: _AgentHooks, func_call: Any, call_id: Any, path: str
+) -> Callable[[Any, BaseException | None], None]:
+    """One ``execute_function`` call (``path``: sync or async) noted as started now: how it records its end."""
     started = time.time()
     key = hooks.tool_started(func_call, call_id, started, path)
-    outcome: list[Any] = []
-    try:
-        yield outcome
-    except BaseException as e:
-        hooks.tool_ended(key, func_call, call_id, None, started, path, error=e)
-        raise
-    hooks.tool_ended(key, func_call, call_id, outcome[0], started, path)
+
+    def ended(returned: Any, error: BaseException | None) -> None:
+        hooks.tool_ended(key, func_call, call_id, returned, started, path, error=error)
+
+    return ended
 
 
 def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
@@ -685,9 +684,9 @@ def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
 
     @functools.wraps(original)
     def execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        with _tool_step(hooks, func_call, kwargs.get("call_id"), "sync") as outcome:
-            outcome.append(original(func_call, *args, **kwargs))
-        return outcome[0]
+        with outcome(_tool_recorder(hooks, func_call, kwargs.get("call_id"), "sync")) as returned:
+            returned.append(original(func_call, *args, **kwargs))
+        return returned[0]
 
     agent.execute_function = execute_function
 
@@ -697,9 +696,9 @@ def _wrap_a_execute_function(agent: Any, hooks: _AgentHooks) -> None:
 
     @functools.wraps(original)
     async def a_execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        with _tool_step(hooks, func_call, kwargs.get("call_id"), "async") as outcome:
-            outcome.append(await original(func_call, *args, **kwargs))
-        return outcome[0]
+        with outcome(_tool_recorder(hooks, func_call, kwargs.get("call_id"), "async")) as returned:
+            returned.append(await original(func_call, *args, **kwargs))
+        return returned[0]
 
     agent.a_execute_function = a_execute_function
 
