@@ -1048,6 +1048,21 @@ def _chat_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, d
     return named.get("recipient"), named
 
 
+@contextlib.contextmanager
+def _in_chat(chat: _Chat) -> Iterator[None]:
+    """The block runs two-agent chat ``chat`` (sync or async): its events watched, its end recorded."""
+    token = _ACTIVE_CHAT.set(chat)
+    try:
+        with internals.watch_iostream(_chat_watcher(chat)):
+            yield
+    except BaseException as e:
+        _end_chat(chat, e)
+        raise
+    finally:
+        _ACTIVE_CHAT.reset(token)
+    _end_chat(chat, None)
+
+
 def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
     """A chat this agent starts with one other agent gets a ``task`` and a ``termination`` step.
 
@@ -1068,34 +1083,16 @@ def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) ->
         chat = begin(args, kwargs)
         if chat is None:
             return sync(*args, **kwargs)
-        token = _ACTIVE_CHAT.set(chat)
-        try:
-            with internals.watch_iostream(_chat_watcher(chat)):
-                result = sync(*args, **kwargs)
-        except BaseException as e:
-            _end_chat(chat, e)
-            raise
-        finally:
-            _ACTIVE_CHAT.reset(token)
-        _end_chat(chat, None)
-        return result
+        with _in_chat(chat):
+            return sync(*args, **kwargs)
 
     @functools.wraps(a_sync)
     async def a_initiate_chat(*args: Any, **kwargs: Any) -> Any:
         chat = begin(args, kwargs)
         if chat is None:
             return await a_sync(*args, **kwargs)
-        token = _ACTIVE_CHAT.set(chat)
-        try:
-            with internals.watch_iostream(_chat_watcher(chat)):
-                result = await a_sync(*args, **kwargs)
-        except BaseException as e:
-            _end_chat(chat, e)
-            raise
-        finally:
-            _ACTIVE_CHAT.reset(token)
-        _end_chat(chat, None)
-        return result
+        with _in_chat(chat):
+            return await a_sync(*args, **kwargs)
 
     agent.initiate_chat, agent.a_initiate_chat = initiate_chat, a_initiate_chat
 
