@@ -652,23 +652,20 @@ class _Turn:
 _Handler = Callable[[_Turn, Any], None]
 # item class -> what a turn does with such items (None: forward only); found once per class.
 _HANDLERS: dict[type, _Handler | None] = {}
+#: The handler of each kind of item, the first base class that matches first.
+_HANDLED: tuple[tuple[type, _Handler], ...] = (
+    (Response, _Turn._response),
+    (ToolCallRequestEvent, _Turn._requested),
+    (ToolCallExecutionEvent, _Turn._executed),
+    (UserInputRequestedEvent, _Turn._input_requested),
+    (ThoughtEvent, _Turn._thought),
+    (BaseChatMessage, _Turn._chat_item),
+)
 
 
 def _find_handler(cls: type) -> _Handler | None:
     """What a turn does with items of class ``cls`` (None: forward only), remembered per class."""
-    handler: _Handler | None = None
-    if issubclass(cls, Response):
-        handler = _Turn._response
-    elif issubclass(cls, ToolCallRequestEvent):
-        handler = _Turn._requested
-    elif issubclass(cls, ToolCallExecutionEvent):
-        handler = _Turn._executed
-    elif issubclass(cls, UserInputRequestedEvent):
-        handler = _Turn._input_requested
-    elif issubclass(cls, ThoughtEvent):
-        handler = _Turn._thought
-    elif issubclass(cls, BaseChatMessage):
-        handler = _Turn._chat_item
+    handler = next((h for base, h in _HANDLED if issubclass(cls, base)), None)
     if len(_HANDLERS) < MAX_CACHED_CLASSES:
         _HANDLERS[cls] = handler
     return handler
