@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aer1 import _steps_vocab as vocab
 from aer1._redact import is_secret_key
@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("aer1")
+_T = TypeVar("_T")
 internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: How to install the classic AutoGen API this module observes.
@@ -1049,18 +1050,23 @@ def _chat_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, d
 
 
 @contextlib.contextmanager
-def _in_chat(chat: _Chat) -> Iterator[None]:
-    """The block runs two-agent chat ``chat`` (sync or async): its events watched, its end recorded."""
-    token = _ACTIVE_CHAT.set(chat)
+def _running(
+    active: contextvars.ContextVar[_T], value: _T, watcher: Callable[[Any], None],
+    end: Callable[[BaseException | None], None],
+) -> Iterator[None]:
+    """The block runs a chat or group chat run, sync or async: ``active`` is ``value``, AutoGen's
+    events go to ``watcher``, and ``end`` records how it ended (after ``active`` is reset, when it
+    returned)."""
+    token = active.set(value)
     try:
-        with internals.watch_iostream(_chat_watcher(chat)):
+        with internals.watch_iostream(watcher):
             yield
     except BaseException as e:
-        _end_chat(chat, e)
+        end(e)
         raise
     finally:
-        _ACTIVE_CHAT.reset(token)
-    _end_chat(chat, None)
+        active.reset(token)
+    end(None)
 
 
 def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
@@ -1083,7 +1089,7 @@ def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) ->
         chat = begin(args, kwargs)
         if chat is None:
             return sync(*args, **kwargs)
-        with _in_chat(chat):
+        with _running(_ACTIVE_CHAT, chat, _chat_watcher(chat), functools.partial(_end_chat, chat)):
             return sync(*args, **kwargs)
 
     @functools.wraps(a_sync)
@@ -1091,7 +1097,7 @@ def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) ->
         chat = begin(args, kwargs)
         if chat is None:
             return await a_sync(*args, **kwargs)
-        with _in_chat(chat):
+        with _running(_ACTIVE_CHAT, chat, _chat_watcher(chat), functools.partial(_end_chat, chat)):
             return await a_sync(*args, **kwargs)
 
     agent.initiate_chat, agent.a_initiate_chat = initiate_chat, a_initiate_chat
@@ -1587,34 +1593,18 @@ def _observe_manager(manager: Any, collector: Collector, api: SimpleNamespace) -
         group, run = begin(recipient, args, kwargs)
         if group is None or run is None:
             return run_chat(recipient, *args, **kwargs)
-        token = _ACTIVE_RUN.set(run)
-        try:
-            with internals.watch_iostream(_termination_watcher(run, recipient)):
-                result = run_chat(recipient, *args, **kwargs)
-        except BaseException as e:
-            _end_run(group, run, recipient, e)
-            raise
-        finally:
-            _ACTIVE_RUN.reset(token)
-        _end_run(group, run, recipient, None)
-        return result
+        with _running(_ACTIVE_RUN, run, _termination_watcher(run, recipient),
+                      functools.partial(_end_run, group, run, recipient)):
+            return run_chat(recipient, *args, **kwargs)
 
     @functools.wraps(a_run_chat)
     async def observed_a_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
         group, run = begin(recipient, args, kwargs)
         if group is None or run is None:
             return await a_run_chat(recipient, *args, **kwargs)
-        token = _ACTIVE_RUN.set(run)
-        try:
-            with internals.watch_iostream(_termination_watcher(run, recipient)):
-                result = await a_run_chat(recipient, *args, **kwargs)
-        except BaseException as e:
-            _end_run(group, run, recipient, e)
-            raise
-        finally:
-            _ACTIVE_RUN.reset(token)
-        _end_run(group, run, recipient, None)
-        return result
+        with _running(_ACTIVE_RUN, run, _termination_watcher(run, recipient),
+                      functools.partial(_end_run, group, run, recipient)):
+            return await a_run_chat(recipient, *args, **kwargs)
 
     manager.replace_reply_func(run_chat, observed_run_chat)
     manager.replace_reply_func(a_run_chat, observed_a_run_chat)
