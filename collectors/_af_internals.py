@@ -2,21 +2,27 @@
 
 One module, so that a release that renames one of them breaks one canary test
 (``tests/collectors/agent_framework/test_af_internals.py``) instead of silently emptying receipts.
-Tested with ``agent-framework-core`` 1.23 and ``agent-framework-orchestrations`` 1.4.
+The private attributes are the entries of :data:`TABLE`; the keys below are read from
+mappings the framework fills. Tested with ``agent-framework-core`` 1.23 and
+``agent-framework-orchestrations`` 1.4 (:data:`CHECKED_VERSIONS`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._internals import Private, Table
+
 __all__ = [
-    "ACTIVE_RUN_ATTRIBUTE",
+    "ACTIVE_RUN",
     "ARGUMENTS_ERROR",
     "CALL_ID_METADATA_KEY",
-    "MAX_ROUNDS_ATTRIBUTE",
-    "PROVIDER_ATTRIBUTE",
+    "CHECKED_VERSIONS",
+    "MAX_ROUNDS",
+    "PROVIDER",
     "RAW_ARGUMENTS_KEY",
-    "STREAM_ERROR_ATTRIBUTE",
+    "STREAM_ERROR",
+    "TABLE",
     "active_run",
     "function_call_id",
     "is_arguments_error",
@@ -31,25 +37,28 @@ __all__ = [
 #: ``FunctionInvocationContext.metadata`` (the context has no public call id member).
 CALL_ID_METADATA_KEY = "call_id"
 
-#: The class name of the exception the framework raises for arguments its tool's schema refuses.
-ARGUMENTS_ERROR = "_FunctionArgumentValidationError"
+#: The exception class the framework raises for arguments its tool's schema refuses.
+ARGUMENTS_ERROR = Private("agent_framework._tools", "_FunctionArgumentValidationError",
+                          "a call refused for its arguments (before the tool runs)")
 
 #: The one key of the mapping ``Content.parse_arguments`` makes of arguments text that is not
 #: JSON (``{"raw": text}``): the model's text, which the vocabulary keeps as text, marked malformed.
 RAW_ARGUMENTS_KEY = "raw"
 
 #: Attribute of a group chat or Magentic orchestrator executor holding its round limit (None: no limit).
-MAX_ROUNDS_ATTRIBUTE = "_max_rounds"
+MAX_ROUNDS = Private("agent_framework_orchestrations:BaseGroupChatOrchestrator", "_max_rounds",
+                     "a group chat's round limit (its termination reason)", instance=True)
 
 #: Attribute of a ``Workflow`` holding a weak reference to the event stream of its current
 #: run; ``workflow.run(stream=False)`` consumes that stream, so its update transforms see
 #: every event of a run that is not streamed to the caller.
-ACTIVE_RUN_ATTRIBUTE = "_active_run"
+ACTIVE_RUN = Private("agent_framework:Workflow", "_active_run", "the events of a run not streamed to the caller",
+                     instance=True)
 
 
 def active_run(workflow: Any) -> Any:
     """The ``ResponseStream`` of the workflow's current run, or None when it cannot be reached."""
-    ref = getattr(workflow, ACTIVE_RUN_ATTRIBUTE, None)
+    ref = ACTIVE_RUN.get(workflow)
     stream = ref() if callable(ref) else None
     return stream if callable(getattr(stream, "with_update_transform", None)) else None
 
@@ -64,7 +73,7 @@ def function_call_id(context: Any) -> str | None:
 def max_rounds(workflow: Any) -> int | None:
     """The round limit of the workflow's orchestrator (group chat, Magentic), or None if it has none."""
     for executor in workflow.get_executors_list():
-        value = getattr(executor, MAX_ROUNDS_ATTRIBUTE, None)
+        value = MAX_ROUNDS.get(executor)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
@@ -73,12 +82,23 @@ def max_rounds(workflow: Any) -> int | None:
 #: Attribute of a ``ResponseStream`` holding the exception that ended it while its cleanup
 #: hooks run (None on a normal end); cleanup hooks take no arguments, so it is the only way
 #: a hook can tell a failed stream from a finished one.
-STREAM_ERROR_ATTRIBUTE = "_stream_error"
+STREAM_ERROR = Private("agent_framework:ResponseStream", "_stream_error",
+                       "a failed stream told from a finished one", instance=True)
+
+#: Class attribute of a chat client naming its provider as OpenTelemetry does (``gen_ai.provider.name``);
+#: the base client's value ``"unknown"`` means its class says nothing.
+PROVIDER = Private("agent_framework:BaseChatClient", "OTEL_PROVIDER_NAME",
+                   "the provider of the model that answered (a reply's model facts)")
+
+#: The distributions of Agent Framework and the versions the table was checked against.
+CHECKED_VERSIONS = {"agent-framework-core": ("1.23.0",), "agent-framework-orchestrations": ("1.4.0",)}
+#: Every private name the collector relies on (its canary: ``tests/collectors/agent_framework/test_af_internals.py``).
+TABLE = Table("Agent Framework", (ARGUMENTS_ERROR, MAX_ROUNDS, ACTIVE_RUN, STREAM_ERROR, PROVIDER), CHECKED_VERSIONS)
 
 
 def stream_error(stream: Any) -> BaseException | None:
     """The exception that ended ``stream``, read from inside one of its cleanup hooks; None otherwise."""
-    value = getattr(stream, STREAM_ERROR_ATTRIBUTE, None)
+    value = STREAM_ERROR.get(stream)
     return value if isinstance(value, BaseException) else None
 
 
@@ -99,12 +119,9 @@ def model_arguments(function: Any, arguments: Any) -> Any:
 
 def is_arguments_error(exc: BaseException) -> bool:
     """True for the framework's refusal of a call's arguments (raised before the tool runs)."""
-    return type(exc).__name__ == ARGUMENTS_ERROR
+    return type(exc).__name__ == ARGUMENTS_ERROR.attr
 
 
-#: Class attribute of a chat client naming its provider as OpenTelemetry does (``gen_ai.provider.name``);
-#: the base client's value ``"unknown"`` means its class says nothing.
-PROVIDER_ATTRIBUTE = "OTEL_PROVIDER_NAME"
 _UNKNOWN_PROVIDER = "unknown"
 
 
@@ -117,7 +134,7 @@ def model_facts(agent: Any) -> tuple[str | None, str | None]:
     client = getattr(agent, "client", None)
     if client is None:
         return None, None
-    provider = getattr(type(client), PROVIDER_ATTRIBUTE, None)
+    provider = PROVIDER.get(type(client))
     if not isinstance(provider, str) or not provider or provider == _UNKNOWN_PROVIDER:
         provider = type(client).__name__
     options = getattr(agent, "default_options", None)

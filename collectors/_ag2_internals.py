@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-from dataclasses import dataclass
 from typing import Any
 
-from ._legacy_internals import resolve_owner
+from ._internals import Private, Table, resolve_owner
 
 __all__ = [
     "ALWAYS_GRANTS_KEY",
@@ -25,6 +24,7 @@ __all__ = [
     "HUB_DEPENDENCY",
     "NAMES",
     "PINNED",
+    "TABLE",
     "Name",
     "channel_of",
     "installed",
@@ -45,15 +45,9 @@ CHANNEL_DEPENDENCY = "ag2.network.channel"
 HUB_DEPENDENCY = "ag2.network.hub"
 
 
-@dataclass(frozen=True)
-class Name:
-    """One dependency: ``attr`` of ``owner`` (``module:Qualified.Path``), and why."""
-
-    owner: str
-    attr: str
-    why: str
-    instance: bool = False  # set in __init__: checked on a fresh instance (``owner("aer1_canary")``), not the class
-
+#: One dependency: ``attr`` of ``owner`` (``module:Qualified.Path``), and why; an ``instance``
+#: one is checked on a fresh instance (``owner("aer1_canary")``), not the class.
+Name = Private
 
 NAMES: tuple[Name, ...] = (
     Name("ag2:Agent", "insert_middleware", "observe(): the recorder goes in outermost"),
@@ -111,18 +105,19 @@ def installed() -> str | None:
     return None
 
 
+#: The table of AG2 1.x (its canary: ``tests/collectors/ag2/test_ag2_internals.py``).
+TABLE = Table("AG2", NAMES, {DISTRIBUTION: (PINNED,)},
+              installed=lambda: {DISTRIBUTION: version} if (version := installed()) is not None else {})
+
+
+def _resolve(name: Private, owner: str) -> Any:
+    obj = resolve_owner(owner)
+    return obj("aer1_canary") if name.instance else obj
+
+
 def missing() -> list[str]:
     """``owner.attr`` of every name the installed AG2 lacks (empty when all are there)."""
-    gone: list[str] = []
-    for name in NAMES:
-        try:
-            owner = resolve_owner(name.owner)
-            if name.instance:
-                owner = owner("aer1_canary")
-            getattr(owner, name.attr)
-        except Exception:
-            gone.append(f"{name.owner}.{name.attr}")
-    return gone
+    return TABLE.missing(_resolve)
 
 
 # ------------------------------------------------------------------------ accessors

@@ -9,15 +9,19 @@ collector), so that the same exception reads the same in every receipt:
 * :func:`error_info`: ``{"type", "module", "message"}``, the message bounded to
   :data:`MAX_ERROR_MESSAGE_CHARS` (it may quote untrusted text);
 * :func:`count_failure`: log an observation that failed and count it in the collector's
-  ``recording_failures`` under the collector's own lock (the receipt says ``incomplete``).
+  ``recording_failures`` under the collector's own lock (the receipt says ``incomplete``);
+* :func:`outcome`: one body for a hook's sync and async twins: the call runs in a block,
+  and what it returned, or the exception it raised, is handed to the recorder.
 
 Imports no agent framework.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from aer1._steps_vocab import CANCELLATIONS, MAX_ERROR_MESSAGE_CHARS, error_info, failure_status
 from aer1._steps_vocab import exception_message as _bounded_text  # the one bounding rule
@@ -25,7 +29,7 @@ from aer1._steps_vocab import exception_message as _bounded_text  # the one boun
 if TYPE_CHECKING:
     from aer1._collector import Collector
 
-__all__ = ["CANCELLATIONS", "MAX_ERROR_MESSAGE_CHARS", "count_failure", "error_info", "failure_status"]
+__all__ = ["CANCELLATIONS", "MAX_ERROR_MESSAGE_CHARS", "count_failure", "error_info", "failure_status", "outcome"]
 
 log = logging.getLogger("aer1")
 
@@ -42,3 +46,19 @@ def count_failure(collector: Collector, what: str, exc: BaseException) -> None:
         log.warning(
             "aer1: could not observe %s: %s: %s (not counted: %s)", what, type(exc).__name__, _bounded_text(exc), e
         )
+
+
+@contextlib.contextmanager
+def outcome(record: Callable[[Any, BaseException | None], None]) -> Iterator[list[Any]]:
+    """A call observed in the block, which appends what the call returned.
+
+    Then ``record(returned, None)``; when the block raises, ``record(None, exc)`` and the
+    exception propagates unchanged (a cancellation too).
+    """
+    returned: list[Any] = []
+    try:
+        yield returned
+    except BaseException as exc:
+        record(None, exc)
+        raise
+    record(returned[0], None)

@@ -41,8 +41,14 @@ def installed(module: str) -> bool:
     return not _missing(module)
 
 
-def missing_framework(module: str) -> ImportError:
-    """The error for collector ``module`` imported without its framework: what is missing, which extra to install."""
-    missing = ", ".join(_missing(module)) or "a package of its framework"
-    return ImportError(f"aer1.collectors.{module} needs {missing}, which is not installed: "
-                       f"pip install 'aer1[{FRAMEWORKS[module][0]}]'")
+def missing_framework(module: str, error: ImportError | None = None) -> ImportError:
+    """The error for collector ``module`` imported without its framework: what is missing, which extra to install.
+
+    ``error``: the import that failed, named when every package is there (another version of it).
+    """
+    missing = ", ".join(_missing(module))
+    extra = f"pip install 'aer1[{FRAMEWORKS[module][0]}]'"
+    if not missing and error is not None:
+        return ImportError(f"aer1.collectors.{module} cannot import its framework (got {error}): {extra}")
+    return ImportError(f"aer1.collectors.{module} needs {missing or 'a package of its framework'}, "
+                       f"which is not installed: {extra}")

@@ -12,15 +12,30 @@ Importing this module imports no AutoGen.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ._internals import Private, Table, resolve_owner
+
 __all__ = [
+    "APPEND_OAI_MESSAGE",
+    "AUTO_REPLY_COUNTER",
+    "AUTO_REPLY_LIMITS",
+    "A_CHECK_TERMINATION",
+    "CHECK_TERMINATION",
+    "CODE_EXECUTION_CONFIG",
+    "CONFIG_LIST",
+    "DISPLAY_NAME",
+    "EXECUTOR_REPLY",
+    "IS_TERMINATION_MSG",
     "NAMES",
     "PINNED",
+    "SELECTION_RESULT",
+    "TABLE",
+    "TERMINATION_EVENT",
     "Name",
     "append_oai_message_attr",
     "auto_replies",
@@ -47,86 +62,89 @@ _AG2_LINE = frozenset({"ag2", "autogen"})
 
 #: Exception class names AutoGen raises when no speaker can be selected (0.2.x; AG2).
 _NO_ELIGIBLE_NAMES = frozenset({"NoEligibleSpeaker", "NoEligibleSpeakerError"})
-#: The method every send calls, right after the send hooks, to store the outgoing message.
-_APPEND_OAI_MESSAGE = "_append_oai_message"
-#: Where an agent keeps its ``code_execution_config`` (False when code execution is off).
-_CODE_EXECUTION_CONFIG = "_code_execution_config"
-#: The reply function that runs a ``code_executor`` (replaced to name the acting agent).
-_EXECUTOR_REPLY = "_generate_code_execution_reply_using_executor"
-#: How many auto replies in a row an agent has given each sender, and its limit per sender.
-_AUTO_REPLY_COUNTER = "_consecutive_auto_reply_counter"
-_AUTO_REPLY_LIMITS = "_max_consecutive_auto_reply_dict"
-#: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
-_CHECK_TERMINATION = "check_termination_and_human_reply"
-_A_CHECK_TERMINATION = "a_check_termination_and_human_reply"
-#: Where an ``OpenAIWrapper`` keeps its config entries (model, api_type, model_client_cls, ...).
-_CONFIG_LIST = "_config_list"
-#: Where ``auto`` selection reads its selector chat's result (the model's answers), both lines.
-_SELECTION_RESULT = "_process_speaker_selection_result"
 #: The prefix the selector chat's checking agent gives an answer that named one agent.
 _AGENT_SELECTED = "[AGENT SELECTED]"
-#: A manager's own termination predicate (re-evaluated to derive a termination reason).
-_IS_TERMINATION_MSG = "_is_termination_msg"
-#: The event AG2 0.14 sends through the IOStream when a chat ends, and its reason member.
-_TERMINATION_EVENT = "TerminationEvent"
+#: The members of the event AG2 0.14 sends through the IOStream when a chat ends.
 _TERMINATION_REASON = "termination_reason"
 _EVENT_CONTENT = "content"
-#: How AG2 names a transition target (``AgentTarget``, ``TerminateTarget``, ...).
-_DISPLAY_NAME = "display_name"
 
 
 @dataclass(frozen=True)
-class Name:
+class Name(Private):
     """One dependency: ``attr`` of ``owner`` (``module:Qualified.Path``), and in which line."""
 
-    owner: str
-    attr: str
-    why: str
     ag2_only: bool = False
-    instance: bool = False  # set in __init__: checked on a fresh instance, not the class
 
+
+_AGENT = "autogen:ConversableAgent"
+#: The method every send calls, right after the send hooks, to store the outgoing message.
+APPEND_OAI_MESSAGE = Name(_AGENT, "_append_oai_message", "the message as sent, and whether it was")
+#: The reply function that runs a ``code_executor`` (replaced to name the acting agent).
+EXECUTOR_REPLY = Name(_AGENT, "_generate_code_execution_reply_using_executor",
+                      "naming the agent using a shared executor")
+#: Where an agent keeps its ``code_execution_config`` (False when code execution is off).
+CODE_EXECUTION_CONFIG = Name(_AGENT, "_code_execution_config", "config digest: code execution mode", instance=True)
+#: An agent's (or a manager's) own termination predicate (re-evaluated to derive a termination reason).
+IS_TERMINATION_MSG = Name(_AGENT, "_is_termination_msg", "termination reason", instance=True)
+#: How many auto replies in a row an agent has given each sender, and its limit per sender.
+AUTO_REPLY_COUNTER = Name(_AGENT, "_consecutive_auto_reply_counter", "a two-agent chat's termination reason",
+                          instance=True)
+AUTO_REPLY_LIMITS = Name(_AGENT, "_max_consecutive_auto_reply_dict", "a two-agent chat's termination reason",
+                         instance=True)
+#: The reply functions that end a chat (they answer ``(True, None)``): termination and human reply.
+CHECK_TERMINATION = Name(_AGENT, "check_termination_and_human_reply", "a two-agent chat's termination reason")
+A_CHECK_TERMINATION = Name(_AGENT, "a_check_termination_and_human_reply",
+                           "a two-agent chat's termination reason (async)")
+#: Where an ``OpenAIWrapper`` keeps its config entries (model, api_type, model_client_cls, ...).
+CONFIG_LIST = Name("autogen:OpenAIWrapper", "_config_list", "model facts of a reply: its config entry",
+                   instance=True)
+#: Where ``auto`` selection reads its selector chat's result (the model's answers), both lines.
+SELECTION_RESULT = Name("autogen:GroupChat", "_process_speaker_selection_result",
+                        "the selector model's answers (auto selection)")
+#: The event AG2 0.14 sends through the IOStream when a chat ends.
+TERMINATION_EVENT = Name("autogen.events.agent_events", "TerminationEvent", "AG2's own termination reason",
+                         ag2_only=True)
+#: How AG2 names a transition target (``AgentTarget``, ``TerminateTarget``, ...).
+DISPLAY_NAME = Name("autogen.agentchat.group.targets.transition_target:TransitionTarget", "display_name",
+                    "handoff targets of tool results", ag2_only=True)
 
 NAMES: tuple[Name, ...] = (
-    Name("autogen:ConversableAgent", _APPEND_OAI_MESSAGE, "the message as sent, and whether it was"),
-    Name("autogen:ConversableAgent", "send", "knowing which append is a send"),
-    Name("autogen:ConversableAgent", "a_send", "knowing which append is a send (async)"),
-    Name("autogen:ConversableAgent", "replace_reply_func", "wrapping reply functions in place"),
-    Name("autogen:ConversableAgent", "execute_function", "tool calls (sync)"),
-    Name("autogen:ConversableAgent", "a_execute_function", "tool calls (async)"),
-    Name("autogen:ConversableAgent", "get_human_input", "human input (sync)"),
-    Name("autogen:ConversableAgent", "a_get_human_input", "human input (async)"),
-    Name("autogen:ConversableAgent", "execute_code_blocks", "code_execution_config path"),
-    Name("autogen:ConversableAgent", _EXECUTOR_REPLY, "naming the agent using a shared executor"),
-    Name("autogen:ConversableAgent", _CODE_EXECUTION_CONFIG, "config digest: code execution mode", instance=True),
-    Name("autogen:ConversableAgent", _IS_TERMINATION_MSG, "termination reason", instance=True),
-    Name("autogen:ConversableAgent", _AUTO_REPLY_COUNTER, "a two-agent chat's termination reason", instance=True),
-    Name("autogen:ConversableAgent", _AUTO_REPLY_LIMITS, "a two-agent chat's termination reason", instance=True),
-    Name("autogen:ConversableAgent", _CHECK_TERMINATION, "a two-agent chat's termination reason"),
-    Name("autogen:ConversableAgent", _A_CHECK_TERMINATION, "a two-agent chat's termination reason (async)"),
-    Name("autogen:ConversableAgent", "initiate_chat", "a two-agent chat's task and termination"),
-    Name("autogen:ConversableAgent", "a_initiate_chat", "a two-agent chat's task and termination (async)"),
-    Name("autogen:ConversableAgent", "max_consecutive_auto_reply", "a two-agent chat's termination reason"),
-    Name("autogen:ConversableAgent", "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
+    APPEND_OAI_MESSAGE,
+    Name(_AGENT, "send", "knowing which append is a send"),
+    Name(_AGENT, "a_send", "knowing which append is a send (async)"),
+    Name(_AGENT, "replace_reply_func", "wrapping reply functions in place"),
+    Name(_AGENT, "execute_function", "tool calls (sync)"),
+    Name(_AGENT, "a_execute_function", "tool calls (async)"),
+    Name(_AGENT, "get_human_input", "human input (sync)"),
+    Name(_AGENT, "a_get_human_input", "human input (async)"),
+    Name(_AGENT, "execute_code_blocks", "code_execution_config path"),
+    EXECUTOR_REPLY,
+    CODE_EXECUTION_CONFIG,
+    IS_TERMINATION_MSG,
+    AUTO_REPLY_COUNTER,
+    AUTO_REPLY_LIMITS,
+    CHECK_TERMINATION,
+    A_CHECK_TERMINATION,
+    Name(_AGENT, "initiate_chat", "a two-agent chat's task and termination"),
+    Name(_AGENT, "a_initiate_chat", "a two-agent chat's task and termination (async)"),
+    Name(_AGENT, "max_consecutive_auto_reply", "a two-agent chat's termination reason"),
+    Name(_AGENT, "chat_messages", "call ids (pyautogen 0.2), reply linkage"),
     Name("autogen:OpenAIWrapper", "create", "model facts of a reply (timed)"),
+    CONFIG_LIST,
     Name("autogen:GroupChatManager", "run_chat", "start and end of a group chat run"),
     Name("autogen:GroupChatManager", "a_run_chat", "start and end of a group chat run (async)"),
     Name("autogen:GroupChat", "append", "rounds and the opening message"),
     Name("autogen:GroupChat", "select_speaker", "speaker selection"),
     Name("autogen:GroupChat", "a_select_speaker", "speaker selection (async)"),
     Name("autogen:GroupChat", "manual_select_speaker", "manual selection choice"),
-    Name("autogen:GroupChat", _SELECTION_RESULT, "the selector model's answers (auto selection)"),
+    SELECTION_RESULT,
     Name("autogen.code_utils", "infer_lang", "language of a legacy code block"),
     Name("autogen.io", "IOStream", "AG2's termination events"),
     Name("autogen.exception_utils", "NoEligibleSpeaker", "no-eligible-speaker termination"),
     Name("autogen.exception_utils", "NoEligibleSpeakerError", "no-eligible-speaker termination", ag2_only=True),
-    Name("autogen.events.agent_events", _TERMINATION_EVENT, "AG2's own termination reason", ag2_only=True),
+    TERMINATION_EVENT,
     Name("autogen.agentchat.group.patterns.pattern:Pattern", "prepare_group_chat", "pattern API", ag2_only=True),
-    Name(
-        "autogen.agentchat.group.targets.transition_target:TransitionTarget",
-        _DISPLAY_NAME,
-        "handoff targets of tool results",
-        ag2_only=True,
-    ),
+    DISPLAY_NAME,
 )
 
 
@@ -155,33 +173,34 @@ def installed() -> tuple[str, str] | None:
     return None
 
 
-def resolve_owner(owner: str) -> Any:
-    """The object named ``module:Qualified.Path`` (``module`` alone: the module), imported now."""
-    module_name, _, path = owner.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in filter(None, path.split(".")):
-        obj = getattr(obj, part)
-    return obj
+def _installed_map() -> dict[str, str]:
+    found = installed()
+    return dict([found]) if found is not None else {}
+
+
+#: The table of the classic line (its canary: ``tests/collectors/legacy/test_legacy_internals.py``).
+TABLE = Table("legacy", NAMES, {dist: (version,) for dist, version in PINNED.items()}, installed=_installed_map)
 
 
 def missing() -> list[str]:
     """``owner.attr`` of every name the installed package lacks (empty when all are there)."""
     found = installed()
     ag2_line = found is not None and found[0] in _AG2_LINE
-    gone: list[str] = []
-    for name in NAMES:
-        if name.ag2_only and not ag2_line:
-            continue
-        if name.attr == "NoEligibleSpeaker" and ag2_line:
-            continue  # renamed NoEligibleSpeakerError in the AG2 line (checked there)
-        try:
-            owner = resolve_owner(name.owner)
-            if name.instance:
-                owner = owner("aer1_canary", llm_config=False)
-            getattr(owner, name.attr)
-        except Exception:
-            gone.append(f"{name.owner}.{name.attr}")
-    return gone
+
+    def applies(name: Private) -> bool:
+        if isinstance(name, Name) and name.ag2_only and not ag2_line:
+            return False
+        if name is CONFIG_LIST and importlib.util.find_spec("openai") is None:
+            return False  # no OpenAI client library: no OpenAIWrapper can be made, nor read
+        return not (name.attr == "NoEligibleSpeaker" and ag2_line)  # renamed NoEligibleSpeakerError there
+
+    def resolve(name: Private, owner: str) -> Any:
+        obj = resolve_owner(owner)
+        if name is CONFIG_LIST:
+            return obj(config_list=[{"model": "aer1-canary", "api_key": "sk-aer1-canary-not-a-key"}])
+        return obj("aer1_canary", llm_config=False) if name.instance else obj
+
+    return TABLE.missing(resolve, applies)
 
 
 # ------------------------------------------------------------------------ accessors
@@ -189,17 +208,17 @@ def missing() -> list[str]:
 
 def code_execution_config(agent: Any) -> Any:
     """An agent's ``code_execution_config`` (False when off)."""
-    return getattr(agent, _CODE_EXECUTION_CONFIG, False)
+    return CODE_EXECUTION_CONFIG.get(agent, False)
 
 
 def executor_reply_function(conversable_agent_cls: Any) -> Any:
     """The reply function running an agent's ``code_executor``, or None."""
-    return getattr(conversable_agent_cls, _EXECUTOR_REPLY, None)
+    return EXECUTOR_REPLY.get(conversable_agent_cls)
 
 
 def selection_result_attr() -> str:
     """The GroupChat method ``auto`` selection hands its selector chat's ``ChatResult`` to."""
-    return _SELECTION_RESULT
+    return SELECTION_RESULT.attr
 
 
 def selector_answers(result: Any) -> tuple[list[str], bool]:
@@ -218,18 +237,17 @@ def selector_answers(result: Any) -> tuple[list[str], bool]:
 
 def config_list(client: Any) -> Any:
     """The config entries of an ``OpenAIWrapper`` (a response's ``config_id`` indexes them), or None."""
-    return getattr(client, _CONFIG_LIST, None)
+    return CONFIG_LIST.get(client)
 
 
 def termination_checks(conversable_agent_cls: Any) -> tuple[Any, Any]:
     """(sync, async) reply functions that end a chat by answering ``(True, None)``; None where absent."""
-    return (getattr(conversable_agent_cls, _CHECK_TERMINATION, None),
-            getattr(conversable_agent_cls, _A_CHECK_TERMINATION, None))
+    return CHECK_TERMINATION.get(conversable_agent_cls), A_CHECK_TERMINATION.get(conversable_agent_cls)
 
 
 def auto_replies(agent: Any, sender: Any) -> tuple[Any, Any]:
     """(auto replies given in a row to ``sender``, the agent's limit for it); None where unknown."""
-    counts, limits = getattr(agent, _AUTO_REPLY_COUNTER, None), getattr(agent, _AUTO_REPLY_LIMITS, None)
+    counts, limits = AUTO_REPLY_COUNTER.get(agent), AUTO_REPLY_LIMITS.get(agent)
     count = counts.get(sender, 0) if isinstance(counts, dict) else None
     limit = limits[sender] if isinstance(limits, dict) else None  # a defaultdict: the agent's default
     return count, limit
@@ -237,7 +255,7 @@ def auto_replies(agent: Any, sender: Any) -> tuple[Any, Any]:
 
 def is_termination(agent: Any, message: Any) -> bool:
     """An agent's (or a manager's) own ``is_termination_msg`` applied to ``message`` (raises when absent)."""
-    return bool(getattr(agent, _IS_TERMINATION_MSG)(message))
+    return bool(getattr(agent, IS_TERMINATION_MSG.attr)(message))
 
 
 manager_is_termination = is_termination
@@ -245,7 +263,7 @@ manager_is_termination = is_termination
 
 def append_oai_message_attr() -> str:
     """The name of the method a send stores its (processed) outgoing message with."""
-    return _APPEND_OAI_MESSAGE
+    return APPEND_OAI_MESSAGE.attr
 
 
 def is_no_eligible(exc: BaseException) -> bool:
@@ -258,7 +276,7 @@ def tool_result(value: Any) -> Any:
     its target named (``display_name()``), since its plain dump leaves the target empty."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
-    display = getattr(value, _DISPLAY_NAME, None)
+    display = DISPLAY_NAME.get(value)
     if callable(display):
         return {"target": str(display())}
     dump = getattr(value, "model_dump", None)
@@ -269,8 +287,8 @@ def tool_result(value: Any) -> Any:
     except Exception:
         return value
     target = getattr(value, "target", None)
-    if isinstance(data, dict) and target is not None and callable(getattr(target, _DISPLAY_NAME, None)):
-        data["target"] = str(target.display_name())
+    if isinstance(data, dict) and target is not None and callable(DISPLAY_NAME.get(target)):
+        data["target"] = str(DISPLAY_NAME.get(target)())
     return data
 
 
@@ -279,7 +297,7 @@ def termination_of(event: Any) -> tuple[str, Any] | None:
 
     AG2 wraps each event: its members are on the wrapper's ``content``.
     """
-    if type(event).__name__ != _TERMINATION_EVENT:
+    if type(event).__name__ != TERMINATION_EVENT.attr:
         return None
     body = getattr(event, _EVENT_CONTENT, event)
     reason = getattr(body, _TERMINATION_REASON, None)

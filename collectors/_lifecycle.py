@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 
-from ._agentchat_internals import read
+from ._agentchat_internals import MAX_TURNS, PARTICIPANTS, TERMINATION_CONDITION, read
 from ._errors import count_failure, error_info, failure_status
 from ._state import PerCollector
 
@@ -209,11 +209,11 @@ def team_config(team: Any) -> dict[str, Any]:
     which may hold API keys. The agents' own configurations are checked one by one.
     """
     participants = []
-    for p in read(team, "_participants") or []:
+    for p in read(team, PARTICIPANTS) or []:
         inner = getattr(p, "wrapped_agent", p)
         participants.append({"name": getattr(p, "name", None), "class": type(inner).__name__})
-    return {"class": type(team).__name__, "participants": participants, "max_turns": read(team, "_max_turns"),
-            "termination_condition": _condition(read(team, "_termination_condition"))}
+    return {"class": type(team).__name__, "participants": participants, "max_turns": read(team, MAX_TURNS),
+            "termination_condition": _condition(read(team, TERMINATION_CONDITION))}
 
 
 # ------------------------------------------------------------ lifecycle steps

@@ -60,9 +60,9 @@ try:
     from ag2.middleware import BaseMiddleware, MiddlewareDescription
     from ag2.network.hub.listener import BaseHubListener
 except ImportError as e:  # the extra is not installed: say how to install it
-    raise ImportError(
-        f"aer1.collectors.ag2 needs AG2 1.x: got {e}, want it installed with pip install 'aer1[ag2]'"
-    ) from e
+    from ._extras import missing_framework
+
+    raise missing_framework("ag2", e) from e
 
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab
@@ -86,7 +86,7 @@ from aer1.groupchat._approval import (
 from aer1.groupchat._tools import APPROVAL_DENIED, ARGS_INVALID, arguments_edited, error_content
 
 from . import _ag2_steps as steps
-from ._ag2_internals import ALWAYS_GRANTS_KEY, channel_of, is_tool_itself
+from ._ag2_internals import ALWAYS_GRANTS_KEY, TABLE, channel_of, is_tool_itself
 from ._errors import count_failure, error_info, failure_status
 
 __all__ = [
@@ -99,6 +99,8 @@ __all__ = [
     "channel_actor",
     "current_approval",
 ]
+
+TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: Prefix of the ``agent`` of a network channel's own steps: ``channel:<channel id>``.
 CHANNEL_ACTOR_PREFIX = "channel:"

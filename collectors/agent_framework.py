@@ -51,15 +51,15 @@ try:
         WorkflowRunState,
     )
 except ImportError as e:  # the extra is not installed: say how to install it
-    raise ImportError(
-        f"aer1.collectors.agent_framework needs Microsoft Agent Framework: got {e}, want it installed with "
-        "pip install 'aer1[agent-framework]'"
-    ) from e
+    from ._extras import missing_framework
+
+    raise missing_framework("agent_framework", e) from e
 
 from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 
 from ._af_internals import (
+    TABLE,
     active_run,
     function_call_id,
     is_arguments_error,
@@ -84,6 +84,8 @@ __all__ = [
     "AER1AgentFrameworkCollector",
     "workflow_actor",
 ]
+
+TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: Prefix of the ``agent`` of workflow-level steps (task, speaker selection, end). ``observe``
 #: refuses an agent whose name starts with it, so no agent's steps read as a workflow's.

@@ -51,7 +51,7 @@ try:  # the framework first: without it, say which extra to install
 except ImportError as e:
     from ._extras import missing_framework
 
-    raise missing_framework("agentchat") from e
+    raise missing_framework("agentchat", e) from e
 from autogen_agentchat.base import ChatAgent, Response, TaskResult, Team
 from autogen_agentchat.messages import (
     BaseAgentEvent,
@@ -73,17 +73,19 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 from aer1._bundle import evidence_bytes
 
+from . import _agentchat_internals as internals
 from . import _lifecycle as lifecycle
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector
-from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
-from ._errors import count_failure, error_info, failure_status
+from ._errors import count_failure, error_info, failure_status, outcome
 from ._state import PerCollector
+from ._team_steps import MANAGER_TYPE, TeamStepsCollector, team_actor
 from .autogen_core import DelegatingExecutor, observe_approval, observe_code_executor, was_call_recorded
 
-__all__ = ["AER1AgentWrapper", "AER1AutoGenCollector", "agent_config", "team_run_stream"]
+__all__ = ["AER1AgentWrapper", "agent_config", "team_run_stream"]
 
 log = logging.getLogger("aer1")
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: Attribute (on a wrapped agent) holding its hooks, shared by all its wrappers.
 _HOOKS_ATTR = "_aer1_hooks"
@@ -143,7 +145,7 @@ def _message_content(message: BaseChatMessage) -> Any:
 def _model_identity(client: Any) -> dict[str, Any]:
     """Client class, model name and model info: never the client's configuration (keys)."""
     name: Any = None
-    for attr in ("_create_args", "_raw_config"):
+    for attr in (internals.CREATE_ARGS, internals.RAW_CONFIG):
         mapping = read(client, attr)
         if isinstance(mapping, Mapping) and isinstance(mapping.get("model"), str):
             name = mapping["model"]
@@ -172,7 +174,7 @@ _PROVIDERS = {
 
 def model_facts(agent: Any) -> tuple[str, str | None] | None:
     """(provider, request model) of the agent's model client, or None when it has none (never its configuration)."""
-    client = read(agent, "_model_client")
+    client = read(agent, internals.MODEL_CLIENT)
     if client is None:
         return None
     identity = _model_identity(client)
@@ -193,26 +195,26 @@ def model_of(message: Any, facts: tuple[str, str | None] | None) -> dict[str, An
 def _tool_schemas(agent: Any) -> tuple[list[Any], list[str]]:
     schemas: list[Any] = []
     workbenches: list[str] = []
-    for workbench in read(agent, "_workbench") or []:
-        tools = read(workbench, "_tools")
+    for workbench in read(agent, internals.WORKBENCH) or []:
+        tools = read(workbench, internals.WORKBENCH_TOOLS)
         if isinstance(tools, list):
             schemas.extend(getattr(t, "schema", None) for t in tools)
         else:
             workbenches.append(_type_name(workbench))
     if not schemas:
-        schemas = [getattr(t, "schema", None) for t in read(agent, "_tools") or []]
+        schemas = [getattr(t, "schema", None) for t in read(agent, internals.AGENT_TOOLS) or []]
     return schemas, workbenches
 
 
 _ABSENT = object()
 _BEHAVIOUR_ATTRS = (
-    ("reflect_on_tool_use", "_reflect_on_tool_use"),
-    ("max_tool_iterations", "_max_tool_iterations"),
-    ("tool_call_summary_format", "_tool_call_summary_format"),
-    ("model_client_stream", "_model_client_stream"),
-    ("supported_languages", "_supported_languages"),
-    ("sources", "_sources"),
-    ("max_retries_on_error", "_max_retries_on_error"),
+    ("reflect_on_tool_use", internals.REFLECT_ON_TOOL_USE),
+    ("max_tool_iterations", internals.MAX_TOOL_ITERATIONS),
+    ("tool_call_summary_format", internals.TOOL_CALL_SUMMARY_FORMAT),
+    ("model_client_stream", internals.MODEL_CLIENT_STREAM),
+    ("supported_languages", internals.SUPPORTED_LANGUAGES),
+    ("sources", internals.SOURCES),
+    ("max_retries_on_error", internals.MAX_RETRIES_ON_ERROR),
 )
 
 
@@ -224,10 +226,10 @@ def agent_config(agent: Any) -> dict[str, Any]:
     flags. The model client's own configuration is never read: it may hold API keys.
     """
     config: dict[str, Any] = {"class": _type_name(agent)}
-    system = read(agent, "_system_messages")
+    system = read(agent, internals.SYSTEM_MESSAGES)
     if isinstance(system, list):
         config["system_message"] = [getattr(m, "content", None) for m in system]
-    client = read(agent, "_model_client")
+    client = read(agent, internals.MODEL_CLIENT)
     if client is not None:
         config["model"] = _model_identity(client)
     schemas, workbenches = _tool_schemas(agent)
@@ -235,20 +237,20 @@ def agent_config(agent: Any) -> dict[str, Any]:
         config["tools"] = schemas
     if workbenches:
         config["workbenches"] = workbenches
-    handoffs = read(agent, "_handoffs")
+    handoffs = read(agent, internals.HANDOFFS)
     if isinstance(handoffs, Mapping) and handoffs:
         config["handoffs"] = [
             {"name": h.name, "target": h.target, "description": h.description, "message": h.message}
             for h in handoffs.values()
         ]
-    executor = _original(agent, "_code_executor")
+    executor = _original(agent, _EXECUTOR)
     if executor is not None:
         while isinstance(getattr(executor, "wrapped_executor", None), CodeExecutor):
             executor = executor.wrapped_executor
         config["code_executor"] = _type_name(executor)
-        config["approval_func"] = _callable_name(_original(agent, "_approval_func"))
+        config["approval_func"] = _callable_name(_original(agent, _APPROVAL))
     if isinstance(agent, UserProxyAgent):
-        config["input_func"] = _callable_name(_original(agent, "input_func"))
+        config["input_func"] = _callable_name(_original(agent, _INPUT))
     for key, attr in _BEHAVIOUR_ATTRS:
         value = read(agent, attr, _ABSENT)
         if value is not _ABSENT:
@@ -258,7 +260,7 @@ def agent_config(agent: Any) -> dict[str, Any]:
 
 def _handoff_targets(agent: Any) -> dict[str, str]:
     """Handoff tool name -> target agent, for agents with handoffs (AssistantAgent)."""
-    handoffs = read(agent, "_handoffs")
+    handoffs = read(agent, internals.HANDOFFS)
     if not isinstance(handoffs, Mapping):
         return {}
     return {str(name): str(getattr(h, "target", name)) for name, h in handoffs.items()}
@@ -651,23 +653,20 @@ class _Turn:
 _Handler = Callable[[_Turn, Any], None]
 # item class -> what a turn does with such items (None: forward only); found once per class.
 _HANDLERS: dict[type, _Handler | None] = {}
+#: The handler of each kind of item, the first base class that matches first.
+_HANDLED: tuple[tuple[type, _Handler], ...] = (
+    (Response, _Turn._response),
+    (ToolCallRequestEvent, _Turn._requested),
+    (ToolCallExecutionEvent, _Turn._executed),
+    (UserInputRequestedEvent, _Turn._input_requested),
+    (ThoughtEvent, _Turn._thought),
+    (BaseChatMessage, _Turn._chat_item),
+)
 
 
 def _find_handler(cls: type) -> _Handler | None:
     """What a turn does with items of class ``cls`` (None: forward only), remembered per class."""
-    handler: _Handler | None = None
-    if issubclass(cls, Response):
-        handler = _Turn._response
-    elif issubclass(cls, ToolCallRequestEvent):
-        handler = _Turn._requested
-    elif issubclass(cls, ToolCallExecutionEvent):
-        handler = _Turn._executed
-    elif issubclass(cls, UserInputRequestedEvent):
-        handler = _Turn._input_requested
-    elif issubclass(cls, ThoughtEvent):
-        handler = _Turn._thought
-    elif issubclass(cls, BaseChatMessage):
-        handler = _Turn._chat_item
+    handler = next((h for base, h in _HANDLED if issubclass(cls, base)), None)
     if len(_HANDLERS) < MAX_CACHED_CLASSES:
         _HANDLERS[cls] = handler
     return handler
@@ -716,7 +715,7 @@ class _DispatchingExecutor(DelegatingExecutor):
         return await executor.execute_code_blocks(code_blocks, cancellation_token)
 
 
-_EXECUTOR, _APPROVAL, _INPUT = "_code_executor", "_approval_func", "input_func"
+_EXECUTOR, _APPROVAL, _INPUT = internals.CODE_EXECUTOR.attr, internals.APPROVAL_FUNC.attr, "input_func"
 
 
 class _AgentHooks:
@@ -735,10 +734,10 @@ class _AgentHooks:
         self.originals: dict[str, Any] = {}
         self.dispatchers: dict[str, Any] = {}
         if isinstance(inner, CodeExecutorAgent):
-            executor = read(inner, _EXECUTOR)
+            executor = read(inner, internals.CODE_EXECUTOR)
             if executor is not None:
                 self._install(_EXECUTOR, _DispatchingExecutor(self, executor), executor)
-            approval = read(inner, _APPROVAL)
+            approval = read(inner, internals.APPROVAL_FUNC)
             if approval is not None:
                 self._install(_APPROVAL, self._dispatch(_APPROVAL, approval), approval)
         if isinstance(inner, UserProxyAgent):
@@ -853,7 +852,7 @@ class AER1AgentWrapper(BaseChatAgent):
         self._collector = collector
         self._link_nested = nested == NESTED_LINK
         # The collector when it also records team runs (turn order, pending termination).
-        self._team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
+        self._team_collector = collector if isinstance(collector, TeamStepsCollector) else None
         self._handoff_targets = _handoff_targets(agent)
         self._input_request_id: str | None = None
         self._model_facts = model_facts(agent)
@@ -868,12 +867,12 @@ class AER1AgentWrapper(BaseChatAgent):
         self._hooks = _hooks(agent)
         self._observers = self._base_observers = self._make_observers(collector)
         # What every turn reads: collector, seen, team collector, name, the agent's running wrappers, the agent.
-        self._fixed: tuple[Collector, _Seen, AER1AutoGenCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
+        self._fixed: tuple[Collector, _Seen, TeamStepsCollector | None, str, list[AER1AgentWrapper], ChatAgent] = (
             collector, self._seen, self._team_collector, agent.name, self._hooks.active, agent)
         # nested teams recorded into linked children: observers per child collector, and the
         # child this agent's turns go to while the nested team it belongs to runs
         self._routed_observers: dict[int, tuple[Collector, dict[str, Any]]] = {}
-        self._route: AER1AutoGenCollector | None = None
+        self._route: TeamStepsCollector | None = None
 
     # -- the wrapped agent -------------------------------------------------------
 
@@ -924,7 +923,7 @@ class AER1AgentWrapper(BaseChatAgent):
             collector = route if route is not None else routed(base)
             if collector is not base:
                 seen = self._enter_child(collector)
-                team_collector = collector if isinstance(collector, AER1AutoGenCollector) else None
+                team_collector = collector if isinstance(collector, TeamStepsCollector) else None
         inbound = False
         try:  # most turns receive only wrapped agents' messages: nothing to record
             wrapped = seen.wrapped
@@ -1086,30 +1085,24 @@ class AER1AgentWrapper(BaseChatAgent):
             async_func = cast(Callable[[str, CancellationToken | None], Awaitable[str]], func)
 
             async def observed_input_async(prompt: str, cancellation_token: CancellationToken | None) -> str:
-                started, request_id = time.time(), wrapper._input_request_id
-                try:
-                    value = await async_func(prompt, cancellation_token)
-                except BaseException as exc:
-                    wrapper._record_input(collector, prompt, request_id, started, None, exc)
-                    raise
-                wrapper._record_input(collector, prompt, request_id, started, value, None)
-                return value
+                with outcome(wrapper._input_recorder(collector, prompt)) as given:
+                    given.append(await async_func(prompt, cancellation_token))
+                return cast(str, given[0])
 
             return observed_input_async
 
         sync_func = cast(Callable[[str], str], func)
 
         def observed_input(prompt: str) -> str:
-            started, request_id = time.time(), wrapper._input_request_id
-            try:
-                value = sync_func(prompt)
-            except BaseException as exc:
-                wrapper._record_input(collector, prompt, request_id, started, None, exc)
-                raise
-            wrapper._record_input(collector, prompt, request_id, started, value, None)
-            return value
+            with outcome(wrapper._input_recorder(collector, prompt)) as given:
+                given.append(sync_func(prompt))
+            return cast(str, given[0])
 
         return observed_input
+
+    def _input_recorder(self, collector: Collector, prompt: str) -> Callable[[Any, BaseException | None], None]:
+        """How one call of the agent's input function, starting now, records its ``human_input`` step."""
+        return functools.partial(self._record_input, collector, prompt, self._input_request_id, time.time())
 
     def _record_input(
         self, collector: Collector, prompt: str, request_id: str | None, started: float, value: Any,
@@ -1133,17 +1126,17 @@ _MECHANISMS = {"selector_func": "function"}
 class _TeamRun:
     """One ``collector.run_stream(team)``: team identity and where selections are seen."""
 
-    def __init__(self, collector: AER1AutoGenCollector, team: Any) -> None:
+    def __init__(self, collector: TeamStepsCollector, team: Any) -> None:
         self.collector = collector
         self.team_obj = team
         name = str(getattr(team, "name", type(team).__name__))
-        team_id = read(team, "_team_id")
+        team_id = read(team, internals.TEAM_ID)
         team_id = team_id if isinstance(team_id, str) and team_id else None
         self.team: dict[str, Any] = {"team": name, "team_id": team_id, "team_type": type(team).__name__}
         self.team_identity = {"name": name, "id": team_id, "type": type(team).__name__}
         #: The actor of this team's team-level steps: no participant can be named so.
         self.actor = team_actor(name, team_id)
-        participants = read(team, "_participants")
+        participants = read(team, internals.PARTICIPANTS)
         self.wrapped = [p for p in participants or [] if isinstance(p, AER1AgentWrapper)]
         self.hook: _ManagerHook | None = None
 
@@ -1262,12 +1255,13 @@ class _ManagerHook:
         # Only a selector's functions and a selector's or orchestrator's model write notes.
         self.takes_notes = self.selector or self.magentic
         if self.selector:
-            for attr, key in (("_selector_func", "selector_func"), ("_candidate_func", "candidate_func")):
+            for attr, key in ((internals.SELECTOR_FUNC, "selector_func"), (internals.CANDIDATE_FUNC, "candidate_func")):
                 func = read(manager, attr)
                 if func is not None:
                     write(manager, attr, self._observe_func(func, key))
-        if (self.selector or self.magentic) and read(manager, "_model_client") is not None:
-            write(manager, "_model_client", _ModelProbe(read(manager, "_model_client"), self))
+        client = read(manager, internals.MANAGER_MODEL_CLIENT) if self.selector or self.magentic else None
+        if client is not None:
+            write(manager, internals.MANAGER_MODEL_CLIENT, _ModelProbe(client, self))
         # Not ``manager.__dict__``: see AER1AgentWrapper._instrument (fast attribute reads).
         object.__setattr__(manager, _HOOK_ATTR, self)
 
@@ -1337,7 +1331,7 @@ class _ManagerHook:
     def _before(self, thread: Sequence[Any]) -> dict[str, Any]:
         manager = self.manager
         if self.round_robin:
-            return {"mechanism": "round_robin", "position": read(manager, "_next_speaker_index")}
+            return {"mechanism": "round_robin", "position": read(manager, internals.NEXT_SPEAKER_INDEX)}
         if self.swarm:
             for message in reversed(thread):
                 if isinstance(message, HandoffMessage):
@@ -1345,15 +1339,15 @@ class _ManagerHook:
                         "mechanism": "handoff",
                         "handoff": {"from": message.source, "target": message.target, "message_id": message.id},
                     }
-            return {"mechanism": "current_speaker", "current_speaker": read(manager, "_current_speaker")}
+            return {"mechanism": "current_speaker", "current_speaker": read(manager, internals.CURRENT_SPEAKER)}
         if self.selector:
             return {
-                "previous_speaker": read(manager, "_previous_speaker"),
-                "allow_repeated_speaker": read(manager, "_allow_repeated_speaker"),
+                "previous_speaker": read(manager, internals.PREVIOUS_SPEAKER),
+                "allow_repeated_speaker": read(manager, internals.ALLOW_REPEATED_SPEAKER),
             }
         if self.graph:
             after = next((m.source for m in reversed(thread) if isinstance(m, BaseChatMessage)), None)
-            return {"mechanism": "graph", "after": after, "ready": list(read(manager, "_ready", ()))}
+            return {"mechanism": "graph", "after": after, "ready": list(read(manager, internals.READY, ()))}
         return {"mechanism": f"{type(manager).__name__}.select_speaker"}
 
     def _after(self, names: list[str], before: dict[str, Any]) -> dict[str, Any]:
@@ -1366,7 +1360,8 @@ class _ManagerHook:
             elif self.replies:
                 details["model_replies"] = list(self.replies)
                 last = self.replies[-1]
-                mentioned = read(self.manager, "_mentioned_agents")(last, read(self.manager, "_participant_names"))
+                mention = read(self.manager, internals.MENTIONED_AGENTS)
+                mentioned = mention(last, read(self.manager, internals.PARTICIPANT_NAMES))
                 repeated = names == [before.get("previous_speaker")] and not before.get("allow_repeated_speaker")
                 valid = isinstance(last, str) and list(mentioned) == names and not repeated
                 details["mechanism"] = "model" if valid else "model_fallback"
@@ -1391,13 +1386,13 @@ class _ManagerHook:
         kind = type(message).__name__
         if kind == "GroupChatMessage":
             inner = getattr(message, "message", None)
-            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, "_name"):
+            if isinstance(inner, BaseChatMessage) and inner.source == read(self.manager, internals.MANAGER_NAME):
                 run.manager_message(inner)
                 self.last_manager_message = inner.id
             return
         if kind != "GroupChatRequestPublish":
             return
-        topics = read(self.manager, "_participant_name_to_topic_type", {})
+        topics = read(self.manager, internals.PARTICIPANT_TOPICS, {})
         speaker = next((n for n, t in topics.items() if t == getattr(topic_id, "type", None)), None)
         if speaker is None:
             return
@@ -1429,14 +1424,14 @@ class _ManagerHook:
 
 async def _find_manager(team: Any) -> Any:
     """The team's group chat manager instance, created now if needed; None if unreachable."""
-    runtime = read(team, "_runtime")
-    manager_type = read(team, "_group_chat_manager_topic_type")
-    key = read(team, "_team_id")
+    runtime = read(team, internals.RUNTIME)
+    manager_type = read(team, internals.MANAGER_TOPIC_TYPE)
+    key = read(team, internals.TEAM_ID)
     getter = getattr(runtime, "try_get_underlying_agent_instance", None)
     if runtime is None or not isinstance(manager_type, str) or not isinstance(key, str) or getter is None:
         return None
-    if read(team, "_initialized", True) is False:
-        await read(team, "_init")(runtime)
+    if read(team, internals.INITIALIZED, True) is False:
+        await read(team, internals.INIT)(runtime)
     manager = await getter(AgentId(manager_type, key))
     if not (callable(getattr(manager, "select_speaker", None)) and callable(getattr(manager, "publish_message", None))):
         return None
@@ -1479,7 +1474,7 @@ def _task_message_ids(task: Any) -> list[str]:
 
 
 async def team_run_stream(
-    collector: AER1AutoGenCollector,
+    collector: TeamStepsCollector,
     team: Any,
     *,
     task: Any = None,
@@ -1574,7 +1569,7 @@ class _InnerTeamHook:
 
     def __init__(self, team: Any) -> None:
         self.team = team
-        self.outer: tuple[AER1AutoGenCollector, str, str] | None = None  # collector, nested mode, outer actor
+        self.outer: tuple[TeamStepsCollector, str, str] | None = None  # collector, nested mode, outer actor
         self.recording = False
         self._run_stream = team.run_stream
         object.__setattr__(team, "run_stream", self.run_stream)
@@ -1588,7 +1583,7 @@ class _InnerTeamHook:
                 task=task, cancellation_token=cancellation_token, output_task_messages=output_task_messages))
         return self._recorded(*self.outer, task, cancellation_token, output_task_messages)
 
-    async def _recorded(self, collector: AER1AutoGenCollector, nested: str, outer_actor: str, task: Any,
+    async def _recorded(self, collector: TeamStepsCollector, nested: str, outer_actor: str, task: Any,
                         cancellation_token: CancellationToken | None,
                         output_task_messages: bool) -> AsyncGenerator[Any, None]:
         name = str(getattr(self.team, "name", type(self.team).__name__))
@@ -1597,7 +1592,7 @@ class _InnerTeamHook:
             with contextlib.suppress(Exception):  # listed already (a name is one participant), or finalized
                 collector.register_agent(name, type=type(self.team).__name__,
                                          description=str(getattr(self.team, "description", "")) or None)
-            target = cast(AER1AutoGenCollector, collector.child(f"team {name} nested in {outer_actor}"))
+            target = cast(TeamStepsCollector, collector.child(f"team {name} nested in {outer_actor}"))
             routes = _ROUTES.set((*_ROUTES.get(), (collector, target)))
         # The team's own wrapped participants record into the child whatever context runs them
         # (a runtime shared with the outer team does not carry the context variable).
@@ -1605,7 +1600,7 @@ class _InnerTeamHook:
         if target is not collector:
             origin = _ORIGINS.get(collector, collector)
             _ORIGINS[target] = origin
-            routed_wrappers = [p for p in read(self.team, "_participants") or []
+            routed_wrappers = [p for p in read(self.team, internals.PARTICIPANTS) or []
                                if isinstance(p, AER1AgentWrapper) and p._collector is origin and p._route is None]
             for wrapper in routed_wrappers:
                 wrapper._route = target
@@ -1631,7 +1626,7 @@ class _InnerTeamHook:
                 _link_team_run(collector, target, name, result, started)
 
 
-def _link_team_run(collector: AER1AutoGenCollector, child: AER1AutoGenCollector, name: str,
+def _link_team_run(collector: TeamStepsCollector, child: TeamStepsCollector, name: str,
                    result: TaskResult | None, started: float) -> None:
     """Close a nested team run's child and link it from ``collector`` (agent: the team's name)."""
     try:
@@ -1645,7 +1640,7 @@ def _link_team_run(collector: AER1AutoGenCollector, child: AER1AutoGenCollector,
 def _observe_inner_teams(run: _TeamRun, nested: str) -> list[_InnerTeamHook]:
     """Hook the teams that are participants of ``run``'s team for the duration of the run."""
     hooks: list[_InnerTeamHook] = []
-    for participant in read(run.team_obj, "_participants") or []:
+    for participant in read(run.team_obj, internals.PARTICIPANTS) or []:
         if not isinstance(participant, Team):
             continue
         try:

@@ -55,13 +55,14 @@ try:  # the framework first: without it, say which extra to install
 except ImportError as e:
     from ._extras import missing_framework
 
-    raise missing_framework("autogen_core") from e
+    raise missing_framework("autogen_core", e) from e
 from pydantic import BaseModel
 
 from aer1 import _steps_vocab as vocab
 
+from . import _agentchat_internals as internals
 from ._agentchat_internals import read
-from ._errors import error_info, failure_status
+from ._errors import error_info, failure_status, outcome
 from ._state import PerCollector
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ __all__ = [
     "observe_tools",
     "was_call_recorded",
 ]
+
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 logger = logging.getLogger("aer1")
 
@@ -248,6 +251,27 @@ class _Delegating:
         return f"observed({self._aer1_inner!r})"
 
 
+_Lifecycle = TypeVar("_Lifecycle", bound="_DelegatingLifecycle")
+
+
+class _DelegatingLifecycle(_Delegating):
+    """A stand-in whose start, stop, ``async with`` entry and component model are its inner object's."""
+
+    async def start(self) -> None:
+        await self._aer1_inner.start()
+
+    async def stop(self) -> None:
+        await self._aer1_inner.stop()
+
+    async def __aenter__(self: _Lifecycle) -> _Lifecycle:
+        await self._aer1_inner.__aenter__()
+        return self
+
+    def dump_component(self) -> ComponentModel:
+        """The wrapped object's component model."""
+        return cast(ComponentModel, self._aer1_inner.dump_component())
+
+
 class _ObservedTool(_Delegating, BaseTool[BaseModel, BaseModel]):
     """A tool that records each ``run_json`` call and otherwise behaves as the tool it wraps."""
 
@@ -373,7 +397,7 @@ def _observe_tool(
 # -------------------------------------------------------------------------- workbenches
 
 
-class _ObservedWorkbench(_Delegating, Workbench):
+class _ObservedWorkbench(_DelegatingLifecycle, Workbench):
     """A workbench recording each ``call_tool`` and delegating everything else."""
 
     _aer1_inner: Workbench
@@ -411,12 +435,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
     def _aer1_call(self, name: str, call_id: str | None, arguments: Mapping[str, Any] | None) -> _ObservedCall:
         return _ObservedCall(self._aer1_collector, name, self._aer1_agent, call_id, dict(arguments or {}))
 
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
     async def reset(self) -> None:
         await self._aer1_inner.reset()
 
@@ -426,10 +444,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
     async def load_state(self, state: Mapping[str, Any]) -> None:
         await self._aer1_inner.load_state(state)
 
-    async def __aenter__(self) -> _ObservedWorkbench:
-        await self._aer1_inner.__aenter__()
-        return self
-
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -437,10 +451,6 @@ class _ObservedWorkbench(_Delegating, Workbench):
         exc_tb: TracebackType | None,
     ) -> None:
         await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped workbench's component model."""
-        return self._aer1_inner.dump_component()
 
 
 class _ObservedStreamWorkbench(_ObservedWorkbench):
@@ -480,8 +490,8 @@ _STATIC_WORKBENCHES = (StaticWorkbench, StaticStreamWorkbench)
 def _observe_workbench(workbench: Workbench, collector: Collector, agent: str | None) -> Workbench:
     if isinstance(workbench, _ObservedWorkbench) and workbench._aer1_collector is collector:
         return workbench
-    tools = read(workbench, "_tools")
-    overrides = read(workbench, "_tool_overrides")
+    tools = read(workbench, internals.WORKBENCH_TOOLS)
+    overrides = read(workbench, internals.TOOL_OVERRIDES)
     if type(workbench) in _STATIC_WORKBENCHES and isinstance(tools, list) and isinstance(overrides, dict):
         # Same class over the same (observed) tools: the agent keeps its exact code path
         # (AssistantAgent streams only through StaticStreamWorkbench) and each tool run is timed.
@@ -548,7 +558,7 @@ def observe_tools(tools_or_workbench: Any, collector: Collector, *, agent: str |
 # ------------------------------------------------------------------------ code execution
 
 
-class DelegatingExecutor(_Delegating, CodeExecutor):
+class DelegatingExecutor(_DelegatingLifecycle, CodeExecutor):
     """A ``CodeExecutor`` standing for ``_aer1_inner``: lifecycle, context manager and dump delegated."""
 
     _aer1_inner: CodeExecutor
@@ -558,18 +568,8 @@ class DelegatingExecutor(_Delegating, CodeExecutor):
         """The executor this one stands for."""
         return self._aer1_inner
 
-    async def start(self) -> None:
-        await self._aer1_inner.start()
-
-    async def stop(self) -> None:
-        await self._aer1_inner.stop()
-
     async def restart(self) -> None:
         await self._aer1_inner.restart()
-
-    async def __aenter__(self) -> DelegatingExecutor:
-        await self._aer1_inner.__aenter__()
-        return self
 
     async def __aexit__(
         self,
@@ -578,10 +578,6 @@ class DelegatingExecutor(_Delegating, CodeExecutor):
         exc_tb: TracebackType | None,
     ) -> bool | None:
         return await self._aer1_inner.__aexit__(exc_type, exc_val, exc_tb)
-
-    def dump_component(self) -> ComponentModel:
-        """The wrapped executor's component model."""
-        return self._aer1_inner.dump_component()
 
 
 class _ObservedCodeExecutor(DelegatingExecutor):
@@ -693,27 +689,17 @@ def observe_approval(approval_func: Callable[[Any], Any], collector: Collector, 
 
         @functools.wraps(approval_func)
         async def observed_async(request: Any) -> Any:
-            started_at = time.time()
-            try:
-                response = await approval_func(request)
-            except BaseException as exc:
-                _record_approval(collector, agent, request, started_at, None, exc)
-                raise
-            _record_approval(collector, agent, request, started_at, response, None)
-            return response
+            with outcome(functools.partial(_record_approval, collector, agent, request, time.time())) as response:
+                response.append(await approval_func(request))
+            return response[0]
 
         return observed_async
 
     @functools.wraps(approval_func)
     def observed(request: Any) -> Any:
-        started_at = time.time()
-        try:
-            response = approval_func(request)
-        except BaseException as exc:
-            _record_approval(collector, agent, request, started_at, None, exc)
-            raise
-        _record_approval(collector, agent, request, started_at, response, None)
-        return response
+        with outcome(functools.partial(_record_approval, collector, agent, request, time.time())) as response:
+            response.append(approval_func(request))
+        return response[0]
 
     return observed
 

@@ -47,7 +47,7 @@ try:  # the framework first: without it, say which extra to install
 except ImportError as e:
     from ._extras import missing_framework
 
-    raise missing_framework("grpc_runtime") from e
+    raise missing_framework("grpc_runtime", e) from e
 
 from aer1 import _steps_vocab as vocab
 

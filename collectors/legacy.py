@@ -35,16 +35,16 @@ import threading
 import time
 import types
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aer1 import _steps_vocab as vocab
 from aer1._redact import is_secret_key
 
 from . import _legacy_internals as internals
-from ._errors import count_failure, error_info, failure_status
+from ._errors import count_failure, error_info, failure_status, outcome
 
 if TYPE_CHECKING:
     from aer1 import Collector
@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("aer1")
+_T = TypeVar("_T")
+internals.TABLE.warn_if_unchecked()  # logs once when the installed version is not one the names were checked on
 
 #: How to install the classic AutoGen API this module observes.
 INSTALL_HINT = "pip install 'aer1[legacy]'"
@@ -665,20 +667,27 @@ def _wrap_sends(agent: Any, hooks: _AgentHooks, on_sent: Any) -> None:
     setattr(agent, attr, append_oai_message)
 
 
+def _tool_recorder(
+    hooks: _AgentHooks, func_call: Any, call_id: Any, path: str
+) -> Callable[[Any, BaseException | None], None]:
+    """One ``execute_function`` call (``path``: sync or async) noted as started now: how it records its end."""
+    started = time.time()
+    key = hooks.tool_started(func_call, call_id, started, path)
+
+    def ended(returned: Any, error: BaseException | None) -> None:
+        hooks.tool_ended(key, func_call, call_id, returned, started, path, error=error)
+
+    return ended
+
+
 def _wrap_execute_function(agent: Any, hooks: _AgentHooks) -> None:
     original = agent.execute_function
 
     @functools.wraps(original)
     def execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "sync")
-        try:
-            outcome = original(func_call, *args, **kwargs)
-        except BaseException as e:
-            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "sync", error=e)
-            raise
-        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "sync")
-        return outcome
+        with outcome(_tool_recorder(hooks, func_call, kwargs.get("call_id"), "sync")) as returned:
+            returned.append(original(func_call, *args, **kwargs))
+        return returned[0]
 
     agent.execute_function = execute_function
 
@@ -688,15 +697,9 @@ def _wrap_a_execute_function(agent: Any, hooks: _AgentHooks) -> None:
 
     @functools.wraps(original)
     async def a_execute_function(func_call: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        key = hooks.tool_started(func_call, kwargs.get("call_id"), started, "async")
-        try:
-            outcome = await original(func_call, *args, **kwargs)
-        except BaseException as e:
-            hooks.tool_ended(key, func_call, kwargs.get("call_id"), None, started, "async", error=e)
-            raise
-        hooks.tool_ended(key, func_call, kwargs.get("call_id"), outcome, started, "async")
-        return outcome
+        with outcome(_tool_recorder(hooks, func_call, kwargs.get("call_id"), "async")) as returned:
+            returned.append(await original(func_call, *args, **kwargs))
+        return returned[0]
 
     agent.a_execute_function = a_execute_function
 
@@ -1046,6 +1049,26 @@ def _chat_call(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, d
     return named.get("recipient"), named
 
 
+@contextlib.contextmanager
+def _running(
+    active: contextvars.ContextVar[_T], value: _T, watcher: Callable[[Any], None],
+    end: Callable[[BaseException | None], None],
+) -> Iterator[None]:
+    """The block runs a chat or group chat run, sync or async: ``active`` is ``value``, AutoGen's
+    events go to ``watcher``, and ``end`` records how it ended (after ``active`` is reset, when it
+    returned)."""
+    token = active.set(value)
+    try:
+        with internals.watch_iostream(watcher):
+            yield
+    except BaseException as e:
+        end(e)
+        raise
+    finally:
+        active.reset(token)
+    end(None)
+
+
 def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) -> None:
     """A chat this agent starts with one other agent gets a ``task`` and a ``termination`` step.
 
@@ -1066,34 +1089,16 @@ def _wrap_initiate_chat(agent: Any, hooks: _AgentHooks, api: SimpleNamespace) ->
         chat = begin(args, kwargs)
         if chat is None:
             return sync(*args, **kwargs)
-        token = _ACTIVE_CHAT.set(chat)
-        try:
-            with internals.watch_iostream(_chat_watcher(chat)):
-                result = sync(*args, **kwargs)
-        except BaseException as e:
-            _end_chat(chat, e)
-            raise
-        finally:
-            _ACTIVE_CHAT.reset(token)
-        _end_chat(chat, None)
-        return result
+        with _running(_ACTIVE_CHAT, chat, _chat_watcher(chat), functools.partial(_end_chat, chat)):
+            return sync(*args, **kwargs)
 
     @functools.wraps(a_sync)
     async def a_initiate_chat(*args: Any, **kwargs: Any) -> Any:
         chat = begin(args, kwargs)
         if chat is None:
             return await a_sync(*args, **kwargs)
-        token = _ACTIVE_CHAT.set(chat)
-        try:
-            with internals.watch_iostream(_chat_watcher(chat)):
-                result = await a_sync(*args, **kwargs)
-        except BaseException as e:
-            _end_chat(chat, e)
-            raise
-        finally:
-            _ACTIVE_CHAT.reset(token)
-        _end_chat(chat, None)
-        return result
+        with _running(_ACTIVE_CHAT, chat, _chat_watcher(chat), functools.partial(_end_chat, chat)):
+            return await a_sync(*args, **kwargs)
 
     agent.initiate_chat, agent.a_initiate_chat = initiate_chat, a_initiate_chat
 
@@ -1211,6 +1216,24 @@ def _probe_callable(groupchat: Any, info: dict[str, Any]) -> Iterator[None]:
     finally:
         if groupchat.speaker_selection_method is probe:
             groupchat.speaker_selection_method = method
+
+
+@contextlib.contextmanager
+def _selecting(group: _GroupHooks, groupchat: Any, last_speaker: Any, selector: Any) -> Iterator[list[Any]]:
+    """One ``select_speaker`` call (sync or async) recorded: the block appends the speaker chosen.
+
+    The selection step is recorded when the block ends, with the error when it raised.
+    """
+    started = time.time()
+    info = _begin_selection(group, groupchat, last_speaker)
+    chosen: list[Any] = []
+    try:
+        with _probe_callable(groupchat, info):
+            yield chosen
+    except Exception as e:
+        _end_selection(group, selector, info, started, error=e)
+        raise
+    _end_selection(group, selector, info, started, chosen=chosen[0])
 
 
 def _begin_selection(group: _GroupHooks, groupchat: Any, last_speaker: Any) -> dict[str, Any]:
@@ -1331,16 +1354,9 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
 
     @functools.wraps(select)
     def select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        info = _begin_selection(group, groupchat, last_speaker)
-        try:
-            with _probe_callable(groupchat, info):
-                chosen = select(last_speaker, selector, *args, **kwargs)
-        except Exception as e:
-            _end_selection(group, selector, info, started, error=e)
-            raise
-        _end_selection(group, selector, info, started, chosen=chosen)
-        return chosen
+        with _selecting(group, groupchat, last_speaker, selector) as chosen:
+            chosen.append(select(last_speaker, selector, *args, **kwargs))
+        return chosen[0]
 
     _install(groupchat, "select_speaker", select_speaker, select)
 
@@ -1348,16 +1364,9 @@ def _wrap_groupchat(groupchat: Any, group: _GroupHooks) -> None:
 
     @functools.wraps(a_select)
     async def a_select_speaker(last_speaker: Any, selector: Any, *args: Any, **kwargs: Any) -> Any:
-        started = time.time()
-        info = _begin_selection(group, groupchat, last_speaker)
-        try:
-            with _probe_callable(groupchat, info):
-                chosen = await a_select(last_speaker, selector, *args, **kwargs)
-        except Exception as e:
-            _end_selection(group, selector, info, started, error=e)
-            raise
-        _end_selection(group, selector, info, started, chosen=chosen)
-        return chosen
+        with _selecting(group, groupchat, last_speaker, selector) as chosen:
+            chosen.append(await a_select(last_speaker, selector, *args, **kwargs))
+        return chosen[0]
 
     _install(groupchat, "a_select_speaker", a_select_speaker, a_select)
 
@@ -1584,34 +1593,18 @@ def _observe_manager(manager: Any, collector: Collector, api: SimpleNamespace) -
         group, run = begin(recipient, args, kwargs)
         if group is None or run is None:
             return run_chat(recipient, *args, **kwargs)
-        token = _ACTIVE_RUN.set(run)
-        try:
-            with internals.watch_iostream(_termination_watcher(run, recipient)):
-                result = run_chat(recipient, *args, **kwargs)
-        except BaseException as e:
-            _end_run(group, run, recipient, e)
-            raise
-        finally:
-            _ACTIVE_RUN.reset(token)
-        _end_run(group, run, recipient, None)
-        return result
+        with _running(_ACTIVE_RUN, run, _termination_watcher(run, recipient),
+                      functools.partial(_end_run, group, run, recipient)):
+            return run_chat(recipient, *args, **kwargs)
 
     @functools.wraps(a_run_chat)
     async def observed_a_run_chat(recipient: Any, *args: Any, **kwargs: Any) -> Any:
         group, run = begin(recipient, args, kwargs)
         if group is None or run is None:
             return await a_run_chat(recipient, *args, **kwargs)
-        token = _ACTIVE_RUN.set(run)
-        try:
-            with internals.watch_iostream(_termination_watcher(run, recipient)):
-                result = await a_run_chat(recipient, *args, **kwargs)
-        except BaseException as e:
-            _end_run(group, run, recipient, e)
-            raise
-        finally:
-            _ACTIVE_RUN.reset(token)
-        _end_run(group, run, recipient, None)
-        return result
+        with _running(_ACTIVE_RUN, run, _termination_watcher(run, recipient),
+                      functools.partial(_end_run, group, run, recipient)):
+            return await a_run_chat(recipient, *args, **kwargs)
 
     manager.replace_reply_func(run_chat, observed_run_chat)
     manager.replace_reply_func(a_run_chat, observed_a_run_chat)

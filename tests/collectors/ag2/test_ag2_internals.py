@@ -32,9 +32,9 @@ def test_every_name_the_collector_uses_exists() -> None:
 
 def test_a_missing_name_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canary itself can fail: a renamed attribute or class is listed."""
-    names = (*internals.NAMES, internals.Name("ag2:Agent", "_renamed_upstream", "canary check"),
+    names = (*internals.TABLE.entries, internals.Name("ag2:Agent", "_renamed_upstream", "canary check"),
              internals.Name("ag2:NoSuchClass", "ask", "canary check"))
-    monkeypatch.setattr(internals, "NAMES", names)
+    monkeypatch.setattr(internals.TABLE, "entries", names)
     assert internals.missing() == ["ag2:Agent._renamed_upstream", "ag2:NoSuchClass.ask"]
 
 

@@ -11,7 +11,7 @@ from agent_framework.orchestrations import GroupChatBuilder, GroupChatState, Seq
 from aer1.collectors import _af_internals
 from aer1.collectors._af_internals import (
     CALL_ID_METADATA_KEY,
-    PROVIDER_ATTRIBUTE,
+    PROVIDER,
     active_run,
     function_call_id,
     max_rounds,
@@ -19,6 +19,7 @@ from aer1.collectors._af_internals import (
     response_model,
     stream_error,
 )
+from aer1.collectors._internals import Private, resolve_owner
 
 from .scripted import Call, ScriptedChatClient
 from .workflows import add
@@ -31,6 +32,36 @@ class Spy(FunctionMiddleware):
     async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         self.seen.append(function_call_id(context))
         await call_next()
+
+
+def _real_object(entry: Private, owner: str) -> object:
+    """An object of each kind the table names: built here for instance attributes, else imported."""
+    if not entry.instance:
+        return resolve_owner(owner)
+    if entry is _af_internals.MAX_ROUNDS:
+        workflow = GroupChatBuilder(participants=[Agent(client=ScriptedChatClient([]), name="a")],
+                                    selection_func=lambda state: "a", max_rounds=2).build()
+        found = [e for e in workflow.get_executors_list() if isinstance(e, resolve_owner(owner))]
+        return found[0]
+    if entry is _af_internals.ACTIVE_RUN:
+        return SequentialBuilder(participants=[Agent(client=ScriptedChatClient([]), name="a")]).build()
+    if entry is _af_internals.STREAM_ERROR:
+        return ScriptedChatClient([]).get_response([Message(role="user", contents=["hi"])], stream=True)
+    raise AssertionError(f"no real object for {owner}.{entry.attr}: build one here")
+
+
+def test_every_private_name_exists_on_real_objects() -> None:
+    for entry in _af_internals.TABLE.entries:  # each object really is of the kind the table names
+        obj = _real_object(entry, entry.owner)
+        assert not entry.instance or isinstance(obj, resolve_owner(entry.owner)), f"got {type(obj)}, want {entry.owner}"
+    gone = _af_internals.TABLE.missing(_real_object)
+    assert gone == [], f"got these names missing from {_af_internals.TABLE.installed()}: {gone}, want none"
+
+
+def test_installed_agent_framework_is_a_checked_version() -> None:
+    # A new pin must be checked (this canary passing on it) and added to CHECKED_VERSIONS.
+    assert set(_af_internals.TABLE.installed()) == set(_af_internals.CHECKED_VERSIONS)
+    assert _af_internals.TABLE.unchecked() == {}, "rerun this canary and update aer1.collectors._af_internals"
 
 
 async def test_function_context_metadata_carries_the_call_id() -> None:
@@ -47,14 +78,14 @@ def test_group_chat_orchestrator_keeps_its_round_limit() -> None:
 
     workflow = GroupChatBuilder(participants=[Agent(client=ScriptedChatClient([]), name="a")], selection_func=first,
                                 max_rounds=4).build()
-    assert max_rounds(workflow) == 4, f"got {max_rounds(workflow)}, want 4 ({_af_internals.MAX_ROUNDS_ATTRIBUTE})"
+    assert max_rounds(workflow) == 4, f"got {max_rounds(workflow)}, want 4 ({_af_internals.MAX_ROUNDS.attr})"
 
 
 async def test_workflow_keeps_the_stream_of_a_run_not_streamed() -> None:
     workflow = SequentialBuilder(participants=[Agent(client=ScriptedChatClient(["hi"]), name="a")]).build()
     pending = workflow.run("go")
     stream = active_run(workflow)
-    assert stream is not None, f"got no stream under {_af_internals.ACTIVE_RUN_ATTRIBUTE!r}, want the run's"
+    assert stream is not None, f"got no stream under {_af_internals.ACTIVE_RUN.attr!r}, want the run's"
     seen: list[str] = []
     stream.with_update_transform(lambda event: seen.append(event.type))
     result = await pending
@@ -68,7 +99,7 @@ async def test_a_failed_stream_shows_its_error_to_cleanup_hooks() -> None:
     with pytest.raises(AssertionError, match="script exhausted") as raised:
         async for _ in stream:
             pass
-    assert seen == [raised.value], f"got {seen} under {_af_internals.STREAM_ERROR_ATTRIBUTE!r}, want the error"
+    assert seen == [raised.value], f"got {seen} under {_af_internals.STREAM_ERROR.attr!r}, want the error"
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -82,4 +113,4 @@ async def test_an_agent_response_keeps_the_model_it_was_built_from(stream: bool)
     assert response_model(response) == "canary-model-2", "the chat response's model is no longer reachable from " \
         f"the agent's response (raw_representation): got {response_model(response)!r}"
     assert model_facts(agent) == ("ScriptedChatClient", "canary-model"), \
-        f"got {model_facts(agent)}, want the client's class ({PROVIDER_ATTRIBUTE} unknown) and the default model"
+        f"got {model_facts(agent)}, want the client's class ({PROVIDER.attr} unknown) and the default model"

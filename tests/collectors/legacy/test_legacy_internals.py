@@ -24,11 +24,11 @@ def test_every_name_the_hooks_use_exists() -> None:
 def test_a_missing_name_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canary itself can fail: a renamed attribute or class is listed."""
     names = (
-        *internals.NAMES,
+        *internals.TABLE.entries,
         internals.Name("autogen:ConversableAgent", "_renamed_upstream", "canary check"),
         internals.Name("autogen:NoSuchClass", "send", "canary check"),
     )
-    monkeypatch.setattr(internals, "NAMES", names)
+    monkeypatch.setattr(internals.TABLE, "entries", names)
     assert internals.missing() == ["autogen:ConversableAgent._renamed_upstream", "autogen:NoSuchClass.send"]
 
 
