@@ -234,9 +234,13 @@ def _data(value: Any) -> Any:
     return value
 
 
-def _attributes(span: ReadableSpan) -> dict[str, Any]:
-    """The span's attributes as JSON data, keys as plain text."""
-    return {_text(k): _data(v) for k, v in _readable(span).items()}
+def _attributes(span: ReadableSpan) -> dict[str, Any] | None:
+    """The attributes of a GenAI span (one with ``gen_ai.operation.name``) as JSON data, keys as plain text; None
+    for any other span, told apart before anything is converted (most spans of a traced run are not GenAI's)."""
+    attributes = _readable(span)
+    if _OPERATION not in attributes and all(type(k) is str for k in attributes):
+        return None  # a key of a str subclass may still name the operation once it is plain text
+    return {_text(k): _data(v) for k, v in attributes.items()}
 
 
 def _json_list(value: Any) -> list[str] | None:
@@ -457,8 +461,8 @@ class SpanReceiptCollector(SpanProcessor):
     def _record(self, span: ReadableSpan, node: _Node) -> None:
         node.span = None
         attributes = _attributes(span)
-        operation = attributes.get(_OPERATION)
-        if not isinstance(operation, str) or not operation:
+        operation = None if attributes is None else attributes.get(_OPERATION)
+        if attributes is None or not isinstance(operation, str) or not operation:
             return  # not a GenAI span: a place in the tree, no step
         status = span.status.status_code
         failed = status == StatusCode.ERROR
