@@ -14,8 +14,8 @@ processor, or to none, so every variant pays the same tracing cost.
 
 The table gives each variant's median CPU and wall time, the median over the pairs of its
 ratio to the run without a processor (target for ``ReceiptSpanProcessor``: at most 1.03)
-with the interquartile range of those ratios, and the ratio of the fastest runs (on a
-loaded machine other processes only ever add time, so the minimums move least). What the
+with the interquartile range of those ratios, and the ratio of the fastest runs (other
+processes only ever add time; with few pairs the fastest runs still differ by chance). What the
 warm-up left alive is frozen out of the garbage collector's scans (``gc.freeze``), so a
 collection during a run costs what that run allocated, whichever variant it is. Numbers,
 not assertions: nothing here fails on time.
