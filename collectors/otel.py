@@ -210,7 +210,10 @@ def _readable(span: ReadableSpan) -> Mapping[str, Any]:
     """
     attributes = span.attributes
     if type(attributes) is MappingProxyType:
-        return attributes.copy()
+        try:
+            return attributes.copy()
+        except AttributeError:  # a view of a mapping without copy(): not the SDK's
+            return dict(attributes)
     return attributes or {}
 
 
