@@ -22,6 +22,7 @@ import os
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry import trace
@@ -108,10 +109,11 @@ class ReceiptSpanProcessor(SpanProcessor):
             return
         try:
             span.set_attribute(WORKFLOW_ATTRIBUTE, self._workflow_id)
-            attributes = span.attributes or {}
-            call_id = attributes.get(_CALL_ID)
-            if attributes.get(_OPERATION) == _EXECUTE_TOOL and isinstance(call_id, str) and call_id:
-                self._remember_tool_span(call_id, span)
+            attributes = _readable(span)
+            if attributes.get(_OPERATION) == _EXECUTE_TOOL:
+                call_id = attributes.get(_CALL_ID)
+                if isinstance(call_id, str) and call_id:
+                    self._remember_tool_span(call_id, span)
         except Exception as e:
             collector.count_recording_failure("a span's start", e)
 
@@ -122,10 +124,12 @@ class ReceiptSpanProcessor(SpanProcessor):
         if ctx is not None and self._named:
             with self._lock:
                 self._named.pop(ctx.span_id, None)
-        attributes = span.attributes
-        if not attributes or attributes.get(_OPERATION) != _EXECUTE_TOOL or self._collector.closed:
+        if self._collector.closed:
             return
         try:
+            attributes = _readable(span)
+            if attributes.get(_OPERATION) != _EXECUTE_TOOL:
+                return
             call_id = attributes.get(_CALL_ID)
             if isinstance(call_id, str) and call_id and ctx is not None and ctx.span_id not in self._remembered:
                 self._remember_tool_span(call_id, span)
@@ -168,15 +172,19 @@ class ReceiptSpanProcessor(SpanProcessor):
         if recording is None or not recording():
             return
         key = span.get_span_context().span_id
+        seq, receipt_id = step["seq"], step["receipt_id"]
         with self._lock:
-            named = self._named.setdefault(key, [])
-            if len(named) >= MAX_STEPS_PER_SPAN:
+            named = self._named.get(key)
+            if named is None:  # the span's first step (nearly always): no lists to build
+                self._named[key] = [(seq, receipt_id)]
+            elif len(named) >= MAX_STEPS_PER_SPAN:
                 return
-            named.append((step["seq"], step["receipt_id"]))
-            seqs = [seq for seq, _ in named]
-            ids = [rid for _, rid in named]
-        if len(seqs) == 1:
-            span.set_attributes({STEP_SEQ_ATTRIBUTE: seqs[0], STEP_ID_ATTRIBUTE: ids[0]})
+            else:
+                named.append((seq, receipt_id))
+                seqs = [seq for seq, _ in named]
+                ids = [rid for _, rid in named]
+        if named is None:
+            span.set_attributes({STEP_SEQ_ATTRIBUTE: seq, STEP_ID_ATTRIBUTE: receipt_id})
         else:
             span.set_attributes({STEP_SEQ_ATTRIBUTE: seqs, STEP_ID_ATTRIBUTE: ids})
 
@@ -191,6 +199,22 @@ class ReceiptSpanProcessor(SpanProcessor):
                 self._tool_span_count -= 1
                 if not oldest:
                     self._tool_spans.popitem(last=False)
+
+
+def _readable(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes as a plain dict, to look names up in.
+
+    The SDK hands them over as a read-only view of its ``BoundedAttributes``, whose ``get``
+    answers a name it lacks by raising and catching ``KeyError`` (microseconds, on nearly
+    every span); a dict copy of a span's few attributes costs less than one such miss.
+    """
+    attributes = span.attributes
+    if type(attributes) is MappingProxyType:
+        try:
+            return attributes.copy()
+        except AttributeError:  # a view of a mapping without copy(): not the SDK's
+            return dict(attributes)
+    return attributes or {}
 
 
 def _utc(ns: int) -> _dt.datetime:
@@ -213,9 +237,13 @@ def _data(value: Any) -> Any:
     return value
 
 
-def _attributes(span: ReadableSpan) -> dict[str, Any]:
-    """The span's attributes as JSON data, keys as plain text."""
-    return {_text(k): _data(v) for k, v in (span.attributes or {}).items()}
+def _attributes(span: ReadableSpan) -> dict[str, Any] | None:
+    """The attributes of a GenAI span (one with ``gen_ai.operation.name``) as JSON data, keys as plain text; None
+    for any other span, told apart before anything is converted (most spans of a traced run are not GenAI's)."""
+    attributes = _readable(span)
+    if _OPERATION not in attributes and all(type(k) is str for k in attributes):
+        return None  # a key of a str subclass may still name the operation once it is plain text
+    return {_text(k): _data(v) for k, v in attributes.items()}
 
 
 def _json_list(value: Any) -> list[str] | None:
@@ -419,7 +447,7 @@ class SpanReceiptCollector(SpanProcessor):
         current: _Node | None = node
         while current is not None and seen <= len(self._nodes):
             span = current.ended if current.ended is not None else current.span
-            agent = (span.attributes or {}).get(_AGENT_NAME) if span is not None else None
+            agent = _readable(span).get(_AGENT_NAME) if span is not None else None
             if isinstance(agent, str) and agent:
                 return _text(agent)
             current = self._nodes.get(current.parent) if current.parent is not None else None
@@ -436,8 +464,8 @@ class SpanReceiptCollector(SpanProcessor):
     def _record(self, span: ReadableSpan, node: _Node) -> None:
         node.span = None
         attributes = _attributes(span)
-        operation = attributes.get(_OPERATION)
-        if not isinstance(operation, str) or not operation:
+        operation = None if attributes is None else attributes.get(_OPERATION)
+        if attributes is None or not isinstance(operation, str) or not operation:
             return  # not a GenAI span: a place in the tree, no step
         status = span.status.status_code
         failed = status == StatusCode.ERROR
