@@ -176,3 +176,33 @@ def test_a_failed_check_is_shown_as_failed_in_the_basis_never_as_not_checked(tmp
     code, html = report(path, tmp_path / "r.html")
     assert code == 1
     assert "chain: FAILED" in html and "chain: not checked" not in html
+
+
+def test_bidi_overrides_and_control_characters_are_shown_escaped_on_every_page(tmp_path: Path) -> None:
+    """New user: an agent named ``"\\u202eevil"`` showed as ``live`` on the receipt's page, and its override
+    reversed the rest of the step's header (tool, times); a NUL in a message showed as nothing. Every page
+    (a receipt's, an archive's index and its data block, a diff's) now writes each bidirectional formatting or
+    control character as its escape, as ``aer1 show`` does; line breaks and tabs stay."""
+    hidden = ["\u202e", "\u202c", "\u2066", "\u200f", "\x00", "\x1b", "\x85"]
+    folder = tmp_path / "archive"
+    for name, agent in (("a", "\u202eevil\u202c"), ("b", "\u2066bob\u200f")):
+        c = Collector(goal="goal \u202eRTL")
+        c.record("lookup", {"arguments": {"q": "nul\x00 esc\x1b[31m"}, "result": "r\u202eesult\x85"},
+                 agent=agent, kind="tool_call")
+        c.record("message", {"content": "line one\n\tline two \u202edone"}, agent=agent)
+        (folder / name).mkdir(parents=True)
+        c.save(folder / name / "receipt.json", workflow=c.finalize())
+    code, page = report(folder / "a" / "receipt.json", tmp_path / "a.html")
+    assert code == 0 and "\\u202eevil\\u202c" in page and "r\\u202eesult\\x85" in page
+    assert "line one\n\tline two \\u202edone" in page  # the line break and tab are the text's own
+    (tmp_path / "site").mkdir()
+    code, index = report(folder, tmp_path / "site" / "index.html")
+    assert code == 0
+    diff = tmp_path / "d.html"
+    assert run(["diff", str(folder / "a" / "receipt.json"), str(folder / "b" / "receipt.json"),
+                "--html", str(diff)])[0] == 1
+    pages = {"receipt": page, "index": index, "diff": diff.read_text(encoding="utf-8"),
+             "index's receipt": (tmp_path / "site" / "index-0002.html").read_text(encoding="utf-8")}
+    for what, html in pages.items():
+        assert not [c for c in hidden if c in html], f"the {what} page holds a raw {[c for c in hidden if c in html]}"
+    assert "\\\\u202eRTL" in index  # in the data block the rows' escape is itself JSON-escaped
