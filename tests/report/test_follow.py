@@ -136,8 +136,9 @@ def test_what_is_not_a_journal_exits_2(content: bytes, tmp_path: Path) -> None:
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
-def test_a_long_step_line_read_in_many_chunks_is_followed_in_one_pass(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_step_line_read_in_many_chunks_is_followed_in_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """New user: ``--follow`` on a run whose one step holds megabytes (a tool's big result) took minutes: each
     chunk read appended to the torn line by copying it, and searched the whole torn line for a newline again, so
     a line read in N chunks cost N times its length. Now only the new chunk is searched and the torn rest grows in
