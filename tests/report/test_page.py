@@ -206,3 +206,30 @@ def test_bidi_overrides_and_control_characters_are_shown_escaped_on_every_page(t
     for what, html in pages.items():
         assert not [c for c in hidden if c in html], f"the {what} page holds a raw {[c for c in hidden if c in html]}"
     assert "\\\\u202eRTL" in index  # in the data block the rows' escape is itself JSON-escaped
+
+
+def test_a_name_over_200_characters_keeps_its_own_tail_in_its_short_form_and_on_hover(tmp_path: Path) -> None:
+    """New user: an agent (or tool) name of 400 characters was cut to its first 200 with a note, so its short
+    form ended in the note's tail (``@aaaa… shown]``) and its hover and copy held no end of the name at all; two
+    long names differing only at the end looked the same. A long name now keeps its head and its tail, the
+    count of the rest between them, in the step list, the totals, the filters and the timeline."""
+    tail_a, tail_b = "-instance-0001", "-instance-0002"
+    c = Collector(goal="long names")
+    for tail in (tail_a, tail_b):
+        c.record("t" * 300 + tail, {"arguments": {}, "result": "r"}, agent="@" + "a" * 400 + tail, kind="tool_call")
+    (tmp_path / "run").mkdir()
+    code, page = report(save_run(c, tmp_path / "run"), tmp_path / "r.html")
+    assert code == 0 and not [s for s in re.findall(r'class="id" title="[^"]*">([^<]*)<', page) if "shown]" in s]
+    for tail in (tail_a, tail_b):
+        shorts = re.findall(r'class="id" title="([^"]*)">([^<]*)<', page)
+        held = [(full, short) for full, short in shorts if full.endswith(tail)]
+        assert len(held) >= 3, f"got {len(held)} ids ending {tail}, want the agent in the list, both in the totals"
+        assert all(short.endswith(tail[-7:]) and full.startswith(("@aaaa", "tttt")) for full, short in held), held
+        assert "more characters not shown] …" in held[0][0]
+        assert re.search(rf'<option value="[^"]*{tail}">[^<]*{tail[-7:]}</option>', page), "the filter's option"
+
+
+def save_run(c: Collector, folder: Path) -> Path:
+    path = folder / "receipt.json"
+    c.save(path, workflow=c.finalize())
+    return path
