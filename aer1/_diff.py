@@ -24,7 +24,7 @@ from typing import Any
 
 from ._report._content import FIELDS, as_text, essentials
 from ._report._model import clip
-from ._timeline import StepRow, step_rows
+from ._timeline import UNMATCHED, StepRow, step_rows
 
 __all__ = ["MAX_ALIGNED_STEPS", "Change", "Diff", "Op", "diff_receipts"]
 
@@ -127,6 +127,11 @@ def _changes(a: _Side, i: int, b: _Side, j: int) -> tuple[Change, ...]:
     for name, x, y in (("status", ra.status, rb.status), ("to", ra.to, rb.to)):
         if x != y:
             out.append(Change(name, x, y))
+    forged = [n for n, side, k in (("A", a, i), ("B", b, j)) if side.rows[k].content_matches is False]
+    if forged:  # a content that does not hash to its step is not what was recorded: its values are not shown
+        out.append(Change("content", f"receipt_hash {a.digest(i)}", f"receipt_hash {b.digest(j)} "
+                          f"({' and '.join(forged)}: {UNMATCHED}, not compared)"))
+        return tuple(out)
     fa, fb = a.fields(i), b.fields(j)
     for name in FIELDS:
         if fa.get(name) != fb.get(name):
@@ -148,7 +153,8 @@ def _op(name: str, a: _Side | None, i: int | None, b: _Side | None, j: int | Non
     r = side.rows[at]
     seq_a = None if a is None or i is None else a.rows[i].seq
     seq_b = None if b is None or j is None else b.rows[j].seq
-    return Op(name, seq_a, seq_b, r.kind, r.agent, r.tool, changes, r.preview)
+    preview = r.preview if r.content_matches is not False else f"({UNMATCHED}) {r.preview}"
+    return Op(name, seq_a, seq_b, r.kind, r.agent, r.tool, changes, preview)
 
 
 def _pair(a: _Side, i: int, b: _Side, j: int) -> Op:

@@ -81,6 +81,21 @@ def _take(line: bytes, state: _State, out: IO[str]) -> None:
     out.flush()
 
 
+def _whole_lines(pending: bytearray, chunk: bytes) -> list[bytes]:
+    """The lines ``chunk`` completes, without their newlines; the torn rest stays in ``pending``.
+
+    Only the new chunk is searched for line ends and the torn rest is extended in place, so a
+    long line read in many chunks costs its length once, not once per chunk."""
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        pending += chunk
+        return []
+    pending += chunk[:end]
+    lines = bytes(pending).split(b"\n")
+    pending[:] = chunk[end + 1:]
+    return lines
+
+
 def follow(path: str, out: IO[str], *, idle_s: float = IDLE_S, poll_s: float = POLL_S,
            clock: Callable[[], float] = time.monotonic) -> int:
     """Print the journal's lines as they come; 0 when the run was finalized, 1 when it was interrupted."""
@@ -89,14 +104,13 @@ def follow(path: str, out: IO[str], *, idle_s: float = IDLE_S, poll_s: float = P
     except OSError as e:
         raise CliError(f"cannot read journal {path}: {e.strerror or e}") from e
     with f:
-        state, pending, header = _State(), b"", None
+        state, pending, header = _State(), bytearray(), None
         quiet_since = clock()
         while True:
             chunk = f.read(_READ_BYTES)
             if chunk:
                 quiet_since = clock()
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
+                lines = _whole_lines(pending, chunk)
                 for line in lines:
                     if header is None:
                         try:

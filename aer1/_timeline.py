@@ -18,11 +18,14 @@ from .verifier._evidence import evidence_lines, parse_evidence_line
 from .verifier._parse import MalformedInput
 from .verifier._report import one_line
 
-__all__ = ["PREVIEW_CHARS", "StepRow", "evidence_contents", "format_row", "format_timeline", "preview", "step_rows"]
+__all__ = ["PREVIEW_CHARS", "UNMATCHED", "StepRow", "evidence_contents", "format_row", "format_timeline", "preview",
+           "step_rows"]
 
 _MAX_ROWS = 60
 #: Characters of a step's content shown on its one-line preview.
 PREVIEW_CHARS = 80
+#: What a step's line says of evidence content that does not hash to the step's receipt_hash.
+UNMATCHED = "content does not match its hash"
 #: Members of a content object that say best what a step was, in order of preference.
 _PREVIEW_KEYS = ("content", "result", "output", "text", "reason", "task", "decision", "selected", "stop_reason",
                  "final_answer")
@@ -163,7 +166,7 @@ def format_row(r: StepRow) -> str:
     start = "+?" if r.start is None else f"+{r.start:.3f}s"
     text = f"  {r.preview}" if r.preview else ""
     if r.content_matches is False:
-        text = f"  (content does not match its hash){text}"
+        text = f"  ({UNMATCHED}){text}"
     return one_line(f"  {r.seq if r.seq is not None else '?':>4} {start:>10} {_seconds(r.duration):>7} "
                     f"{r.kind:<17} {who}{label}{flag}{text}")
 

@@ -23,6 +23,7 @@ from ._frame import Frame, assess_archive, assess_receipt
 from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
 from ._trace_url import TraceUrl
 from ._verify import ViewOptions, verify_for_view
+from ._visible import visible
 
 if TYPE_CHECKING:
     from ._log import LogFact, LogRun
@@ -36,8 +37,15 @@ CHUNK_STEPS = 25
 _KINDS = frozenset({"message", "tool_call", "handoff", "approval", "code_execution", "speaker_selection",
                     "termination", "task", "close", "error"})
 
+
+def _shown(value: Any) -> Any:
+    """Every value a template writes, but markup of the page's own (its stylesheet and script): as :func:`visible`."""
+    return value if hasattr(value, "__html__") else visible(value)
+
+
 _env = jinja2.Environment(loader=jinja2.PackageLoader("aer1._report", "templates"), autoescape=True,
-                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                          finalize=_shown)
 _env.globals["short_id"] = short_id
 
 

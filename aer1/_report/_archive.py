@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from .._timeline import parse_time
+from ._visible import visible
 
 __all__ = ["ROWS_PER_PAGE", "archive_view", "data_block"]
 
@@ -105,5 +106,5 @@ ROW_KEYS = ("verdict", "failed", "reason", "goal", "status", "agents", "steps", 
 def data_block(rows: list[dict[str, Any]]) -> str:
     """The rows as JSON for a ``<script type="application/json">`` data block: never run, and with ``<``, ``>``
     and ``&`` escaped so no text in it can end the element or start markup."""
-    text = json.dumps([[r[k] for k in ROW_KEYS] for r in rows], ensure_ascii=True, separators=(",", ":"))
+    text = json.dumps([[visible(r[k]) for k in ROW_KEYS] for r in rows], ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._timeline import parse_time
 from ..verifier._parse import MalformedInput, read_limited
-from ..verifier._report import PASS, Report
+from ..verifier._policy import POLICY_CHECK
+from ..verifier._report import CHECKS, PASS, Report
+from ..verifier._tlog import LOG_CHECK
 
 if TYPE_CHECKING:
     from ._log import LogFact
@@ -45,6 +47,11 @@ _TOP_KEYS = {"format", "name", "title", "item"}
 _ITEM_KEYS = {"id", "ref", "obligation", "shows", "checks", "closed_by", "signer", "scope", "min_span_days",
               "log_complete"}
 _SCOPES = ("receipt", "archive")
+#: What an item may rest on: the names of the checks a receipt's report holds.
+_CHECK_NAMES = (*(name for _, name in CHECKS), POLICY_CHECK, LOG_CHECK)
+#: The values the verifier's basis gives ``signature`` and ``closed_by`` (spec/verifier.md).
+_SIGNERS = ("trusted key", "unknown key", "unsigned")
+_CLOSERS = ("finalize", "recovery")
 _SECONDS_PER_DAY = 86400
 
 
@@ -87,6 +94,10 @@ def _item(raw: Any, n: int) -> FrameItem:
     checks = raw.get("checks")
     if not isinstance(checks, list) or not checks or not all(isinstance(c, str) and c for c in checks):
         raise ValueError(f"{where}: checks is not a non-empty list of check names")
+    unknown_checks = [c for c in checks if c not in _CHECK_NAMES]
+    if unknown_checks:  # a misspelt name would leave the item not verified for ever, saying only "did not run"
+        raise ValueError(f"{where}: no check named {', '.join(map(repr, unknown_checks))} "
+                         f"(want one of {', '.join(_CHECK_NAMES)})")
     scope = raw.get("scope", "receipt")
     if scope not in _SCOPES:
         raise ValueError(f"{where}: scope is {scope!r}, want one of {', '.join(_SCOPES)}")
@@ -101,6 +112,9 @@ def _item(raw: Any, n: int) -> FrameItem:
     if log_complete and scope != "archive":
         raise ValueError(f"{where}: log_complete goes with scope = \"archive\"")
     optional = {k: _text(raw[k], f"{where} {k}") for k in ("closed_by", "signer") if k in raw}
+    for key, known in (("closed_by", _CLOSERS), ("signer", _SIGNERS)):
+        if key in optional and optional[key] not in known:
+            raise ValueError(f"{where}: {key} is {optional[key]!r}, want one of {', '.join(known)}")
     return FrameItem(id=_text(raw.get("id"), f"{where} id"), ref=_text(raw.get("ref"), f"{where} ref"),
                      obligation=_text(raw.get("obligation"), f"{where} obligation"),
                      shows=_text(raw.get("shows"), f"{where} shows"), checks=tuple(checks), scope=scope,

@@ -37,6 +37,8 @@ INLINE_CHARS = 240
 MAX_PAGE_CONTENT_CHARS = 8_000_000
 #: An id longer than this is shown shortened (its head and tail), the whole id on hover and copy.
 SHORT_ID_CHARS = 24
+#: Characters of a name (agent, recipient, tool) held on a page: a longer one keeps its head and its tail.
+MAX_NAME_CHARS = 200
 #: Characters of one step's content shown on its page (the rest is cut, with a note).
 MAX_CONTENT_CHARS = 16_000
 #: Characters of any other single value shown (a goal, a check's detail, an expected or actual value).
@@ -56,6 +58,16 @@ def clip(value: object, limit: int = MAX_TEXT_CHARS) -> str:
     """``value`` as text of at most ``limit`` characters (with a note of how much was cut)."""
     text = value if isinstance(value, str) else str(value)
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit} more characters not shown]"
+
+
+def clip_name(value: object) -> str:
+    """A name as text of at most about MAX_NAME_CHARS characters: its head and its tail, the count of the rest
+    between them, so that its short form (:func:`short_id`) still ends as the name does."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= MAX_NAME_CHARS:
+        return text
+    keep = MAX_NAME_CHARS // 2
+    return f"{text[:keep]}… [{len(text) - 2 * keep} more characters not shown] …{text[-keep:]}"
 
 
 def load_receipt(path: str, report: Report) -> tuple[dict[str, Any] | None, str | None]:
@@ -210,7 +222,7 @@ def _timeline(rows: list[StepRow], markers: dict[int, str]) -> dict[str, Any]:
         items.append(item)
     _nest(items)
     ticks = [{"x": x(span * i / 5), "label": f"{span * i / 5:.2f}s"} for i in range(6)]
-    drawn = [{"name": clip(n, 200), "label": n if len(n) <= _LANE_LABEL else n[: _LANE_LABEL - 1] + "…", "y": y(n)}
+    drawn = [{"name": clip_name(n), "label": n if len(n) <= _LANE_LABEL else n[: _LANE_LABEL - 1] + "…", "y": y(n)}
              for n in lanes]
     return {"width": SVG_WIDTH, "height": 34 + len(lanes) * SVG_LANE, "label": SVG_LABEL,
             "lanes": drawn, "marks": items, "ticks": ticks,
@@ -232,7 +244,7 @@ def totals(rows: list[StepRow], key: str) -> list[dict[str, Any]]:
         if r.kind == "close" or (key == "tool" and r.kind != "tool_call"):
             continue
         name = getattr(r, key)
-        t = table.setdefault(name, {"name": clip(name, 200), "short": short_id(clip(name, 200)), "calls": 0,
+        t = table.setdefault(name, {"name": clip_name(name), "short": short_id(clip_name(name)), "calls": 0,
                                     "errors": 0, "time": 0.0})
         t["calls"] += 1
         t["errors"] += r.status != "ok"
@@ -300,10 +312,10 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
         budget -= len(text) if held else 0
         fields, reports_failure = _inline(r.kind, r, content) if r.seq in contents else ([], False)
         is_failing = failing is not None and failing.seq == r.seq
-        agent, to = clip(r.agent, 200), None if r.to is None else clip(r.to, 200)
+        agent, to = clip_name(r.agent), None if r.to is None else clip_name(r.to)
         shown.append({
             "seq": r.seq, "kind": clip(r.kind, 100), "agent": agent, "agent_short": short_id(agent), "to": to,
-            "to_short": None if to is None else short_id(to), "tool": clip(r.tool, 200), "status": clip(r.status, 100),
+            "to_short": None if to is None else short_id(to), "tool": clip_name(r.tool), "status": clip(r.status, 100),
             "start": r.start, "duration": r.duration, "preview": r.preview, "content": text if held else "",
             "cut": cut, "held": held, "fields": fields, "reports_failure": reports_failure,
             "has_content": r.seq in contents, "matches": r.content_matches, "redacted": REDACTED in text,

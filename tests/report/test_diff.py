@@ -120,3 +120,24 @@ def test_html_page_shows_the_differences_as_text(tmp_path: Path) -> None:
     elements = Elements()
     elements.feed(html)
     assert elements.tags.count("script") == 1 and "img" not in elements.tags and not elements.handlers
+
+
+def test_evidence_that_does_not_hash_to_its_step_is_never_shown_as_what_was_recorded(tmp_path: Path) -> None:
+    """New user: B's evidence edited after the run (a tool's result ``rainy`` turned into ``FORGED``) was diffed
+    as B's recorded result (``result: rainy -> FORGED``), with nothing on the step saying the value is not what
+    was recorded. A content that does not hash to its step is now not compared: the step says which side's
+    content does not match its hash, and a preview from it is flagged, as ``aer1 show`` flags it."""
+    a, b = pair(tmp_path, weather_run(city="Roma"), weather_run(drop_message=True))  # B's message is added
+    evidence = b.with_name("receipt.evidence.jsonl")
+    text = evidence.read_text(encoding="utf-8")
+    assert text.count('"rainy"') == 1 and text.count("Paris sunny, Rome rainy") == 1
+    evidence.write_text(text.replace('"rainy"', '"FORGED"').replace("Paris sunny, Rome rainy", "FORGED TOO"),
+                        encoding="utf-8")
+    code, doc = diff_json(a, b)
+    assert code == 1 and doc["b"]["verdict"] == "INVALID"
+    assert "FORGED" not in json.dumps([s["changes"] for s in doc["steps"]])
+    changed = [s for s in doc["steps"] if s["op"] == "changed" and s["a"] == 3]
+    assert len(changed) == 1 and [c["field"] for c in changed[0]["changes"]] == ["content"], changed
+    assert "B: content does not match its hash, not compared" in changed[0]["changes"][0]["b"]
+    flagged = [s for s in doc["steps"] if "FORGED" in s["preview"]]
+    assert flagged and all(s["preview"].startswith("(content does not match its hash) ") for s in flagged), flagged

@@ -134,3 +134,25 @@ def test_what_is_not_a_journal_exits_2(content: bytes, tmp_path: Path) -> None:
         return
     code, _out, err = run(["show", "--follow", str(path)])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_a_long_step_line_read_in_many_chunks_is_followed_in_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New user: ``--follow`` on a run whose one step holds megabytes (a tool's big result) took minutes: each
+    chunk read appended to the torn line by copying it, and searched the whole torn line for a newline again, so
+    a line read in N chunks cost N times its length. Now only the new chunk is searched and the torn rest grows in
+    place; the line is printed whole, and the split keeps every line across chunk ends."""
+    import aer1._follow as followed
+
+    pending = bytearray()
+    got = [followed._whole_lines(pending, c) for c in (b"ab", b"c\nde", b"\n", b"f\ng\nh", b"")]
+    assert got == [[], [b"abc"], [b"de"], [b"f", b"g"], []] and pending == b"h"
+    journal = tmp_path / "big.journal"
+    c = Collector(goal="big", journal=str(journal))
+    c.record("lookup", {"arguments": {}, "result": "x" * 3_000_000}, agent="alice", kind="tool_call")
+    c.finalize()
+    monkeypatch.setattr(followed, "_READ_BYTES", 1024)  # about 3000 reads of the one long line
+    out = Lines()
+    assert follow(str(journal), out, idle_s=5) == 0
+    assert len(out.rows()) == 2 and "xxxx" in out.rows()[0], out.getvalue()[:300]

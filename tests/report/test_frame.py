@@ -113,3 +113,27 @@ def test_a_bad_frame_is_one_line_and_exit_2(text: str, tmp_path: Path) -> None:
     for name in (str(frame), "no-such-frame"):
         code, _out, err = run(["report", str(save(c, tmp_path)), "-o", str(tmp_path / "r.html"), "--frame", name])
         assert code == 2 and err.startswith("aer1: error: --frame: ") and len(err.splitlines()) == 1, err
+
+
+ITEM = 'format = "aer1-frame-v1"\nname="x"\ntitle="t"\n[[item]]\nid="a"\nref="r"\nobligation="o"\nshows="s"\n'
+
+
+@pytest.mark.parametrize(("extra", "says"), [('checks=["chian"]', "no check named 'chian'"),
+                                             ('checks=["chain", "sigature"]', "no check named 'sigature'"),
+                                             ('checks=["chain"]\nsigner="trusted"', "signer is 'trusted'"),
+                                             ('checks=["chain"]\nclosed_by="finalized"', "closed_by is 'finalized'")])
+def test_a_misspelt_check_signer_or_closed_by_is_refused(extra: str, says: str, tmp_path: Path) -> None:
+    """New user: a frame item resting on a misspelt check (``chian``), signer or closed_by was taken, and the
+    item stayed "not verified" for every receipt, saying only that the check did not run. A name the verifier's
+    report can never hold is now refused when the frame is read, with the names it may be."""
+    frame = tmp_path / "typo.toml"
+    frame.write_text(ITEM + extra)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        load_frame(str(frame))
+    c = Collector(goal="g")
+    c.record("message", {"content": "hi"}, agent="alice")
+    code, _out, err = run(["report", str(save(c, tmp_path)), "-o", str(tmp_path / "r.html"), "--frame", str(frame)])
+    assert code == 2 and err.startswith("aer1: error: --frame: ") and "want one of" in err, err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "r.html").exists()
+    frame.write_text(ITEM + 'checks=["chain", "policy", "log"]\nsigner="unsigned"\nclosed_by="recovery"')
+    assert load_frame(str(frame)).items[0].checks == ("chain", "policy", "log")

@@ -176,3 +176,60 @@ def test_a_failed_check_is_shown_as_failed_in_the_basis_never_as_not_checked(tmp
     code, html = report(path, tmp_path / "r.html")
     assert code == 1
     assert "chain: FAILED" in html and "chain: not checked" not in html
+
+
+def test_bidi_overrides_and_control_characters_are_shown_escaped_on_every_page(tmp_path: Path) -> None:
+    """New user: an agent named ``"\\u202eevil"`` showed as ``live`` on the receipt's page, and its override
+    reversed the rest of the step's header (tool, times); a NUL in a message showed as nothing. Every page
+    (a receipt's, an archive's index and its data block, a diff's) now writes each bidirectional formatting or
+    control character as its escape, as ``aer1 show`` does; line breaks and tabs stay."""
+    hidden = ["\u202e", "\u202c", "\u2066", "\u200f", "\x00", "\x1b", "\x85"]
+    folder = tmp_path / "archive"
+    for name, agent in (("a", "\u202eevil\u202c"), ("b", "\u2066bob\u200f")):
+        c = Collector(goal="goal \u202eRTL")
+        c.record("lookup", {"arguments": {"q": "nul\x00 esc\x1b[31m"}, "result": "r\u202eesult\x85"},
+                 agent=agent, kind="tool_call")
+        c.record("message", {"content": "line one\n\tline two \u202edone"}, agent=agent)
+        (folder / name).mkdir(parents=True)
+        c.save(folder / name / "receipt.json", workflow=c.finalize())
+    code, page = report(folder / "a" / "receipt.json", tmp_path / "a.html")
+    assert code == 0 and "\\u202eevil\\u202c" in page and "r\\u202eesult\\x85" in page
+    assert "line one\n\tline two \\u202edone" in page  # the line break and tab are the text's own
+    (tmp_path / "site").mkdir()
+    code, index = report(folder, tmp_path / "site" / "index.html")
+    assert code == 0
+    diff = tmp_path / "d.html"
+    assert run(["diff", str(folder / "a" / "receipt.json"), str(folder / "b" / "receipt.json"),
+                "--html", str(diff)])[0] == 1
+    pages = {"receipt": page, "index": index, "diff": diff.read_text(encoding="utf-8"),
+             "index's receipt": (tmp_path / "site" / "index-0002.html").read_text(encoding="utf-8")}
+    for what, html in pages.items():
+        assert not [c for c in hidden if c in html], f"the {what} page holds a raw {[c for c in hidden if c in html]}"
+    assert "\\\\u202eRTL" in index  # in the data block the rows' escape is itself JSON-escaped
+
+
+def test_a_name_over_200_characters_keeps_its_own_tail_in_its_short_form_and_on_hover(tmp_path: Path) -> None:
+    """New user: an agent (or tool) name of 400 characters was cut to its first 200 with a note, so its short
+    form ended in the note's tail (``@aaaa… shown]``) and its hover and copy held no end of the name at all; two
+    long names differing only at the end looked the same. A long name now keeps its head and its tail, the
+    count of the rest between them, in the step list, the totals, the filters and the timeline."""
+    tail_a, tail_b = "-instance-0001", "-instance-0002"
+    c = Collector(goal="long names")
+    for tail in (tail_a, tail_b):
+        c.record("t" * 300 + tail, {"arguments": {}, "result": "r"}, agent="@" + "a" * 400 + tail, kind="tool_call")
+    (tmp_path / "run").mkdir()
+    code, page = report(save_run(c, tmp_path / "run"), tmp_path / "r.html")
+    assert code == 0 and not [s for s in re.findall(r'class="id" title="[^"]*">([^<]*)<', page) if "shown]" in s]
+    for tail in (tail_a, tail_b):
+        shorts = re.findall(r'class="id" title="([^"]*)">([^<]*)<', page)
+        held = [(full, short) for full, short in shorts if full.endswith(tail)]
+        assert len(held) >= 3, f"got {len(held)} ids ending {tail}, want the agent in the list, both in the totals"
+        assert all(short.endswith(tail[-7:]) and full.startswith(("@aaaa", "tttt")) for full, short in held), held
+        assert "more characters not shown] …" in held[0][0]
+        assert re.search(rf'<option value="[^"]*{tail}">[^<]*{tail[-7:]}</option>', page), "the filter's option"
+
+
+def save_run(c: Collector, folder: Path) -> Path:
+    path = folder / "receipt.json"
+    c.save(path, workflow=c.finalize())
+    return path
