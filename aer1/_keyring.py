@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ._receipt import HEX64_PATTERN
+from ._receipt import is_hex64
 from ._signing import key_id
 from .errors import MalformedInputError
 
@@ -44,7 +44,6 @@ MAX_KEYRING_KEYS = 10_000
 MAX_REASON_CHARS = 512
 _RAW_KEY_LEN = 32
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z", re.ASCII)
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _REQUIRED = frozenset(("key_id", "alg", "public_key", "valid_from"))
 _OPTIONAL = frozenset(("valid_until", "revoked_at", "revocation_reason"))
 
@@ -135,7 +134,7 @@ def _entry(item: Any, i: int) -> KeyEntry:
     if len(raw) != _RAW_KEY_LEN or base64.b64encode(raw).decode("ascii") != pk:
         raise KeyringError(f"{where}.public_key: want canonical base64 of a {_RAW_KEY_LEN}-byte Ed25519 key")
     kid = item["key_id"]
-    if not isinstance(kid, str) or not _HEX64.fullmatch(kid) or kid != key_id(raw):
+    if not is_hex64(kid) or kid != key_id(raw):
         raise KeyringError(f"{where}.key_id: got {str(kid)[:70]!r}, want {key_id(raw)} (hash of public_key)")
     valid_from = parse_time(item["valid_from"], f"{where}.valid_from")
     until = parse_time(item["valid_until"], f"{where}.valid_until") if "valid_until" in item else None
