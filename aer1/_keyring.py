@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import orjson
 
 from ._receipt import is_hex64
 from ._signing import key_id
+from ._timefmt import is_utc_time_form
 from .errors import MalformedInputError
 
 __all__ = [
@@ -43,7 +43,6 @@ MAX_KEYRING_KEYS = 10_000
 #: Longest revocation reason.
 MAX_REASON_CHARS = 512
 _RAW_KEY_LEN = 32
-_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z", re.ASCII)
 _REQUIRED = frozenset(("key_id", "alg", "public_key", "valid_from"))
 _OPTIONAL = frozenset(("valid_until", "revoked_at", "revocation_reason"))
 
@@ -54,7 +53,7 @@ class KeyringError(MalformedInputError):
 
 def parse_time(text: Any, what: str) -> _dt.datetime:
     """An RFC 3339 UTC time ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` as an aware datetime."""
-    if not isinstance(text, str) or not _TIME.fullmatch(text):
+    if not is_utc_time_form(text):
         raise KeyringError(f"{what}: got {str(text)[:60]!r}, want an RFC 3339 UTC time like 2026-01-31T12:00:00Z")
     try:
         return _dt.datetime.fromisoformat(text[:-1]).replace(tzinfo=_dt.timezone.utc)

@@ -1,7 +1,8 @@
 """RFC 3339 timestamps: our step times formatted fast (one per recorded step), and every time form checked here.
 
 The form rules are defined once, in this module: :func:`is_step_time_form` (our UTC
-microsecond form), :func:`is_rfc3339` (any RFC 3339 date-time, as other producers write
+microsecond form), :func:`is_utc_time_form` (UTC, any fraction to the microsecond: the
+keyring's times), :func:`is_rfc3339` (any RFC 3339 date-time, as other producers write
 it), :func:`step_time_dates` (two step times at once) and :func:`step_times_ok` (the batch
 form over many), each with a real calendar date where it says so.
 """
@@ -24,6 +25,7 @@ __all__ = [
     "is_calendar_date",
     "is_rfc3339",
     "is_step_time_form",
+    "is_utc_time_form",
     "now_ns",
     "parse_step_time",
     "step_time_dates",
@@ -33,6 +35,8 @@ __all__ = [
 
 _STEP_TIME = re.compile(TIMESTAMP_PATTERN, re.ASCII)
 _ANY_TIME = re.compile(RFC3339_PATTERN, re.ASCII)
+# a UTC time with an optional fraction of up to 6 digits (the keyring's valid_from, valid_until, revoked_at)
+_UTC_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z", re.ASCII)
 # two step times, concatenated (the fixed width of each fixes where the second starts)
 _TWO_STEP_TIMES = re.compile(TIMESTAMP_PATTERN + TIMESTAMP_PATTERN, re.ASCII)
 #: Characters of a step time ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
@@ -148,6 +152,11 @@ def date_ok(day: str) -> bool:
 def is_step_time_form(text: object) -> bool:
     """``text`` has our step time form ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` of ASCII digits (the date is not checked)."""
     return type(text) is str and _STEP_TIME.fullmatch(text) is not None
+
+
+def is_utc_time_form(text: object) -> bool:
+    """``text`` has the form ``YYYY-MM-DDTHH:MM:SS[.f to .ffffff]Z`` of ASCII digits (the values are not checked)."""
+    return type(text) is str and _UTC_TIME.fullmatch(text) is not None
 
 
 def is_rfc3339(v: object) -> bool:

@@ -193,8 +193,11 @@ def test_each_member_rule_is_written_at_its_one_site() -> None:
 
 
 def test_no_module_but_the_rules_compiles_a_format_pattern() -> None:
-    """A ``re.compile`` of a format pattern is a second copy of its test: take is_uuid, is_hex64, the time forms."""
-    compiles = set()
+    """A ``re.compile`` of a format pattern, or a time form written out, is a second copy of its test.
+
+    Take is_uuid and is_hex64 (``aer1._receipt``) and the time forms (``aer1._timefmt``).
+    """
+    compiles, times = set(), set()
     for folder, package in (("aer1", "aer1"), ("collectors", "aer1.collectors"), ("verifier", "aer1.verifier")):
         for path in sorted((ROOT / folder).rglob("*.py")):
             module = ".".join([package, *path.relative_to(ROOT / folder).with_suffix("").parts])
@@ -202,5 +205,9 @@ def test_no_module_but_the_rules_compiles_a_format_pattern() -> None:
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"
                         and node.args and "_PATTERN" in ast.unparse(node.args[0])):
                     compiles.add(module)
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and "[0-9]{2}:" in node.value
+                        and module not in ("aer1._receipt", "aer1._timefmt")):
+                    times.add(module)
     # the schema's formats, the time forms, the derived id (the chain's own), the log entry's own checks
     assert compiles == {"aer1._receipt", "aer1._timefmt", "aer1._chain", "aer1._tlog._entry"}, sorted(compiles)
+    assert times == set(), f"a time form written outside aer1._timefmt: {sorted(times)}"
