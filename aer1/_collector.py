@@ -9,7 +9,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from hashlib import sha256
 from math import floor
 from operator import itemgetter
 from time import time_ns
@@ -29,6 +28,7 @@ from ._canonical import (
 )
 from ._chain import genesis_digest, step_link
 from ._commit import Personal, commit_content, marker_for
+from ._content_hash import hash_of_canonical
 from ._evidence import EvidenceSink
 from ._imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from ._journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -402,7 +402,7 @@ class Collector:
         disclosures: list[list[Any]] | None = None,
     ) -> dict[str, Any]:
         """Chain one step and keep it (the hot path of every record: keep it flat); returns the kept step."""
-        rhash = sha256(cbytes).hexdigest()
+        rhash = hash_of_canonical(cbytes)
         started = format_ns(start_ns)
         ended = started if end_ns == start_ns else format_ns(end_ns)
         with self._lock:
@@ -558,7 +558,7 @@ class Collector:
         if description is not None:
             identity["description"] = _check_text("agent description", str(description))
         if config is not None:
-            identity["config_digest"] = hashlib.sha256(self._content_bytes(config)).hexdigest()
+            identity["config_digest"] = hash_of_canonical(self._content_bytes(config))
         with self._lock:
             known = self._agents.get(name)
             if known is not None:

@@ -34,6 +34,7 @@ import orjson
 from . import _timefmt as timefmt
 from ._canonical import CanonicalizationError, exact_bytes
 from ._chain import PROFILE, genesis_digest, step_link
+from ._content_hash import hash_of_canonical
 from ._evidence import evidence_header, evidence_line
 from ._journal import JOURNAL_TYPE, JOURNAL_VERSION
 from ._layout import receipt_json
@@ -285,7 +286,7 @@ class _Recovery:
         head, derived = step_link(hbytes)
         if derived != rid:
             raise BadLine("receipt_id is not derived from the step's members (the line was changed)", seq)
-        if cbytes is not None and hashlib.sha256(cbytes).hexdigest() != step["receipt_hash"]:
+        if cbytes is not None and hash_of_canonical(cbytes) != step["receipt_hash"]:
             raise BadLine("content does not hash to receipt_hash (the line was changed)", seq)
         if step["kind"] == CLOSE_KIND:
             # Checked, then set aside: recovery always ends the chain with its own close step.
@@ -355,7 +356,7 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
     stamp = timefmt.format_ns(timefmt.now_ns())
     header: dict[str, Any] = {
         "seq": seq, "tool": CLOSE_KIND, "kind": CLOSE_KIND, "agent": CLOSE_AGENT,
-        "receipt_hash": hashlib.sha256(cbytes).hexdigest(), "started_at": stamp, "ended_at": stamp,
+        "receipt_hash": hash_of_canonical(cbytes), "started_at": stamp, "ended_at": stamp,
         "status": "ok", "prev_digest": state.head,
     }
     rhash = header["receipt_hash"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
+from .._canonical import CanonicalizationError
+from .._content_hash import content_hash
 from .._member_rules import step_ok, step_problems, workflow_problems
 from .._receipt import CLOSE_AGENT, CLOSE_KIND, close_content
 from .._signing import SignatureInvalid, SignatureMalformed, parse_signature, verify_signature
@@ -70,7 +70,7 @@ def check_chain_end(wf: Mapping[str, Any], head: str, last: Mapping[str, Any], n
                     actual=f"{last['tool']}/{last['agent']}")
         return
     try:
-        want = hashlib.sha256(exact_bytes(close_content(wf, n))).hexdigest()
+        want = content_hash(close_content(wf, n))
     except CanonicalizationError as e:
         result.fail(f"workflow members cannot be canonicalized: {e}", seq=n)
         return

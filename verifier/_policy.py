@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
+from .._canonical import CanonicalizationError
 from .._chain import PROFILE
+from .._content_hash import content_hash
 from .._limits import MAX_PARSE_COST_BYTES, STREAM_MIN_BYTES, parse_cost
 from .._link import LINK_KIND
 from .._receipt import CLOSE_KIND, KINDS, is_hex64
@@ -527,7 +528,7 @@ def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int], fields: Fiel
             record = parse_evidence_line(line, number)
             content = record.get("content") if isinstance(record, dict) else None
             try:
-                digest = hashlib.sha256(exact_bytes(content)).hexdigest()
+                digest = content_hash(content)
             except CanonicalizationError as e:
                 raise MalformedInput(f"evidence line {number}: {e}") from e
             if not isinstance(record, dict) or record.get("seq") != seq or digest != steps[seq - 1]["receipt_hash"]:
@@ -634,7 +635,7 @@ def _arguments_key(content: Any, member: str) -> str | None:
         except MalformedInput:
             return f"text:{value}"
     try:
-        return "sha256:" + hashlib.sha256(exact_bytes(value)).hexdigest()
+        return "sha256:" + content_hash(value)
     except CanonicalizationError:
         return f"repr:{value!r}"
 

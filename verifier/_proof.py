@@ -11,13 +11,13 @@ by a trusted key and has that root.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
+from .._canonical import CanonicalizationError
 from .._chain import genesis_digest, is_derived_id, step_digest, uuid8_from_digest
+from .._content_hash import content_hash
 from .._member_rules import PROFILE_STRIPPED
 from .._merkle import RootMismatchError, leaf_receipt_id, verify_inclusion
 from .._receipt import (
@@ -269,7 +269,7 @@ def verify_proof(
         c_size.skip("the step ids or the paths did not verify: the close step proves nothing")
     if "content" in doc:
         try:
-            got = hashlib.sha256(exact_bytes(doc["content"])).hexdigest()
+            got = content_hash(doc["content"])
         except CanonicalizationError as e:
             c_content.fail(f"content has no exact canonical form: {e}", seq=step["seq"])
         else:
