@@ -149,8 +149,9 @@ class MerkleAccumulator:
         if len(rest) < chunk:
             return
         whole = len(rest) - len(rest) % chunk
-        for lo in range(0, whole, chunk):
-            self._carry(reduce_levels(rest[lo:lo + chunk], self._height)[0])
+        # every level below a chunk's height has an even length over whole chunks: reduced together, they are apart
+        for node in reduce_levels(rest[:whole], self._height):
+            self._carry(node)
         del rest[:whole]
 
     def _carry(self, node: bytes) -> None:

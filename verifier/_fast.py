@@ -22,10 +22,10 @@ from typing import Any
 from .._chain import derived_ids_hex, step_digests
 from .._link import LINK_KIND
 from .._member_rules import STEP_COLUMNS, columns_ok
-from .._merkle import leaves_of_ids, reduce_levels, root_of_leaves
+from .._merkle import MerkleAccumulator, leaves_of_ids, reduce_levels
 from .._receipt import CLOSE_KIND, STEP_REQUIRED_MEMBERS
 
-__all__ = ["Passed", "Run", "check_block", "check_run", "combine"]
+__all__ = ["Passed", "Run", "Runs", "check_block", "check_run", "combine"]
 
 _N_REQUIRED = len(STEP_REQUIRED_MEMBERS)
 _DIGEST = 32
@@ -89,6 +89,38 @@ def _check_run(run: list[Any], lo: int, last: bool, levels: int) -> Run | None:
                kinds.count(LINK_KIND), closed, counted)
 
 
+class Runs:
+    """The one driver of the quick path: the blocks of a receipt's steps handed in order, checked, then joined.
+
+    Every path hands its steps here: a parsed receipt's (one run, or one per process), a cut
+    file's step lines (a part per process, each its own driver from the part's first step),
+    a streamed file's blocks. Each block starts where the one before ended; its Merkle nodes
+    are reduced ``levels`` levels (blocks start at a multiple of ``2**levels`` steps), except
+    a block that is the whole receipt (reduced, it would have no root).
+    """
+
+    def __init__(self, levels: int, lo: int = 0) -> None:
+        self.levels = levels
+        self.lo = lo  # where the next block starts
+        self.runs: list[Run] = []
+
+    def check(self, block: list[Any], *, last: bool) -> Run | None:
+        """Check the next block (``last``: it ends the receipt); None, keeping nothing: not certainly passing."""
+        run = check_block(block, self.lo, last=last, levels=0 if last and self.lo == 0 else self.levels)
+        if run is not None:
+            self.add(run)
+        return run
+
+    def add(self, run: Run) -> None:
+        """Keep the next run, checked by :meth:`check` in another process."""
+        self.runs.append(run)
+        self.lo = run.hi
+
+    def passed(self) -> Passed | None:
+        """The runs joined (:func:`combine`): None unless every step was checked and passed."""
+        return combine(self.runs)
+
+
 @dataclass
 class Passed:
     """Every step passed checks 2, 3 and 5 as far as the steps alone decide them; what the report needs next."""
@@ -114,8 +146,10 @@ def combine(runs: Sequence[Run | None]) -> Passed | None:
     n = done[-1].hi
     if len(set().union(*(r.leaves for r in done))) != n:
         return None  # a repeated id: the reference names the steps
-    nodes = [node for r in done for node in r.nodes]
+    tree = MerkleAccumulator()
+    for r in done:
+        tree.add(r.nodes)
     statuses = (sum(r.statuses[0] for r in done), sum(r.statuses[1] for r in done), sum(r.statuses[2] for r in done))
-    return Passed(n, done[0].first_prev, done[-1].last_digest, root_of_leaves(nodes), sum(r.links for r in done),
+    return Passed(n, done[0].first_prev, done[-1].last_digest, tree.root(), sum(r.links for r in done),
                   done[-1].closed, statuses)
 
