@@ -10,7 +10,6 @@ records the parent's ``link`` step (spec/linked.md) and keeps the child so that
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -19,12 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._layout import receipt_json
 from ._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_status
-from ._receipt import UUID_PATTERN, evidence_path_for
+from ._receipt import evidence_path_for, is_uuid
 
 __all__ = ["BUNDLE_ROOT_NAME", "LinkedChild", "child_file_name", "evidence_bytes", "link_child", "save_bundle"]
 
 _LINKING = threading.Lock()
-_UUID = re.compile(UUID_PATTERN, re.ASCII)
 
 
 @dataclass
@@ -140,7 +138,7 @@ def link_child(
     if evidence is None:
         evidence = own_evidence
     content = link_content(receipt)  # raises LinkError before any check reads a malformed child
-    if _UUID.fullmatch(content["workflow_id"]) is None:
+    if not is_uuid(content["workflow_id"]):
         raise LinkError(f"the child's workflow_id is not a lowercase UUID, got {content['workflow_id']!r}")
     if verify:
         _check_child(receipt, evidence)

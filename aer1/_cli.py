@@ -7,7 +7,6 @@ error (with ``recover --json``, one JSON object on standard output) and exit cod
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -73,13 +72,14 @@ def _evidence_content(path: str, seq: int) -> object:
 
 def _check_content(receipt: dict[str, Any], seq: int, content: object, evidence: str) -> None:
     """Refuse evidence content that does not hash to step ``seq``: the proof would embed it and fail."""
-    from ._canonical import CanonicalizationError, exact_bytes
+    from ._canonical import CanonicalizationError
+    from ._content_hash import content_hash
 
     steps = receipt["steps"]
     if content is None or not 1 <= seq <= len(steps):
         return  # no content to embed; an out-of-range step is refused when the proof is built
     try:
-        got = hashlib.sha256(exact_bytes(content)).hexdigest()
+        got = content_hash(content)
     except CanonicalizationError as e:
         raise CliError(f"evidence {evidence}: step {seq}'s content has no exact JSON form: {e}") from e
     want = steps[seq - 1]["receipt_hash"]

@@ -9,7 +9,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from hashlib import sha256
 from math import floor
 from operator import itemgetter
 from time import time_ns
@@ -29,6 +28,7 @@ from ._canonical import (
 )
 from ._chain import genesis_digest, step_link
 from ._commit import Personal, commit_content, marker_for
+from ._content_hash import hash_of_canonical
 from ._evidence import EvidenceSink
 from ._imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TSA_TIMEOUT_S, TIMESTAMPS_MEMBER
 from ._journal import DEFAULT_FSYNC, DEFAULT_FSYNC_INTERVAL_MS, Journal, journal_header
@@ -402,7 +402,7 @@ class Collector:
         disclosures: list[list[Any]] | None = None,
     ) -> dict[str, Any]:
         """Chain one step and keep it (the hot path of every record: keep it flat); returns the kept step."""
-        rhash = sha256(cbytes).hexdigest()
+        rhash = hash_of_canonical(cbytes)
         started = format_ns(start_ns)
         ended = started if end_ns == start_ns else format_ns(end_ns)
         with self._lock:
@@ -545,7 +545,7 @@ class Collector:
 
     def config_digest(self, config: Any) -> str:
         """The ``config_digest`` of ``config`` as :meth:`register_agent` lists it: SHA-256 of its redacted bytes."""
-        return hashlib.sha256(self._content_bytes(config)).hexdigest()
+        return hash_of_canonical(self._content_bytes(config))
 
     def register_agent(
         self, name: str, *, type: str, description: str | None = None, config: Any = None

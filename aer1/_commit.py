@@ -13,7 +13,6 @@ commitment, the disclosures file's lines) for producers and the verifier alike.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ._canonical import TAG_OBJECT, TAG_PREFIX, exact_bytes
+from ._content_hash import content_hash
 
 __all__ = [
     "COMMIT_TAG",
@@ -141,7 +141,7 @@ def new_salt() -> str:
 
 def commitment(salt: str, path: str, value: Any) -> str:
     """hex(SHA-256(JCS([salt, path, value]))): what a committed value is replaced by."""
-    return hashlib.sha256(exact_bytes([salt, path, value])).hexdigest()
+    return content_hash([salt, path, value])
 
 
 def _walk(value: Any, path: tuple[Segment, ...]) -> Iterator[tuple[tuple[Segment, ...], Any, Any, Any]]:

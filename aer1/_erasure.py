@@ -10,14 +10,13 @@ disclosure that is missing; any other record counts for nothing (spec/erasure.md
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ._canonical import CanonicalizationError
 from ._limits import MAX_ERASURE_REASON_CHARS
-from ._receipt import TIMESTAMP_PATTERN
 from ._signing import SignatureInvalid, SignatureMalformed, sign_receipt, verify_signature
+from ._timefmt import is_step_time_form
 
 __all__ = [
     "ERASURE_MEMBERS",
@@ -39,7 +38,6 @@ ERASURE_MEMBERS = ("type", "version", "workflow_id", "receipt_id", "chain_head",
 #: The receipt members a record is bound to.
 _BINDING = ("workflow_id", "receipt_id", "chain_head")
 _MEMBER_SET = frozenset(ERASURE_MEMBERS)
-_TIME = re.compile(TIMESTAMP_PATTERN)
 
 
 def binding_of(receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,7 +72,7 @@ def record_problem(record: Any, receipt: Mapping[str, Any], committed: Mapping[t
     reason, seq = record["reason"], record["seq"]
     if type(reason) is not str or len(reason) > MAX_ERASURE_REASON_CHARS or type(seq) is not int \
             or type(record["path"]) is not str or type(record["commitment"]) is not str \
-            or type(record["erased_at"]) is not str or _TIME.fullmatch(record["erased_at"]) is None:
+            or not is_step_time_form(record["erased_at"]):
         return "malformed member", None
     try:
         kid = verify_signature(record, payload_type=ERASURE_PAYLOAD_TYPE)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ._receipt import HEX64_PATTERN
+from ._receipt import is_hex64
 from ._signing import key_id
+from ._timefmt import is_utc_time_form
 from .errors import MalformedInputError
 
 __all__ = [
@@ -43,8 +43,6 @@ MAX_KEYRING_KEYS = 10_000
 #: Longest revocation reason.
 MAX_REASON_CHARS = 512
 _RAW_KEY_LEN = 32
-_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z", re.ASCII)
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _REQUIRED = frozenset(("key_id", "alg", "public_key", "valid_from"))
 _OPTIONAL = frozenset(("valid_until", "revoked_at", "revocation_reason"))
 
@@ -55,7 +53,7 @@ class KeyringError(MalformedInputError):
 
 def parse_time(text: Any, what: str) -> _dt.datetime:
     """An RFC 3339 UTC time ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` as an aware datetime."""
-    if not isinstance(text, str) or not _TIME.fullmatch(text):
+    if not is_utc_time_form(text):
         raise KeyringError(f"{what}: got {str(text)[:60]!r}, want an RFC 3339 UTC time like 2026-01-31T12:00:00Z")
     try:
         return _dt.datetime.fromisoformat(text[:-1]).replace(tzinfo=_dt.timezone.utc)
@@ -135,7 +133,7 @@ def _entry(item: Any, i: int) -> KeyEntry:
     if len(raw) != _RAW_KEY_LEN or base64.b64encode(raw).decode("ascii") != pk:
         raise KeyringError(f"{where}.public_key: want canonical base64 of a {_RAW_KEY_LEN}-byte Ed25519 key")
     kid = item["key_id"]
-    if not isinstance(kid, str) or not _HEX64.fullmatch(kid) or kid != key_id(raw):
+    if not is_hex64(kid) or kid != key_id(raw):
         raise KeyringError(f"{where}.key_id: got {str(kid)[:70]!r}, want {key_id(raw)} (hash of public_key)")
     valid_from = parse_time(item["valid_from"], f"{where}.valid_from")
     until = parse_time(item["valid_until"], f"{where}.valid_until") if "valid_until" in item else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
-import re
 import sys
 from typing import Any
 
@@ -17,7 +16,7 @@ from ._imprint import DEFAULT_TSA_TIMEOUT_S, KEY_PROOF_MEMBER, MAX_TIMESTAMPS, M
 from ._keyring import KeyEntry, KeyringError, dump_keyring, format_time, new_entry, parse_time
 from ._layout import receipt_json
 from ._outfile import replace_file
-from ._receipt import HEX64_PATTERN, evidence_path_for
+from ._receipt import evidence_path_for, is_hex64
 from ._signing import KeyError_, key_id, load_private_key, load_public_key, sign_receipt
 from .verifier import verify_receipt
 from .verifier._keyring import load_keyring
@@ -26,7 +25,6 @@ from .verifier._output import CliError
 __all__ = ["add_key_arguments", "add_keygen_keyring_arguments", "add_timestamp_arguments", "check_keygen_arguments",
            "stamp_receipt", "write_keygen_entry"]
 
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _KEYRING_MODE = 0o644
 #: Checks a receipt must pass before new tokens are added and it is signed again.
 _MUST_PASS = ("members", "sequence", "merkle_root", "chain", "signature")
@@ -119,7 +117,7 @@ def add_key_arguments(k: argparse.ArgumentParser) -> None:
 def _entry_for(args: argparse.Namespace) -> tuple[dict[str, KeyEntry], KeyEntry]:
     entries = _read_keyring(args.keyring, may_be_missing=False)
     wanted = args.key.strip().lower()
-    if not _HEX64.fullmatch(wanted):
+    if not is_hex64(wanted):
         try:
             wanted = key_id(load_public_key(args.key))
         except KeyError_ as e:

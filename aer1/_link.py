@@ -11,12 +11,11 @@ See spec/linked.md.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ._canonical import exact_bytes
 from ._chain import PROFILE
+from ._content_hash import content_hash
 from .errors import MalformedInputError
 
 __all__ = [
@@ -75,7 +74,7 @@ def link_content(child: Mapping[str, Any]) -> dict[str, Any]:
 
 def link_hash(content: Mapping[str, Any]) -> str:
     """The ``receipt_hash`` of a link step with this content: hex(SHA-256(JCS(content)))."""
-    return hashlib.sha256(exact_bytes(dict(content))).hexdigest()
+    return content_hash(dict(content))
 
 
 def link_status(child_status: Any) -> str:

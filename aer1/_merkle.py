@@ -22,6 +22,7 @@ from .errors import VerificationError
 __all__ = [
     "CHUNK_LEAVES",
     "MERKLE_VERSIONS",
+    "MerkleAccumulator",
     "RootMismatchError",
     "inclusion_proof",
     "leaf_receipt_id",
@@ -66,123 +67,161 @@ def leaf_seq_output(seq: int, output_hash: str) -> bytes:
     return _sha256(f"{seq}:{output_hash}".encode()).digest()
 
 
+def _pair(level: list[bytes]) -> list[bytes]:
+    """The level above ``level`` (consumed): each pair hashed, an odd last node paired with itself.
+
+    The one place the node rule is written; every root, run and proof here climbs by it.
+    """
+    if len(level) % 2:
+        level.append(level[-1])
+    sha = _sha256
+    return [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
+
+
 def merkle_root(leaves: Sequence[bytes]) -> bytes:
-    """Root over leaf hashes, duplicating an odd last node at each level."""
+    """Root over leaf hashes, duplicating an odd last node at each level: the reference, level by level."""
     for i, leaf in enumerate(leaves):
         if len(leaf) != _HASH_LEN:
             raise ValueError(f"leaf {i}: got {len(leaf)} bytes, want {_HASH_LEN}")
-    return root_of_leaves(list(leaves))
-
-
-def root_of_leaves(level: list[bytes]) -> bytes:
-    """:func:`merkle_root` of leaves known to be 32 bytes each (built here or sliced at 32); consumes ``level``."""
-    if not level:
+    if not leaves:
         return _sha256(b"").digest()
-    sha = _sha256
+    level = list(leaves)
     while len(level) > 1:
-        if len(level) % 2:
-            level.append(level[-1])
-        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
+        level = _pair(level)
     return level[0]
 
 
+def root_of_leaves(level: list[bytes]) -> bytes:
+    """:func:`merkle_root` of nodes known to be 32 bytes each (built here or sliced at 32), by the accumulator."""
+    acc = MerkleAccumulator()
+    acc.add(level)
+    return acc.root()
+
+
 def reduce_levels(level: list[bytes], levels: int) -> list[bytes]:
-    """The nodes ``levels`` levels above 32-byte ``level`` (consumed), by the rule of :func:`root_of_leaves`.
+    """The nodes ``levels`` levels above 32-byte ``level`` (consumed), by the rule of :func:`merkle_root`.
 
     For a run of leaves that starts at a multiple of ``2**levels`` in a tree of more leaves
     than the run: a run whose length is a multiple of ``2**levels`` pairs only its own
     nodes, and the last run's odd last node is paired with itself exactly where the whole
-    level's would be, so :func:`root_of_leaves` over the runs' nodes, in order, is the root.
+    level's would be, so a :class:`MerkleAccumulator` given the runs' nodes, in order, has
+    the root.
     """
-    sha = _sha256
     for _ in range(levels):
-        if len(level) % 2:
-            level.append(level[-1])
-        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
+        level = _pair(level)
     return level
 
 
-def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) -> str:
-    """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex.
+class MerkleAccumulator:
+    """The Section 8.1 root over the nodes of one level, given in order a batch at a time.
 
-    The ids are read once, ``chunk`` (a power of two) at a time: each full chunk is reduced
-    to the root of its complete subtree and carried up like a binary counter, so memory
-    stays at one chunk of leaves and one node per level whatever the number of ids.
+    The one accumulator of every path: the leaves of a receipt in memory, the ids read
+    once (:func:`merkle_root_hex`), and the runs of steps checked apart (cut, streamed or
+    forked: each run's nodes reduced the same number of levels, :func:`reduce_levels`).
+    The nodes given are of one level of the tree, all but the last covering a complete
+    subtree. Each full ``chunk`` (a power of two) is reduced to the root of its complete
+    subtree and carried up like a binary counter, so memory stays at one chunk of nodes
+    and one node per level however many are given.
     """
-    if chunk < 1 or chunk & (chunk - 1):
-        raise ValueError(f"chunk must be a power of two, got {chunk}")
-    sha = _sha256
-    ids = iter(receipt_ids)
-    # peaks[j]: the root of a complete subtree of chunk * 2**j leaves still waiting for its right sibling
-    peaks: list[bytes | None] = []
-    full = 0
-    while True:
-        leaves = leaves_of_ids(islice(ids, chunk))
-        if len(leaves) < chunk:
-            break
-        full += 1
-        node = root_of_leaves(leaves)
+
+    __slots__ = ("_chunk", "_full", "_height", "_peaks", "_rest")
+
+    def __init__(self, chunk: int = CHUNK_LEAVES) -> None:
+        if chunk < 1 or chunk & (chunk - 1):
+            raise ValueError(f"chunk must be a power of two, got {chunk}")
+        self._chunk = chunk
+        self._height = chunk.bit_length() - 1  # levels from a node given to a full chunk's root
+        # _peaks[j]: the root of a complete subtree of chunk * 2**j nodes still waiting for its right sibling
+        self._peaks: list[bytes | None] = []
+        self._full = 0  # full chunks carried
+        self._rest: list[bytes] = []  # the nodes of the chunk being filled
+
+    @property
+    def size(self) -> int:
+        """Nodes given so far."""
+        return self._full * self._chunk + len(self._rest)
+
+    def add(self, nodes: Iterable[bytes]) -> None:
+        """Take the next nodes, in order."""
+        rest = self._rest
+        rest.extend(nodes)
+        chunk = self._chunk
+        if len(rest) < chunk:
+            return
+        whole = len(rest) - len(rest) % chunk
+        # every level below a chunk's height has an even length over whole chunks: reduced together, they are apart
+        for node in reduce_levels(rest[:whole], self._height):
+            self._carry(node)
+        del rest[:whole]
+
+    def _carry(self, node: bytes) -> None:
+        self._full += 1
+        peaks = self._peaks
         j = 0
         while j < len(peaks):
             waiting = peaks[j]
             if waiting is None:
                 peaks[j] = node
-                break
-            node = sha(waiting + node).digest()
+                return
+            node = _sha256(waiting + node).digest()
             peaks[j] = None
             j += 1
-        else:
-            peaks.append(node)
-    if not full:
-        return root_of_leaves(leaves).hex()
-    return _fold_peaks(peaks, _lift(leaves, chunk), full * chunk + len(leaves), chunk).hex()
+        peaks.append(node)
+
+    def root(self) -> bytes:
+        """The root of the nodes given (SHA-256 of the empty string for none); the accumulator stays as it was."""
+        level = list(self._rest)
+        if not self._full:
+            if not level:
+                return _sha256(b"").digest()
+            while len(level) > 1:
+                level = _pair(level)
+            return level[0]
+        # The chunks carried hold an even number of nodes at every level below a chunk's
+        # height, so the partial chunk's odd last node pairs with itself there exactly as
+        # in the whole tree, up to a single node.
+        node = reduce_levels(level, self._height)[0] if level else None
+        return self._fold(node)
+
+    def _fold(self, node: bytes | None) -> bytes:
+        """The root from the carried subtree roots and the partial chunk's node above them (or None).
+
+        At each level from a chunk's height up, ``node`` is the level's last node when it covers
+        fewer nodes than a complete subtree of that level: it pairs with a waiting peak on its
+        left, or else with itself (an odd last node). With no partial node, a waiting peak that
+        is the last of an odd number of nodes pairs with itself.
+        """
+        sha = _sha256
+        peaks, size = self._peaks, self.size
+        j = 0
+        width = self._chunk
+        while -(-size // width) > 1:  # more than one node at this level
+            left = peaks[j] if j < len(peaks) else None
+            if node is None:
+                if left is not None:
+                    node = sha(left + left).digest()
+            else:
+                node = sha((left if left is not None else node) + node).digest()
+            j += 1
+            width *= 2
+        if node is not None:
+            return node
+        top = peaks[j]
+        assert top is not None  # size is a power of two times chunk: one complete subtree
+        return top
 
 
-def _lift(leaves: list[bytes], chunk: int) -> bytes | None:
-    """The node at a full chunk's height over the last, partial chunk, or None when it is empty.
+def merkle_root_hex(receipt_ids: Iterable[str], *, chunk: int = CHUNK_LEAVES) -> str:
+    """Section 8.1 ``receipt-id-v0`` root over receipt ids, as lowercase hex.
 
-    Below that height the full chunks before it hold an even number of nodes at every level,
-    so the partial chunk's odd last node is paired with itself exactly as in the whole tree,
-    up to and including a single node.
+    The ids are read once, ``chunk`` (a power of two) at a time, into a
+    :class:`MerkleAccumulator`: memory stays at one chunk of leaves and one node per level.
     """
-    if not leaves:
-        return None
-    sha = _sha256
-    level = leaves
-    width = 1
-    while width < chunk:
-        if len(level) % 2:
-            level.append(level[-1])
-        level = [sha(left + right).digest() for left, right in zip(level[::2], level[1::2], strict=True)]
-        width *= 2
-    return level[0]
-
-
-def _fold_peaks(peaks: list[bytes | None], node: bytes | None, size: int, chunk: int) -> bytes:
-    """The root from the carried subtree roots (``peaks``) and the partial node above them.
-
-    At each level from a chunk's height up, ``node`` is the level's last node when it covers
-    fewer leaves than a complete subtree of that level: it pairs with a waiting peak on its
-    left, or else with itself (an odd last node). With no partial node, a waiting peak that
-    is the last of an odd number of nodes pairs with itself.
-    """
-    sha = _sha256
-    j = 0
-    width = chunk
-    while -(-size // width) > 1:  # more than one node at this level
-        left = peaks[j] if j < len(peaks) else None
-        if node is None:
-            if left is not None:
-                node = sha(left + left).digest()
-        else:
-            node = sha((left if left is not None else node) + node).digest()
-        j += 1
-        width *= 2
-    if node is not None:
-        return node
-    top = peaks[j]
-    assert top is not None  # size is a power of two times chunk: one complete subtree
-    return top
+    acc = MerkleAccumulator(chunk)
+    ids = iter(receipt_ids)
+    while leaves := leaves_of_ids(islice(ids, chunk)):
+        acc.add(leaves)
+    return acc.root().hex()
 
 
 def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
@@ -195,11 +234,9 @@ def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
     i = index
     while len(level) > 1:
         odd_last = len(level) % 2 == 1 and i == len(level) - 1
-        if len(level) % 2:
-            level.append(level[-1])
         if not odd_last:  # an odd last node's sibling is itself: implied, not sent
             path.append(level[i ^ 1])
-        level = [_sha256(level[j] + level[j + 1]).digest() for j in range(0, len(level), 2)]
+        level = _pair(level)
         i //= 2
     return path
 

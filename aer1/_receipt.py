@@ -12,8 +12,9 @@ content from the workflow and compares its hash with the close step's receipt_ha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "CLOSED_BY_RECOVERY",
@@ -47,6 +48,8 @@ __all__ = [
     "close_workflow",
     "count_statuses",
     "evidence_path_for",
+    "is_hex64",
+    "is_uuid",
     "step_in_order",
     "trace_members_problem",
     "workflow_in_order",
@@ -124,6 +127,19 @@ TIMESTAMP_PATTERN = r"([0-9]{4}-[0-9]{2}-[0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-
 #: Any RFC 3339 date-time (a receipt of another producer): groups 1 to 3 are year, month, day.
 RFC3339_PATTERN = (r"([0-9]{4})-([0-9]{2})-([0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
                    r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
+_UUID = re.compile(UUID_PATTERN, re.ASCII)
+_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
+
+
+def is_uuid(v: Any) -> TypeGuard[str]:
+    """A lowercase UUID string (the one test of :data:`UUID_PATTERN`)."""
+    return type(v) is str and _UUID.fullmatch(v) is not None
+
+
+def is_hex64(v: Any) -> TypeGuard[str]:
+    """64 lowercase hex characters, a SHA-256 digest (the one test of :data:`HEX64_PATTERN`)."""
+    return type(v) is str and _HEX64.fullmatch(v) is not None
+
 
 #: Workflow members bound by the close step's content, in this order.
 CLOSE_BOUND_MEMBERS = (

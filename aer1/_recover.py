@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,25 +34,21 @@ import orjson
 from . import _timefmt as timefmt
 from ._canonical import CanonicalizationError, exact_bytes
 from ._chain import PROFILE, genesis_digest, step_link
+from ._content_hash import hash_of_canonical
 from ._evidence import evidence_header, evidence_line
 from ._journal import JOURNAL_TYPE, JOURNAL_VERSION
 from ._layout import receipt_json
 from ._limits import MAX_AGENTS_BYTES, MAX_JOURNAL_LINE_BYTES, MAX_MEMBER_CHARS, STEP_OVERHEAD_BYTES
+from ._member_rules import TIME_FORM, agent_problem, is_hex64, is_http_url, is_label, is_uuid, step_problems
 from ._merkle import merkle_root_hex
 from ._outfile import TEMP_FLAGS, check_output, replace_file, temp_path
 from ._receipt import (
-    AGENT_MEMBERS,
     CLOSE_AGENT,
     CLOSE_BOUND_MEMBERS,
     CLOSE_KIND,
     CLOSED_BY_RECOVERY,
-    HEX64_PATTERN,
-    KINDS,
     MERKLE_VERSION,
     STEP_OPTIONAL_MEMBERS,
-    STEP_REQUIRED_MEMBERS,
-    STEP_STATUSES,
-    UUID_PATTERN,
     WORKFLOW_STATUSES,
     WORKFLOW_TYPE,
     WORKFLOW_VERSION,
@@ -61,7 +56,6 @@ from ._receipt import (
     close_workflow,
     evidence_path_for,
     step_in_order,
-    trace_members_problem,
 )
 from ._signing import ENV_SIGNING_KEY, KeyFileError, load_private_key, sign_receipt
 from .errors import Aer1Error, MalformedInputError
@@ -88,11 +82,6 @@ EXIT_LEFT_OUT = 1
 #: No receipt was written.
 EXIT_BAD_INPUT = 2
 _EMPTY_OUTPUT_HASH = hashlib.sha256(b"").hexdigest()
-_UUID = re.compile(UUID_PATTERN, re.ASCII)
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
-_STEP_REQUIRED = frozenset(STEP_REQUIRED_MEMBERS)
-_STEP_ALLOWED = _STEP_REQUIRED | frozenset(STEP_OPTIONAL_MEMBERS)
-_AGENT_MEMBERS = frozenset(AGENT_MEMBERS)
 _HEADER_STRINGS = ("session_id", "goal", "verify_url")
 
 
@@ -193,17 +182,16 @@ def check_header(header: Any, path: str) -> dict[str, Any]:
         raise RecoveryError(f"{path}: unsupported journal version {header.get('version')!r} "
                             f"or profile {header.get('profile')!r}")
     for name in ("workflow_id", "receipt_id"):
-        v = header.get(name)
-        if type(v) is not str or _UUID.fullmatch(v) is None:
+        if not is_uuid(header.get(name)):
             raise RecoveryError(f"{path}: journal header {name} is not a lowercase UUID")
     for name in _HEADER_STRINGS:
         v = header.get(name)
-        if type(v) is not str or not v:
+        if not is_label(v):
             raise RecoveryError(f"{path}: journal header {name} is not a non-empty string")
         if len(v) > MAX_MEMBER_CHARS:
             raise RecoveryError(f"{path}: journal header {name} is {len(v)} characters long, over the "
                                 f"{MAX_MEMBER_CHARS} limit of a receipt member")
-    if not header["verify_url"].startswith(("https://", "http://")):
+    if not is_http_url(header["verify_url"]):
         raise RecoveryError(f"{path}: journal header verify_url is not an http(s) URL")
     if type(header.get("evidence")) is not bool:
         raise RecoveryError(f"{path}: journal header evidence is not true or false")
@@ -211,10 +199,7 @@ def check_header(header: Any, path: str) -> dict[str, Any]:
 
 
 def _check_agent(agent: Any) -> dict[str, Any]:
-    if (not isinstance(agent, dict) or not {"name", "type"} <= set(agent) or not set(agent) <= _AGENT_MEMBERS
-            or any(type(v) is not str or not v for k, v in agent.items() if k != "description")
-            or type(agent.get("description", "")) is not str
-            or ("config_digest" in agent and _HEX64.fullmatch(agent["config_digest"]) is None)):
+    if not isinstance(agent, dict) or agent_problem(agent) is not None:
         raise BadLine("agent record is not {name, type, description?, config_digest?}")
     if any(len(v) > MAX_MEMBER_CHARS for v in agent.values()):
         raise BadLine(f"agent record has a member over the {MAX_MEMBER_CHARS}-character limit")
@@ -222,30 +207,16 @@ def _check_agent(agent: Any) -> dict[str, Any]:
 
 
 def check_step_members(step: dict[str, Any], seq: int) -> None:
-    missing = _STEP_REQUIRED - set(step)
-    if missing:
-        raise BadLine(f"step lacks {', '.join(sorted(missing))}", seq)
-    extra = set(step) - _STEP_ALLOWED
-    if extra:
-        raise BadLine(f"step has members outside the profile: {', '.join(sorted(extra))}", seq)
+    """The step member rules of our profile (``_member_rules``), and the length limit of a receipt member."""
+    problems = step_problems(step, profile=True)
+    if problems:
+        first = problems[0]
+        if first.rule == TIME_FORM:
+            raise BadLine(f"{first.member} is not a real date and time YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
+        raise BadLine(first.message, seq)
     for name in ("tool", "agent", *(m for m in STEP_OPTIONAL_MEMBERS if m in step)):
-        if type(step[name]) is not str or not step[name]:
-            raise BadLine(f"{name} is not a non-empty string", seq)
         if len(step[name]) > MAX_MEMBER_CHARS:
             raise BadLine(f"{name} is {len(step[name])} characters long, over the {MAX_MEMBER_CHARS} limit", seq)
-    trace_problem = trace_members_problem(step)
-    if trace_problem is not None:
-        raise BadLine(trace_problem, seq)
-    if step["kind"] not in KINDS or step["status"] not in STEP_STATUSES:
-        raise BadLine("kind or status is not a known value", seq)
-    started, ended = timefmt.parse_step_time(step["started_at"]), timefmt.parse_step_time(step["ended_at"])
-    for name, t in (("started_at", started), ("ended_at", ended)):
-        if t is None:
-            raise BadLine(f"{name} is not a real date and time YYYY-MM-DDTHH:MM:SS.ffffffZ", seq)
-    if started is not None and ended is not None and ended < started:  # compared as times, not text
-        raise BadLine("ended_at is before started_at", seq)
-    if type(step["receipt_hash"]) is not str or _HEX64.fullmatch(step["receipt_hash"]) is None:
-        raise BadLine("receipt_hash is not 64 lowercase hex characters", seq)
 
 
 class _Recovery:
@@ -315,7 +286,7 @@ class _Recovery:
         head, derived = step_link(hbytes)
         if derived != rid:
             raise BadLine("receipt_id is not derived from the step's members (the line was changed)", seq)
-        if cbytes is not None and hashlib.sha256(cbytes).hexdigest() != step["receipt_hash"]:
+        if cbytes is not None and hash_of_canonical(cbytes) != step["receipt_hash"]:
             raise BadLine("content does not hash to receipt_hash (the line was changed)", seq)
         if step["kind"] == CLOSE_KIND:
             # Checked, then set aside: recovery always ends the chain with its own close step.
@@ -342,7 +313,7 @@ class _Recovery:
                  "merkle_version": MERKLE_VERSION}
         if any(content.get(k) != v for k, v in fixed.items()) or content.get("status") not in WORKFLOW_STATUSES:
             raise BadLine("close step content does not describe an aer1 workflow", seq)
-        if type(content.get("output_hash")) is not str or _HEX64.fullmatch(content["output_hash"]) is None:
+        if not is_hex64(content.get("output_hash")):
             raise BadLine("close step output_hash is not 64 lowercase hex characters", seq)
         self.close = content
 
@@ -385,7 +356,7 @@ def _append_close(state: _Recovery, cbytes: bytes) -> None:
     stamp = timefmt.format_ns(timefmt.now_ns())
     header: dict[str, Any] = {
         "seq": seq, "tool": CLOSE_KIND, "kind": CLOSE_KIND, "agent": CLOSE_AGENT,
-        "receipt_hash": hashlib.sha256(cbytes).hexdigest(), "started_at": stamp, "ended_at": stamp,
+        "receipt_hash": hash_of_canonical(cbytes), "started_at": stamp, "ended_at": stamp,
         "status": "ok", "prev_digest": state.head,
     }
     rhash = header["receipt_hash"]

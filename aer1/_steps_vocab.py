@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._canonical import CanonicalizationError, exact_bytes, normalize
+from ._content_hash import content_hash
 from ._vocabulary import FRAMEWORK_MEMBERS, VOCABULARY, VOCABULARY_MEMBER
 from .errors import MalformedInputError
 
@@ -460,7 +460,7 @@ def state_digest(state: Any) -> str | None:
     None when the state has no exact JSON form: the step then says nothing it cannot bind.
     """
     try:
-        return hashlib.sha256(exact_bytes(normalize(state))).hexdigest()
+        return content_hash(normalize(state))
     except (CanonicalizationError, ValueError, TypeError, RecursionError):
         return None
 

@@ -7,13 +7,13 @@ parse, evidence that does not match. A row never fails; what cannot be read is `
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._canonical import CanonicalizationError, exact_bytes, restore
+from ._canonical import CanonicalizationError, restore
+from ._content_hash import content_hash
 from .verifier._evidence import evidence_lines, parse_evidence_line
 from .verifier._parse import MalformedInput
 from .verifier._report import one_line
@@ -93,7 +93,7 @@ def evidence_contents(path: str | None, max_steps: int) -> tuple[dict[int, Any],
 def content_matches(step: Mapping[str, Any], content: Any) -> bool:
     """True when ``content`` hashes to the step's receipt_hash (so it is what was recorded)."""
     try:
-        return hashlib.sha256(exact_bytes(content)).hexdigest() == step.get("receipt_hash")
+        return content_hash(content) == step.get("receipt_hash")
     except CanonicalizationError:
         return False
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._chain import PROFILE
 from .._imprint import TIMESTAMPS_MEMBER
@@ -17,7 +17,22 @@ if TYPE_CHECKING:  # checks 9 and 10 load their modules only for a token or a ke
     from .._keyring import KeyEntry
     from ._timestamp import TsaTrust
 
-__all__ = ["fresh_checks", "links_note", "skip_rest", "steps_checked"]
+__all__ = ["Given", "fresh_checks", "links_note", "skip_rest", "steps_checked"]
+
+
+class Given(TypedDict, total=False):
+    """What a caller gives every reading path besides the receipt (each absent one: None).
+
+    The options of :func:`aer1.verifier.verify_receipt` that reach the checks: the in-memory,
+    the cut and the streaming path take them as one set of keywords, named once here.
+    """
+
+    evidence: str | os.PathLike[str] | None
+    trusted_key_ids: Iterable[str] | None
+    expected_root: str | None
+    expected_head: str | None
+    tsa_trust: TsaTrust | None
+    keyring: Mapping[str, KeyEntry] | None
 
 
 def links_note(count: int) -> str:

@@ -30,9 +30,9 @@ from typing import Any
 from .._canonical import CanonicalizationError
 from .._limits import BUNDLE_PARALLEL_MIN_BYTES, MAX_FILES
 from .._link import BUNDLE_ROOT_NAME, LINK_KIND, LinkError, link_content, link_hash, link_status
+from .._member_rules import is_uuid
 from ..errors import UsageError
 from ._assemble import links_note
-from ._checks import is_uuid
 from ._parse import MalformedInput, parse_strict, read_limited
 from ._proof import verify_proof
 from ._report import PASS, Report, same_bytes

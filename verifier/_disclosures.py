@@ -16,14 +16,13 @@ A disclosure for a field the step did not commit, or a second one for the same f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
+from .._canonical import CanonicalizationError
 from .._commit import (
     DISCLOSURES_TYPE,
     commitment,
@@ -35,6 +34,7 @@ from .._commit import (
     reveal,
     salt_ok,
 )
+from .._content_hash import content_hash, hash_of_canonical
 from ._evidence import evidence_lines, parse_evidence_line
 from ._parse import MalformedInput, open_regular
 from ._report import FAIL, CheckResult, Report
@@ -156,13 +156,13 @@ def _content_of(line: bytes, number: int, seq: int, want: str) -> Any:
     prefix = b'{"seq":%d,"receipt_hash":"%s","content":' % (seq, want.encode())
     if line.startswith(prefix) and line.endswith(b"}\n"):
         raw = line[len(prefix):-2]
-        if hashlib.sha256(raw).hexdigest() == want:
+        if hash_of_canonical(raw) == want:
             return json.loads(raw)  # the very bytes hashed: check 7 found them exact JSON
     record = parse_evidence_line(line, number)
     if not isinstance(record, dict) or record.get("seq") != seq:
         raise MalformedInput(f"evidence line {number} no longer matches step {seq}")
     try:
-        digest = hashlib.sha256(exact_bytes(record.get("content"))).hexdigest()
+        digest = content_hash(record.get("content"))
     except CanonicalizationError as e:
         raise MalformedInput(f"evidence line {number}: {e}") from e
     if digest != want:

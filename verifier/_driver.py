@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._limits import MAX_PARSE_COST_BYTES, parse_cost
@@ -24,8 +24,9 @@ from ._paths import DEFAULT_PATHS, Paths
 from ._report import Report
 
 if TYPE_CHECKING:
-    from .._keyring import KeyEntry
-    from ._timestamp import TsaTrust
+    from typing_extensions import Unpack
+
+    from ._assemble import Given
 
 __all__ = ["verify_kept", "verify_on_paths"]
 
@@ -36,24 +37,21 @@ def verify_on_paths(receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes,
     return verify_kept(receipt, **options)[0]
 
 
-def verify_kept(
-    receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes,
-    *,
-    evidence: str | os.PathLike[str] | None = None,
-    trusted_key_ids: Iterable[str] | None = None,
-    expected_root: str | None = None,
-    expected_head: str | None = None,
-    tsa_trust: TsaTrust | None = None,
-    keyring: Mapping[str, KeyEntry] | None = None,
-    jobs: int = 1,
-    paths: Paths = DEFAULT_PATHS,
-) -> tuple[Report, Any]:
+def verify_kept(receipt: Mapping[str, Any] | str | os.PathLike[str] | bytes, *, jobs: int = 1,
+                paths: Paths = DEFAULT_PATHS, **given: Unpack[Given]) -> tuple[Report, Any]:
     """:func:`verify_on_paths`, and the receipt as it was parsed for the checks (None when it was streamed,
-    split or could not be parsed): an archive run's log entry and policy read it instead of parsing it again."""
-    from ._assemble import fresh_checks, skip_rest, steps_checked
+    split or could not be parsed): an archive run's log entry and policy read it instead of parsing it again.
+
+    ``given``: the options of :func:`aer1.verifier.verify_receipt` that reach the checks (:class:`~._assemble.Given`).
+    """
+    from ._assemble import Given, fresh_checks, skip_rest, steps_checked
     from ._checks import claims_profile
     from ._steps import check_members
 
+    unknown = given.keys() - Given.__optional_keys__
+    if unknown:  # as a misspelt keyword of a plain signature would
+        raise TypeError(f"verify_kept() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    evidence, trusted_key_ids = given.get("evidence"), given.get("trusted_key_ids")
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
     report = Report(None, checks)
@@ -64,24 +62,21 @@ def verify_kept(
     try:
         if isinstance(receipt, (str, os.PathLike)):
             source = report.source = os.fspath(receipt)
-            trusted_key_ids = None if trusted_key_ids is None else set(trusted_key_ids)
+            if trusted_key_ids is not None:
+                trusted_key_ids = given["trusted_key_ids"] = set(trusted_key_ids)  # read by every check it reaches
             data = None
             if not (os.path.isfile(source) and os.path.getsize(source) >= paths.stream_min_bytes):
                 data = read_limited(source)
             if jobs > 1 and (data is None or len(data) >= paths.split_min_bytes):
                 from ._split import verify_split  # large files only: the fork and its pipes load here
 
-                split = verify_split(source, data, jobs, evidence=evidence, trusted_key_ids=trusted_key_ids,
-                                     expected_root=expected_root, expected_head=expected_head,
-                                     tsa_trust=tsa_trust, keyring=keyring, paths=paths)
+                split = verify_split(source, data, jobs, paths=paths, **given)
                 if split is not None:
                     return split, None
             if data is None or parse_cost(data) > MAX_PARSE_COST_BYTES:  # large, or costly to hold parsed
                 from ._stream import verify_streaming  # loaded only for a file streamed
 
-                return verify_streaming(source, evidence=evidence, trusted_key_ids=trusted_key_ids,
-                                        expected_root=expected_root, expected_head=expected_head,
-                                        tsa_trust=tsa_trust, keyring=keyring, paths=paths), None
+                return verify_streaming(source, paths=paths, **given), None
             wf, owed = parse_unwalked(data, what=source)  # size and cost checked just above
             if owed:  # steps the quick path passes are JSON data within the limits: the walk skips them
                 passed, quick_done = quick_steps(wf, jobs, paths), True
@@ -120,8 +115,9 @@ def verify_kept(
         signed = functools.partial(signing_input_of_passed, wf)
     report = steps_checked(report, wf, checker, evidence_view=wf, evidence=evidence, signed=signed,
                            beside=None if source is None else evidence_path_for(source),
-                           trusted_key_ids=trusted_key_ids, expected_root=expected_root, expected_head=expected_head,
-                           tsa_trust=tsa_trust, keyring=keyring,
+                           trusted_key_ids=trusted_key_ids, expected_root=given.get("expected_root"),
+                           expected_head=given.get("expected_head"), tsa_trust=given.get("tsa_trust"),
+                           keyring=given.get("keyring"),
                            links=checker.links if checker.links is not None
                            else sum(1 for s in wf["steps"] if s.get("kind") == LINK_KIND))
     return report, wf

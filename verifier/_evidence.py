@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes, is_plain, sorted_json
+from .._canonical import CanonicalizationError, is_plain, sorted_json
+from .._content_hash import content_hash, hash_of_canonical
 from .._limits import (
     MAX_COST_PER_BYTE,
     MAX_EVIDENCE_BYTES,
@@ -74,7 +74,7 @@ def line_exact(line: bytes, number: int, seq: int, want: str) -> bool:
     if not (line.startswith(prefix) and line.endswith(b"}\n")):
         return False
     content = line[len(prefix):-2]
-    if hashlib.sha256(content).hexdigest() != want:
+    if hash_of_canonical(content) != want:
         return False
     orjson = sys.modules.get("orjson")
     try:
@@ -125,7 +125,7 @@ def check_evidence(wf: Mapping[str, Any], path: str, result: CheckResult) -> Non
                 return
             seen = seq
             try:
-                digest = hashlib.sha256(exact_bytes(record["content"])).hexdigest()  # never normalized
+                digest = content_hash(record["content"])  # never normalized
             except CanonicalizationError as e:
                 result.fail(f"evidence content has no exact JSON form, so it is not what was hashed: {e}", seq=seq)
                 return

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._receipt import MERKLE_VERSION
-from ._fast import Passed, Run, check_run, combine
+from ._fast import Passed, Run, Runs
 from ._paths import DEFAULT_PATHS, Paths
 
 __all__ = [
@@ -59,22 +59,32 @@ def steps_in_runs(steps: list[Any], jobs: int, paths: Paths = DEFAULT_PATHS) -> 
     n = len(steps)
     block, levels = paths.block_steps, paths.levels
     per = -(-n // max(jobs, 1) // block) * block or block  # whole blocks, rounded up
+    runs = Runs(levels)
     if jobs <= 1 or n < paths.parallel_min_steps or per >= n or not fork_safe():
-        return combine([check_run(steps, 0, n, last=True)])
+        return runs.passed() if runs.check(steps, last=True) is not None else None
     bounds = [(lo, min(lo + per, n)) for lo in range(0, n, per)]
     workers: list[tuple[int, int, tuple[int, int]]] = []
     try:
         for lo, hi in bounds[1:]:
-            pid, fd = fork_job(functools.partial(check_run, steps, lo, hi, last=hi == n, levels=levels))
+            pid, fd = fork_job(functools.partial(_run_of, steps, lo, hi, n, levels))
             workers.append((pid, fd, (lo, hi)))
-        runs: list[Run | None] = [check_run(steps, 0, bounds[0][1], last=False, levels=levels)]
+        if runs.check(steps[:bounds[0][1]], last=False) is None:
+            return None
         while workers:
             pid, fd, (lo, hi) = workers.pop(0)
             run = collect(pid, fd)
-            runs.append(run if isinstance(run, Run) else check_run(steps, lo, hi, last=hi == n, levels=levels))
+            if isinstance(run, Run) and run.lo == runs.lo:
+                runs.add(run)
+            elif runs.check(steps[lo:hi], last=hi == n) is None:  # no answer: checked here
+                return None
     finally:
         reap([(pid, fd) for pid, fd, _ in workers])
-    return combine(runs)
+    return runs.passed()
+
+
+def _run_of(steps: list[Any], lo: int, hi: int, n: int, levels: int) -> Run | None:
+    """A worker's job: steps ``lo`` to ``hi`` of ``n``, by the driver (:class:`~._fast.Runs`) from ``lo``."""
+    return Runs(levels, lo).check(steps[lo:hi], last=hi == n)
 
 
 def fork_job(job: Callable[[], Any]) -> tuple[int, int]:

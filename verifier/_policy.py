@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
+from .._canonical import CanonicalizationError
 from .._chain import PROFILE
+from .._content_hash import content_hash
 from .._limits import MAX_PARSE_COST_BYTES, STREAM_MIN_BYTES, parse_cost
 from .._link import LINK_KIND
-from .._receipt import CLOSE_KIND, HEX64_PATTERN, KINDS
+from .._receipt import CLOSE_KIND, KINDS, is_hex64
 from .._timefmt import parse_step_time
 from .._vocabulary import VOCABULARY, follows_vocabulary
 from ..errors import MalformedInputError
@@ -79,7 +80,6 @@ _TOP_KEYS = frozenset({"format", "name", "require", "allow", "rule", "trust"})
 _TRUST_KEYS = frozenset({"keyring", "tsa_roots", "tsa_policy", "log_keys", "witnesses"})
 #: ``[trust]`` members that list verifier keys (spec/log.md): key strings, or files relative to the policy.
 _KEY_LISTS = ("log_keys", "witnesses")
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
 _APPROVAL = "approval"
 _TIMESTAMP = "timestamp"
 #: The status collectors give a call that an approval denied or left pending, so it did not run.
@@ -308,7 +308,7 @@ def _policy(doc: dict[str, Any], digest: str, folder: str) -> Policy:
     signers = None
     if "signers" in req:
         signers = frozenset(_strings(req["signers"], "[require] signers"))
-        bad = sorted(s for s in signers if not _HEX64.fullmatch(s))
+        bad = sorted(s for s in signers if not is_hex64(s))
         if bad or not signers:
             raise PolicyError(f"[require] signers: got {bad[0] if bad else 'an empty list'!r}, "
                               "want key ids (64 lowercase hex characters)")
@@ -528,7 +528,7 @@ def _contents(wf: Mapping[str, Any], evidence: str, seqs: set[int], fields: Fiel
             record = parse_evidence_line(line, number)
             content = record.get("content") if isinstance(record, dict) else None
             try:
-                digest = hashlib.sha256(exact_bytes(content)).hexdigest()
+                digest = content_hash(content)
             except CanonicalizationError as e:
                 raise MalformedInput(f"evidence line {number}: {e}") from e
             if not isinstance(record, dict) or record.get("seq") != seq or digest != steps[seq - 1]["receipt_hash"]:
@@ -628,14 +628,14 @@ def _arguments_key(content: Any, member: str) -> str | None:
         return None
     value = content[member]
     if member == "arguments_digest":
-        return f"sha256:{value}" if isinstance(value, str) and _HEX64.fullmatch(value) else f"digest:{value!r}"
+        return f"sha256:{value}" if is_hex64(value) else f"digest:{value!r}"
     if isinstance(value, str) and len(value) <= MAX_ARGUMENTS_BYTES:
         try:
             value = parse_strict(value.encode("utf-8", "surrogatepass"), what="arguments")
         except MalformedInput:
             return f"text:{value}"
     try:
-        return "sha256:" + hashlib.sha256(exact_bytes(value)).hexdigest()
+        return "sha256:" + content_hash(value)
     except CanonicalizationError:
         return f"repr:{value!r}"
 

@@ -11,26 +11,26 @@ by a trusted key and has that root.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._canonical import CanonicalizationError, exact_bytes
-from .._chain import genesis_digest, step_digest, uuid8_from_digest
+from .._canonical import CanonicalizationError
+from .._chain import genesis_digest, is_derived_id, step_digest, uuid8_from_digest
+from .._content_hash import content_hash
+from .._member_rules import PROFILE_STRIPPED
 from .._merkle import RootMismatchError, leaf_receipt_id, verify_inclusion
 from .._receipt import (
     CLOSE_AGENT,
     CLOSE_KIND,
-    HEX64_PATTERN,
     MERKLE_VERSION,
     PROOF_MEMBERS,
     PROOF_TYPE,
     PROOF_VERSION,
-    UUID_PATTERN,
+    is_hex64,
+    is_uuid,
 )
-from ._checks import PROFILE_STRIPPED, check_step, is_derived_id
+from ._checks import check_step
 from ._parse import MalformedInput, check_json_value, parse_strict, read_limited
 from ._report import FAIL, PASS, CheckResult, Report
 
@@ -45,15 +45,13 @@ PROOF_CHECKS = (
     (6, "content"),
     (7, "root_pinned"),
 )
-_HEX64 = re.compile(HEX64_PATTERN, re.ASCII)
-_UUID = re.compile(UUID_PATTERN, re.ASCII)
 #: Most hashes an audit path may hold (a tree of 2**64 leaves needs 64).
 MAX_PATH_LEN = 64
 
 
 def _path_ok(path: Any) -> bool:
     return isinstance(path, list) and len(path) <= MAX_PATH_LEN and all(
-        isinstance(h, str) and _HEX64.fullmatch(h) is not None for h in path
+        is_hex64(h) for h in path
     )
 
 
@@ -67,7 +65,7 @@ def _members(doc: Any, r: CheckResult) -> bool:
     if doc.get("version") != PROOF_VERSION:
         r.fail("version", expected=PROOF_VERSION, actual=repr(doc.get("version")))
     wid = doc.get("workflow_id")
-    if type(wid) is not str or _UUID.fullmatch(wid) is None:
+    if not is_uuid(wid):
         r.fail("workflow_id is not a lowercase UUID", actual=repr(wid))
     size, index = doc.get("tree_size"), doc.get("leaf_index")
     if type(size) is not int or not 1 <= size <= 2**MAX_PATH_LEN:
@@ -79,7 +77,7 @@ def _members(doc: Any, r: CheckResult) -> bool:
     if not _path_ok(doc.get("audit_path")):
         r.fail(f"audit_path is not a list of at most {MAX_PATH_LEN} 64-char lowercase hex hashes")
     root = doc.get("merkle_root")
-    if not isinstance(root, str) or not _HEX64.fullmatch(root):
+    if not is_hex64(root):
         r.fail("merkle_root is not 64 lowercase hex characters")
     if doc.get("merkle_version") != MERKLE_VERSION:
         r.fail("merkle_version", expected=MERKLE_VERSION, actual=repr(doc.get("merkle_version")))
@@ -271,7 +269,7 @@ def verify_proof(
         c_size.skip("the step ids or the paths did not verify: the close step proves nothing")
     if "content" in doc:
         try:
-            got = hashlib.sha256(exact_bytes(doc["content"])).hexdigest()
+            got = content_hash(doc["content"])
         except CanonicalizationError as e:
             c_content.fail(f"content has no exact canonical form: {e}", seq=step["seq"])
         else:

@@ -27,18 +27,17 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from .._keyring import KeyEntry
 from .._limits import MAX_EVIDENCE_BYTES, MAX_EVIDENCE_LINE_BYTES
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import check_workflow_members
 from ._evidence import check_evidence, evidence_passed, header_ok, line_exact
-from ._fast import Run, check_block, combine
+from ._fast import Run, Runs, combine
 from ._kind import refuse_unless_receipt
 from ._parallel import collect, fork_job, fork_safe, reap
 from ._parse import MAX_INPUT_BYTES, MalformedInput, check_parse_cost, open_regular, parse_strict
@@ -46,7 +45,11 @@ from ._paths import DEFAULT_PATHS, Paths
 from ._report import CheckResult, Report
 from ._signed import Hashes, passed_steps_bytes
 from ._steps import StepChecker
-from ._timestamp import TsaTrust
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._assemble import Given
 
 __all__ = ["verify_split"]
 
@@ -254,24 +257,21 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
     Steps are checked in blocks of ``read.paths.block_steps`` (``lo`` is a multiple of it), the
     last block of the part perhaps shorter.
     """
-    block_steps, levels = read.paths.block_steps, read.paths.levels
-    runs: list[Run] = []
+    block_steps = read.paths.block_steps
+    runs = Runs(read.paths.levels, lo)
     hashes: list[str] = []
     spilled = 0
     pending: list[Any] = []
     last = None
 
     def check(block: list[Any], is_last: bool) -> bool:
-        nonlocal spilled, lo, last
-        run = check_block(block, lo, last=is_last, levels=0 if is_last and lo == 0 else levels)
-        if run is None:
+        nonlocal spilled, last
+        if runs.check(block, last=is_last) is None:
             return False
-        runs.append(run)
         hashes.extend([s["receipt_hash"] for s in block])
         if spill is not None:
             data = passed_steps_bytes(block)
             spilled += spill.write(b"," + data if spilled else data)
-        lo += len(block)
         last = block[-1]
         return True
 
@@ -296,9 +296,9 @@ def _check_part(read: _Read, lo: int, start: int, end: int, final: bool, spill: 
             spill.flush()  # a worker leaves by os._exit: nothing buffered would reach the file
     except (ValueError, OSError):
         return None
-    if not runs:
+    if not runs.runs:
         return None
-    part = _Part(runs, bytes.fromhex("".join(hashes)), spilled, last)
+    part = _Part(runs.runs, bytes.fromhex("".join(hashes)), spilled, last)
     if final and read.data is not None:  # a worker's spare time, while this process checks the first run
         part.sha256 = hashlib.sha256(read.data).hexdigest()
     return part
@@ -408,22 +408,12 @@ def _evidence_quick(path: str, workflow_id: Any, hashes: bytes, jobs: int, paths
     return want == len(hashes) // _HASH + 1
 
 
-def verify_split(
-    source: str,
-    data: bytes | None,
-    jobs: int,
-    *,
-    evidence: str | os.PathLike[str] | None,
-    trusted_key_ids: Any,
-    expected_root: str | None,
-    expected_head: str | None,
-    tsa_trust: TsaTrust | None = None,
-    keyring: Mapping[str, KeyEntry] | None = None,
-    paths: Paths = DEFAULT_PATHS,
-) -> Report | None:
+def verify_split(source: str, data: bytes | None, jobs: int, *, paths: Paths = DEFAULT_PATHS,
+                 **given: Unpack[Given]) -> Report | None:
     """Verify the receipt file ``source`` (its bytes ``data`` when already read) in ``jobs`` processes.
 
-    ``paths``: the smallest file cut, and the block and read sizes (``aer1.verifier._paths``).
+    ``paths``: the smallest file cut, and the block and read sizes (``aer1.verifier._paths``);
+    ``given``: the caller's evidence and trust (:class:`~._assemble.Given`).
 
     None when this path does not apply or does not certainly pass every step: the caller
     then verifies the file by the in-memory or streaming path, which words any failure.
@@ -462,17 +452,13 @@ def verify_split(
             if passed is None:
                 return None
             checker = StepChecker.from_passed(passed, parts[-1].last)
-            return _report(source, data, rest, checker, parts, spills, jobs, paths, evidence=evidence,
-                           trusted_key_ids=trusted_key_ids, expected_root=expected_root,
-                           expected_head=expected_head, tsa_trust=tsa_trust, keyring=keyring)
+            return _report(source, data, rest, checker, parts, spills, jobs, paths, given)
     except (OSError, MalformedInput):
         return None  # the other paths say what cannot be read
 
 
 def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: StepChecker, parts: list[_Part],
-            spills: list[IO[bytes]] | None, jobs: int, paths: Paths, *, evidence: str | os.PathLike[str] | None,
-            trusted_key_ids: Any, expected_root: str | None, expected_head: str | None, tsa_trust: TsaTrust | None,
-            keyring: Mapping[str, KeyEntry] | None) -> Report:
+            spills: list[IO[bytes]] | None, jobs: int, paths: Paths, given: Given) -> Report:
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
     report = Report(source, checks)
@@ -480,6 +466,7 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
     if data is not None:  # what a later reader of the file (a policy, a bundle's links) checks it reads by
         c_parse.facts["sha256"] = parts[-1].sha256 or hashlib.sha256(data).hexdigest()
     beside = evidence_path_for(source)
+    evidence = given.get("evidence")
     if evidence is None and os.path.lexists(beside):
         evidence = beside
     if refuse_unless_receipt(report, rest):
@@ -501,7 +488,7 @@ def _report(source: str, data: bytes | None, rest: dict[str, Any], checker: Step
             check_evidence(view, path, result)
 
     return steps_checked(report, rest, checker, evidence_view={**rest, "steps": Hashes(bytearray(hashes))},
-                         evidence=evidence, beside=beside, trusted_key_ids=trusted_key_ids,
-                         expected_root=expected_root, expected_head=expected_head, signed=signed,
-                         tsa_trust=tsa_trust, keyring=keyring, links=checker.links or 0,
-                         evidence_check=evidence_check)
+                         evidence=evidence, beside=beside, trusted_key_ids=given.get("trusted_key_ids"),
+                         expected_root=given.get("expected_root"), expected_head=given.get("expected_head"),
+                         signed=signed, tsa_trust=given.get("tsa_trust"), keyring=given.get("keyring"),
+                         links=checker.links or 0, evidence_check=evidence_check)

@@ -13,9 +13,10 @@ from typing import Any
 
 from .._canonical import CanonicalizationError
 from .._chain import genesis_digest, step_digest_hex, uuid8_from_hex
-from .._merkle import leaf_receipt_id, leaf_seq_output, root_of_leaves
+from .._member_rules import is_hex64
+from .._merkle import MerkleAccumulator, leaf_receipt_id, leaf_seq_output
 from .._receipt import CLOSE_KIND, MERKLE_VERSION, STEP_STATUSES
-from ._checks import check_chain_end, check_step, check_workflow_members, is_hex64
+from ._checks import check_chain_end, check_step, check_workflow_members
 from ._fast import Passed
 from ._report import FAIL, CheckResult
 
@@ -197,7 +198,9 @@ class StepChecker:
                 return
             else:
                 raw = self.output_leaves
-            root = root_of_leaves([bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF)]).hex()
+            tree = MerkleAccumulator()
+            tree.add(bytes(raw[k:k + _LEAF]) for k in range(0, len(raw), _LEAF))
+            root = tree.root().hex()
         self.leaves = bytearray()
         if root != wf["merkle_root"]:
             result.fail(f"merkle_root does not match the {version} root of the steps",

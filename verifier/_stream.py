@@ -23,20 +23,18 @@ import codecs
 import json
 import os
 import re
-from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from .._canonical import CanonicalizationError, exact_bytes
-from .._keyring import KeyEntry
 from .._limits import MAX_VALUE_BYTES
 from .._link import LINK_KIND
 from .._receipt import MERKLE_VERSION, evidence_path_for
 from .._signing import signing_input_of_parts
 from ._assemble import fresh_checks, skip_rest, steps_checked
 from ._checks import check_workflow_members
-from ._fast import Run, check_block, combine
+from ._fast import Runs
 from ._kind import refuse_unless_receipt
 from ._output import unreadable_report
 from ._parse import (
@@ -56,7 +54,11 @@ from ._paths import DEFAULT_PATHS, Paths
 from ._report import CheckResult, Report
 from ._signed import Hashes, passed_steps_bytes
 from ._steps import MAX_MEMBER_FAILURES, StepChecker
-from ._timestamp import TsaTrust
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._assemble import Given
 
 __all__ = ["verify_streaming"]
 
@@ -180,11 +182,11 @@ class _Walker:
 
     def __init__(self, text: _Text, spill: IO[bytes], quick: bool, paths: Paths) -> None:
         self.text = text
-        self.block_steps, self.levels = paths.stream_block(), paths.levels
+        self.block_steps = paths.stream_block()
         # quick: steps checked in blocks by ``_fast``, any doubt quits (the caller then reads again without it)
         self.quick = quick
         self.block: list[Any] = []
-        self.runs: list[Run] = []
+        self.runs = Runs(paths.levels)
         self.last: Any = None  # the last step of the last block
         self.decode = json.JSONDecoder(object_pairs_hook=json_pairs, parse_constant=no_constants,
                                        parse_int=json_int, parse_float=json_float).raw_decode
@@ -313,12 +315,10 @@ class _Walker:
     def _flush(self, *, last: bool) -> None:
         """Check the block of steps by the quick path, keep what the report needs of it, drop its steps."""
         block = self.block
-        lo = self.runs[-1].hi if self.runs else 0
-        levels = 0 if last and not lo else self.levels  # one run is the whole tree (reduced, it has no root yet)
-        run = check_block(block, lo, last=last, levels=levels)
-        if run is None:
+        lo = self.runs.lo
+        if self.runs.check(block, last=last) is None:
             raise _Quit  # seams are ``combine``'s, at the end
-        self.runs.append(run)  # a passed run holds only dicts of strings and ints within the string limit
+        # a passed run holds only dicts of strings and ints within the string limit
         self.hashes += bytes.fromhex("".join(s["receipt_hash"] for s in block))
         data = passed_steps_bytes(block)
         self.spilled += self.spill.write(b"," + data if lo else data)
@@ -327,14 +327,14 @@ class _Walker:
 
     def settle_quick(self) -> None:
         """After the walk: the reference's state from the passed runs, or :class:`_Quit`."""
-        if self.runs and self.rest.get("merkle_version") == MERKLE_VERSION:
-            passed = combine(self.runs)
+        if self.runs.runs and self.rest.get("merkle_version") == MERKLE_VERSION:
+            passed = self.runs.passed()
             if passed is not None:
                 self.checker = StepChecker.from_passed(passed, self.last)
                 self.links = passed.links
-                self.runs = []
+                self.runs.runs = []
                 return
-        if self.runs or self.block:
+        if self.runs.runs or self.block:
             raise _Quit
 
     # ------------------------------------------------------------- results
@@ -362,18 +362,9 @@ class _Walker:
         return signing_input_of_parts(self.rest, [(self.spill, self.spilled)], self.unencodable)
 
 
-def verify_streaming(
-    source: str,
-    *,
-    evidence: str | os.PathLike[str] | None,
-    trusted_key_ids: Any,
-    expected_root: str | None,
-    expected_head: str | None,
-    tsa_trust: TsaTrust | None = None,
-    keyring: Mapping[str, KeyEntry] | None = None,
-    paths: Paths = DEFAULT_PATHS,
-) -> Report:
-    """Verify the receipt file ``source`` by streaming (``paths``: its read and block sizes).
+def verify_streaming(source: str, *, paths: Paths = DEFAULT_PATHS, **given: Unpack[Given]) -> Report:
+    """Verify the receipt file ``source`` by streaming (``paths``: its read and block sizes; ``given``: the
+    caller's evidence and trust, :class:`~._assemble.Given`).
 
     A file outside the shape this path reads is a MALFORMED report naming the problem:
     a file too large or too costly to parse in memory is never verified any other way.
@@ -398,8 +389,7 @@ def verify_streaming(
                         raise
                     continue  # the reference reads the file again: its failures and words are the report's
                 walker.text.buf = ""
-                return _report(walker, source, evidence, trusted_key_ids, expected_root, expected_head,
-                               tsa_trust, keyring)
+                return _report(walker, source, given)
         raise AssertionError("the reference pass does not quit")
     except (_Unwalkable, json.JSONDecodeError, RecursionError, CanonicalizationError) as e:
         why = f"not valid JSON: {e.msg}" if isinstance(e, json.JSONDecodeError) else str(e) or "nested too deeply"
@@ -410,9 +400,7 @@ def verify_streaming(
         return unreadable_report(source, f"cannot read {source}: {e.strerror or e}")
 
 
-def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | None, trusted_key_ids: Any,
-            expected_root: str | None, expected_head: str | None, tsa_trust: TsaTrust | None,
-            keyring: Mapping[str, KeyEntry] | None) -> Report:
+def _report(walker: _Walker, source: str, given: Given) -> Report:
     checks = fresh_checks()
     c_parse, c_members = checks[0], checks[1]
     report = Report(source, checks)
@@ -428,6 +416,7 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
     if ("type" in walker.rest or not walker.stopped) and refuse_unless_receipt(report, walker.rest):
         return report
     beside = evidence_path_for(source)
+    evidence = given.get("evidence")
     if evidence is None and os.path.lexists(beside):
         evidence = beside
     if not walker.members(c_members):
@@ -435,6 +424,7 @@ def _report(walker: _Walker, source: str, evidence: str | os.PathLike[str] | Non
         return report
     wf = walker.rest
     return steps_checked(report, wf, checker, evidence_view={**wf, "steps": Hashes(walker.hashes)},
-                         evidence=evidence, beside=beside, trusted_key_ids=trusted_key_ids,
-                         expected_root=expected_root, expected_head=expected_head, signed=walker.signing_input,
-                         tsa_trust=tsa_trust, keyring=keyring, links=walker.links)
+                         evidence=evidence, beside=beside, trusted_key_ids=given.get("trusted_key_ids"),
+                         expected_root=given.get("expected_root"), expected_head=given.get("expected_head"),
+                         signed=walker.signing_input, tsa_trust=given.get("tsa_trust"), keyring=given.get("keyring"),
+                         links=walker.links)

@@ -18,9 +18,10 @@ import pytest
 
 from aer1 import Collector
 from aer1._chain import step_digest_hex, uuid8_from_hex
+from aer1._member_rules import step_ok
 from aer1._receipt import STEP_OPTIONAL_MEMBERS, STEP_REQUIRED_MEMBERS
 from aer1.verifier import verify_receipt
-from aer1.verifier._checks import _profile_step_ok, check_step
+from aer1.verifier._checks import check_step
 from aer1.verifier._parse import MalformedInput, check_json_value
 from aer1.verifier._report import CheckResult
 
@@ -54,7 +55,7 @@ def _steps() -> list[dict[str, Any]]:
 
 def test_every_step_we_write_takes_the_quick_path() -> None:
     for step in _steps():
-        assert _profile_step_ok(step), f"got the slow path for {step}, want the quick one"
+        assert step_ok(step), f"got the slow path for {step}, want the quick one"
 
 
 @pytest.mark.parametrize(("member", "change"), _BAD_VALUES)
@@ -64,7 +65,7 @@ def test_quick_test_never_passes_a_step_the_detailed_checks_refuse(member: str, 
         assert bad[member] != step[member]
         detailed = CheckResult(2, "members")
         refused = not check_step(bad, step["seq"] - 1, False, detailed) or not _detail_profile_ok(bad)
-        quick = _profile_step_ok(bad)
+        quick = step_ok(bad)
         assert not (quick and refused), f"{member}={bad[member]!r}: got quick pass, want the detailed refusal"
         assert not quick, f"{member}={bad[member]!r}: got quick pass, want a refusal"
 

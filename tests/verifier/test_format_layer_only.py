@@ -34,6 +34,8 @@ FORMAT_LAYER = {
     "aer1._keyring",
     "aer1._layout",
     "aer1._limits",
+    "aer1._content_hash",
+    "aer1._member_rules",
     "aer1._link",
     "aer1._merkle",
     "aer1._outfile",

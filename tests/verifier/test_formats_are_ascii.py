@@ -18,10 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aer1._keyring import KeyringError, parse_time
-from aer1._timefmt import parse_step_time
+from aer1._timefmt import is_rfc3339, parse_step_time
 from aer1._vocabulary import VOCABULARY
 from aer1.verifier import FAIL, verify_receipt
-from aer1.verifier._checks import is_rfc3339
 from aer1.verifier._policy import PolicyError, Rule, _argument_rule, _Check, _decided_before, _rule
 from aer1.verifier._report import CheckResult
 from aer1.verifier._timestamp import nonce_ok
