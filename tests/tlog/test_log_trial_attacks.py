@@ -74,3 +74,12 @@ def test_a_log_checkpoint_that_names_another_origin(capsys: pytest.CaptureFixtur
     code, doc = _run_json(capsys, "--log", log, "--log-key", vkey)
     assert code == 1 and doc["log"]["verdict"] == "INVALID", doc["log"]
     assert "want one named the origin" in doc["log"]["problems"][0]
+
+
+def test_since_without_a_log_names_the_missing_log(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """New user: `aer1-verify --since CHECKPOINT --log-key VKEY` (no --log) said "the following arguments are
+    required: PATH", though no PATH is wanted: it now says --since goes with --log DIR."""
+    log, vkey, _, _ = make_log(tmp_path, 1)
+    code = main(["--since", str(log / "checkpoint"), "--log-key", str(vkey)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--since go with --log DIR" in err, err
