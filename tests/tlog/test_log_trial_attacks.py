@@ -86,7 +86,8 @@ def test_since_without_a_log_names_the_missing_log(capsys: pytest.CaptureFixture
 
 
 def test_a_proof_that_cannot_be_written_names_it_and_says_the_batch_is_logged(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """Trial: `aer1 log append` with a folder where NAME.tlog-proof goes said only "log append DIR: Is a
     directory", though the entry was logged: the error now names the proof file and the logged entries."""
     from aer1._cli import main as aer1_main
