@@ -2,7 +2,8 @@
 
 Every request a server takes is bounded before any of it is held: at most
 ``max_connections`` connections are served at once (one more is answered 503 and closed),
-each socket read waits at most ``timeout`` seconds, a body must state its length
+each socket read waits at most ``timeout`` seconds, a request's line and headers and then its
+body each arrive within a few timeouts (a client sending a byte at a time is cut off), a body must state its length
 (``Content-Length``; chunked bodies are refused 411) and a longer one than the endpoint
 allows is refused 413 unread. Errors are one line of ``text/plain``; an exception in a
 handler is answered 500 and logged as one line, never a traceback to the client.
@@ -10,6 +11,7 @@ handler is answered 500 and logged as one line, never a traceback to the client.
 
 from __future__ import annotations
 
+import io
 import logging
 import signal
 import socket
@@ -42,6 +44,8 @@ DEFAULT_MAX_CONNECTIONS = 64
 DEFAULT_TIMEOUT_S = 10.0
 #: Longest error message sent to a client (characters; the rest is cut).
 MAX_MESSAGE_CHARS = 300
+#: A request's line and headers, and then its body, must each arrive within this many read timeouts.
+_REQUEST_TIMEOUTS = 3
 #: How often a serving loop looks for a stop request (seconds).
 _POLL_S = 0.05
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -123,6 +127,24 @@ class BoundedServer(ThreadingHTTPServer):
                      _one_line(f"{type(error).__name__}: {error}"))
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A client socket's bytes, each read waiting at most the read timeout and never past the handler's deadline."""
+
+    def __init__(self, sock: socket.socket, handler: BoundedHandler) -> None:
+        super().__init__()
+        self._sock, self._handler = sock, handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._handler.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was sent too slowly")
+        self._sock.settimeout(min(self._handler.server.client_timeout, left))
+        return self._sock.recv_into(buffer)
+
+
 class BoundedHandler(BaseHTTPRequestHandler):
     """Request handling with bounded bodies and one-line plain-text errors.
 
@@ -138,14 +160,25 @@ class BoundedHandler(BaseHTTPRequestHandler):
     server: BoundedServer
     #: Methods a subclass serves, for the ``Allow`` header of a 405.
     methods: ClassVar[tuple[str, ...]] = ("GET",)
+    #: When the request being read must have arrived (``time.monotonic()``): its headers, then its body.
+    deadline: float = 0.0
 
     def setup(self) -> None:
         """Bound every socket read and write by the server's timeout."""
         super().setup()
         self.connection.settimeout(self.server.client_timeout)
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
         # Headers and body leave in two writes: without this, Nagle's algorithm holds the body until the
         # client's delayed ACK of the headers (40 ms a keep-alive request).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _request_window(self) -> float:
+        return max(self.server.client_timeout, 1.0) * _REQUEST_TIMEOUTS
+
+    def handle_one_request(self) -> None:
+        """One request, its line and headers within their deadline (a late one closes the connection)."""
+        self.deadline = time.monotonic() + self._request_window()
+        super().handle_one_request()
 
     # ------------------------------------------------------------------ dispatch
 
@@ -193,7 +226,11 @@ class BoundedHandler(BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding") is not None:
             self.close_connection = True
             raise HttpFailure(HTTPStatus.LENGTH_REQUIRED, "send the body with a Content-Length, not chunked")
-        text = self.headers.get("Content-Length")
+        given = self.headers.get_all("Content-Length") or []
+        if len(set(given)) > 1:  # which one frames the body is ambiguous (RFC 9112 6.3): never guess
+            self.close_connection = True
+            raise HttpFailure(HTTPStatus.BAD_REQUEST, "Content-Length: got several different values")
+        text = given[0] if given else None
         if text is None:
             self.close_connection = True
             raise HttpFailure(HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required")
@@ -204,14 +241,17 @@ class BoundedHandler(BaseHTTPRequestHandler):
         if length > limit:
             self.close_connection = True  # the body is never read: the connection cannot be reused
             raise HttpFailure(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body of {length} bytes, at most {limit} taken")
-        deadline = time.monotonic() + max(self.server.client_timeout, 1.0) * 3
+        self.deadline = time.monotonic() + self._request_window()
         chunks: list[bytes] = []
         got = 0
         while got < length:
-            if time.monotonic() > deadline:
+            try:
+                chunk = self.rfile.read1(length - got)
+            except TimeoutError as e:
+                if time.monotonic() < self.deadline:
+                    raise
                 self.close_connection = True
-                raise HttpFailure(HTTPStatus.REQUEST_TIMEOUT, "the body was sent too slowly")
-            chunk = self.rfile.read1(length - got) if hasattr(self.rfile, "read1") else self.rfile.read(length - got)
+                raise HttpFailure(HTTPStatus.REQUEST_TIMEOUT, "the body was sent too slowly") from e
             if not chunk:
                 self.close_connection = True
                 raise ConnectionError(f"body cut short: {got} of {length} bytes")

@@ -28,7 +28,8 @@ def _failing(command: str, log: str, refused: tuple[type[Exception], ...]) -> It
     except refused as e:
         raise CliError(f"{command}: {e}") from e
     except OSError as e:
-        raise CliError(f"{command} {log}: {e.strerror or e}") from e
+        where = f"{e.filename}: " if e.filename and str(e.filename) != str(log) else ""
+        raise CliError(f"{command} {log}: {where}{e.strerror or e}") from e
 
 
 def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:

@@ -608,7 +608,11 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     done = log.append(entries)
     indexes = [done.index(k) for k in range(len(receipts))]
     for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
-        write_durable(proof_path_for(path), format_tlog_proof(proof))
+        try:
+            write_durable(proof_path_for(path), format_tlog_proof(proof))
+        except OSError as e:  # the entries are in the log already: say so, and how to get the proofs
+            raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {indexes[0]} to {indexes[-1]}): "
+                          "`aer1 log prove` writes the proofs again", proof_path_for(path)) from e
     return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]
 
 

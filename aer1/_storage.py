@@ -119,6 +119,8 @@ def _fs(url: str) -> tuple[Any, str]:
         raise StorageError(f"{scheme}:// is not available here ({hint})") from e
     except (ValueError, TypeError, KeyError) as e:  # unknown protocol, options it does not take
         raise StorageError(f"{scheme}://: cannot open storage: {type(e).__name__}: {e}") from e
+    except OSError as e:  # a filesystem that connects when made (ftp://, sftp://): host unknown, refused
+        raise StorageError(f"{url}: cannot open storage: {_why(e)}") from e
 
 
 def _why(e: BaseException) -> str:
@@ -129,6 +131,18 @@ def _why(e: BaseException) -> str:
         return "access denied"
     text = (e.strerror if isinstance(e, OSError) and e.strerror else str(e)).split("\n")[0] or type(e).__name__
     return text[:300]
+
+
+def _not_found(e: FileNotFoundError) -> bool:
+    """True unless ``e`` stands for another failure: fsspec's HTTP reader calls a refused connection or an
+    HTTP 500 "not found", with the real failure as its cause (an HTTP 404 or 410 is one; so is S3's NoSuchKey)."""
+    cause = e.__cause__
+    if cause is None or isinstance(cause, FileNotFoundError):
+        return True
+    status = getattr(cause, "status", None)
+    if isinstance(status, int):
+        return status in (404, 410)
+    return not isinstance(cause, OSError)
 
 
 def _precondition(e: BaseException) -> bool:
@@ -146,8 +160,12 @@ def _failing(url: str) -> Iterator[None]:
     """Storage errors as StorageError (FileNotFoundError kept: callers tell a missing object apart)."""
     try:
         yield
-    except (StorageError, FileNotFoundError):
+    except StorageError:
         raise
+    except FileNotFoundError as e:
+        if _not_found(e):
+            raise
+        raise StorageError(f"{url}: {_why(e.__cause__ or e)}") from e
     except Exception as e:  # s3fs, botocore and aiohttp raise many kinds; each is one line here
         if _precondition(e):
             raise StorageConflict(f"{url}: the conditional write was refused") from e

@@ -118,6 +118,9 @@ def _trusted_logs(specs: list[str]) -> dict[str, list[Verifier]]:
         verifier = load_vkey(vkey, "--log")
         if not isinstance(verifier, Ed25519Verifier):
             raise CliError(f"--log {spec[:200]!r}: a log key is an Ed25519 note key (type 0x01)")
+        if origin and origin != verifier.name:  # a checkpoint counts only when signed by a key named its origin
+            raise CliError(f"--log {spec[:200]!r}: the key is named {verifier.name[:200]!r}, not the origin: a log's "
+                           "key is named after its origin")
         logs.setdefault(origin or verifier.name, []).append(verifier)
     if not logs:
         raise CliError("give at least one --log ORIGIN=VKEY")

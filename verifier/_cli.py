@@ -289,7 +289,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.summary is not None:
         _refuse_beside_summary(parser, args)
         return check_summary_file(args, Trust(_frozen(trusted_ids(args))))
-    if not args.paths and not (args.log or args.complete):
+    if not args.paths and not (args.log or args.complete or args.since):  # --since alone: told it needs --log
         raise CliError(f"the following arguments are required: PATH (usage: {_PROG} --help)")
     if args.evidence and len(args.paths) != 1:
         raise CliError("--evidence goes with exactly one receipt")

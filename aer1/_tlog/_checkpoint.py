@@ -11,8 +11,9 @@ API:
     format_checkpoint(cp) -> str                     the same as cp.text()
     open_checkpoint(data, log_verifiers, witnesses=(), origin=None)
         -> (Checkpoint, Note, log_sigs, cosigs)      a signed checkpoint, checked: the log's
-        signature (LogInvalid if none verifies or a known one fails), its origin (LogInvalid
-        if not ``origin``), and each known witness's cosignature (a failing one is LogInvalid)
+        signature by a key named the origin (LogInvalid if none verifies or a known one fails),
+        its origin (LogInvalid if not ``origin``), and each known witness's cosignature (a
+        failing one is LogInvalid)
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ def open_checkpoint(
     _, signed = open_note(note, logs)
     if origin is not None and cp.origin != origin:
         raise LogInvalid(f"checkpoint origin: got {cp.origin[:80]!r}, want {origin[:80]!r}")
+    named = [s for _, s in signed if s.name == cp.origin]  # the log's key is named after its origin
+    if not named:
+        raise LogInvalid(f"checkpoint origin {cp.origin[:80]!r}: got signatures by trusted log keys named "
+                         f"{', '.join(sorted({s.name[:80] for _, s in signed}))}, want one named the origin")
     log_ids = {(v.name, v.key_id) for v in logs}
     cosigned = check_signatures(note, [w for w in witnesses if (w.name, w.key_id) not in log_ids])
-    return cp, note, [s for _, s in signed], cosigned
+    return cp, note, named, cosigned

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from aer1._signing import load_private_key
 from aer1._tlog._checkpoint import open_checkpoint
 from aer1._tlog._cosig import CosignatureSigner
@@ -118,3 +120,16 @@ def test_a_witness_refuses_the_other_fork_of_a_split_view(tmp_path: Path, log_si
         assert len(cosigs) == 1
         _, _, _, cosigs = open_checkpoint(fork_b.checkpoint(12), [log_signer.verifier()], [cosigner_verifier()])
         assert cosigs == []
+
+
+def test_a_log_key_not_named_its_origin_is_refused_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           log_signer: Ed25519Signer) -> None:
+    """Trial: `--log other.example/log=VKEY` with a key named example.test/aer1-log was taken, so a checkpoint
+    of one origin counted as signed by the key of another; it is refused at start, in one line."""
+    from aer1._cli import main
+
+    code = main(["witness", "serve", "--key", str(KEY), "--name", NAME, "--state", str(tmp_path / "w"),
+                 "--log", f"other.example/log={log_signer.verifier().vkey}", "--stop-after", "0.1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "not the origin" in err, err
+    assert not (tmp_path / "w").exists() or not any((tmp_path / "w").iterdir())

@@ -1,0 +1,104 @@
+"""Attacks on the log check and the walk found by a trial; each test is named after its defect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from aer1._tlog import (
+    Checkpoint,
+    Ed25519Signer,
+    TlogProof,
+    format_tlog_proof,
+    parse_checkpoint,
+    parse_note,
+    parse_tlog_proof,
+    sign_note,
+)
+from aer1.verifier._cli import main
+
+from .helpers import LOG_ORIGIN, make_log
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, dict[str, Any]]:
+    code = main([str(a) for a in args] + ["--json"])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    doc: dict[str, Any] = json.loads(out.out)
+    assert doc["exit_code"] == code
+    return code, doc
+
+
+def _log_signer(root: Path) -> Ed25519Signer:
+    """The log's own key (``make_log`` keeps it in ``root/log.key``), under the log's name."""
+    key = load_pem_private_key((root / "log.key").read_bytes(), None)
+    assert isinstance(key, Ed25519PrivateKey)
+    return Ed25519Signer(LOG_ORIGIN, key)
+
+
+def _other_origin(note: bytes, signer: Ed25519Signer) -> bytes:
+    """The same tree under the origin ``other.example/log``, signed by the log key (named the log's origin)."""
+    cp = parse_checkpoint(parse_note(note).text)
+    return sign_note(Checkpoint("other.example/log", cp.size, cp.root).text(), [signer])
+
+
+def test_a_proof_whose_checkpoint_names_another_origin(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Trial: a proof whose checkpoint says origin other.example/log, signed by the trusted key named
+    example.com/test-log, passed as "entry 0 of other.example/log": the key name is the origin."""
+    _, vkey, _, paths = make_log(tmp_path, 1)
+    proof_file = paths[0].with_suffix(".tlog-proof")
+    proof = parse_tlog_proof(proof_file.read_bytes())
+    forged = _other_origin(proof.checkpoint, _log_signer(tmp_path))
+    proof_file.write_bytes(format_tlog_proof(TlogProof(proof.index, proof.path, forged)))
+    code, doc = _run_json(capsys, paths[0], "--log-key", vkey)
+    log = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 1 and log["status"] == "FAIL" and "want one named the origin" in json.dumps(log), log
+
+
+def test_a_log_checkpoint_that_names_another_origin(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Trial: the walk took a checkpoint of origin other.example/log signed by the key of example.com/test-log
+    as VALID for the log; so did --since."""
+    log, vkey, _, _ = make_log(tmp_path, 2)
+    signer = _log_signer(tmp_path)
+    kept = tmp_path / "kept.checkpoint"
+    kept.write_bytes(_other_origin((log / "checkpoint").read_bytes(), signer))
+    code, doc = _run_json(capsys, "--log", log, "--log-key", vkey, "--since", kept)
+    assert code == 1 and doc["log"]["verdict"] == "INVALID", doc["log"]
+    assert any(p.startswith("since:") and "want one named the origin" in p for p in doc["log"]["problems"])
+    (log / "checkpoint").write_bytes(_other_origin((log / "checkpoint").read_bytes(), signer))
+    code, doc = _run_json(capsys, "--log", log, "--log-key", vkey)
+    assert code == 1 and doc["log"]["verdict"] == "INVALID", doc["log"]
+    assert "want one named the origin" in doc["log"]["problems"][0]
+
+
+def test_since_without_a_log_names_the_missing_log(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """New user: `aer1-verify --since CHECKPOINT --log-key VKEY` (no --log) said "the following arguments are
+    required: PATH", though no PATH is wanted: it now says --since goes with --log DIR."""
+    log, vkey, _, _ = make_log(tmp_path, 1)
+    code = main(["--since", str(log / "checkpoint"), "--log-key", str(vkey)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--since go with --log DIR" in err, err
+
+
+def test_a_proof_that_cannot_be_written_names_it_and_says_the_batch_is_logged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Trial: `aer1 log append` with a folder where NAME.tlog-proof goes said only "log append DIR: Is a
+    directory", though the entry was logged: the error now names the proof file and the logged entries."""
+    from aer1._cli import main as aer1_main
+
+    log, _, _, paths = make_log(tmp_path, 1)
+    size = parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size
+    paths[0].with_suffix(".tlog-proof").unlink()
+    paths[0].with_suffix(".tlog-proof").mkdir()
+    code = aer1_main(["log", "append", str(log), str(paths[0]), "--json"])
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert code == 2 and doc["exit_code"] == 2 and "Traceback" not in out.err
+    assert str(paths[0].with_suffix(".tlog-proof")) in doc["error"], doc
+    assert f"entries {size} to {size}" in doc["error"] and "aer1 log prove" in doc["error"], doc
