@@ -75,6 +75,8 @@ def verify_batch(tasks: list[Task], opts: ArchiveOptions, shipped: Shipped, keyr
     if shipped or keyring or tsa:
         ring, roots = _unpack(opts.run_id, shipped, keyring, tsa)
         opts = dataclasses.replace(opts, keyring=ring, tsa_roots=roots)
+    if len(tasks) > 1:
+        import orjson  # noqa: F401  (as in a run on one machine: with it loaded, each file is parsed and encoded quicker)
     worker = Worker(opts)
     return [worker(t) for t in tasks]
 
