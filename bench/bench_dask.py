@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,15 +59,55 @@ def _noop(batch: int) -> int:
     return batch
 
 
-def _time(argv: list[str]) -> float:
-    """Wall seconds of ``aer1-verify argv`` (output discarded); it must exit 0 (every receipt valid)."""
+def _cpu_seconds(procs: list[Any]) -> float:
+    """CPU seconds used so far by this process and ``procs`` (a cluster's worker processes, psutil)."""
+    self = resource.getrusage(resource.RUSAGE_SELF)
+    total = self.ru_utime + self.ru_stime
+    for p in procs:
+        t = p.cpu_times()
+        total += t.user + t.system
+    return total
+
+
+def _run(argv: list[str], cluster: list[Any] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of ``aer1-verify argv`` (output discarded); it must exit 0 (every receipt valid).
+
+    CPU: the process and the processes it started, plus, with ``cluster``, what the cluster
+    (its workers, and its scheduler in this process) used meanwhile: the machine's whole cost of the run.
+    """
+    before, side = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_seconds(cluster) if cluster else 0.0
     t = time.perf_counter()
     code = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", *argv], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, timeout=_TIMEOUT_S).returncode
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if cluster:
+        cpu += _cpu_seconds(cluster) - side
     if code != 0:
         raise RuntimeError(f"aer1-verify {' '.join(argv[:4])}... exited {code}: not every receipt verified")
-    return wall
+    return wall, cpu
+
+
+def _time(argv: list[str]) -> float:
+    """Wall seconds of ``aer1-verify argv``."""
+    return _run(argv)[0]
+
+
+def _pair(jobs2: list[str], dask: list[str], cluster: list[Any], **more: list[str]) -> dict[str, float]:
+    """``--jobs 2`` then Dask on ``cluster``'s processes (then each of ``more``): wall and CPU seconds of each."""
+    out: dict[str, float] = {}
+    for key, argv, procs in (("jobs2", jobs2, None), ("dask", dask, cluster),
+                             *((k, v, None) for k, v in more.items())):
+        out[f"{key}_s"], out[f"{key}_cpu_s"] = _run(argv, procs)
+    return out
+
+
+def _workers() -> list[Any]:
+    """The processes this process started: its LocalCluster's workers (the scheduler runs here)."""
+    import psutil
+
+    return list(psutil.Process().children(recursive=True))
 
 
 def _task_cost(client: Any) -> tuple[float, float]:
@@ -159,8 +200,7 @@ def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> di
         jobs2 = ["-j", str(WORKERS), str(folder)]
         cluster = _cluster(quiet=False)  # Dask's default settings: what an external cluster has unless told otherwise
         try:
-            out["default"] = [{"jobs2_s": _time(jobs2), "dask_s": _time(["--dask", cluster.scheduler_address,
-                                                                          str(folder)])}]
+            out["default"] = [_pair(jobs2, ["--dask", cluster.scheduler_address, str(folder)], _workers())]
         finally:
             cluster.close()
         t = time.perf_counter()
@@ -170,9 +210,8 @@ def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> di
         try:
             out["rounds"] = []
             for _ in range(rounds):
-                out["rounds"].append({"jobs2_s": _time(jobs2),
-                                      "dask_s": _time(["--dask", cluster.scheduler_address, str(folder)]),
-                                      "dask_local_s": _time(["--dask", "local", *jobs2])})
+                out["rounds"].append(_pair(jobs2, ["--dask", cluster.scheduler_address, str(folder)],
+                                           _workers(), dask_local=["--dask", "local", *jobs2]))
             out["task_s"], out["task_windowed_s"] = _task_cost(client)
             if s3_receipts:
                 out["s3"] = _s3(folder, min(s3_receipts, receipts), client)
@@ -180,7 +219,8 @@ def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> di
             client.close()
             cluster.close()
         out["load_end"] = _load()
-        for key in ("jobs2_s", "dask_s", "dask_local_s"):  # the table's points: each the median of its rounds
+        # the table's points: each the median of its rounds
+        for key in ("jobs2_s", "dask_s", "dask_local_s", "jobs2_cpu_s", "dask_cpu_s", "dask_local_cpu_s"):
             out[key] = statistics.median(r[key] for r in out["rounds"])
         return out
     finally:
@@ -195,16 +235,24 @@ def report(m: dict[str, Any]) -> str:
     cost = m["one_s"] / n  # one receipt's verification in one process (start-up spread over the run)
     lines = [f"{n:,} receipts of {m['steps']} steps, signed, with evidence, on local disk. {machine()}; "
              f"load average {m['load_start']} at the start, {m['load_end']} at the end.", "",
-             "Each Dask run right after a --jobs 2 run (ratio of the pair):", "",
-             "| round | --jobs 2 (s) | Dask, 2 workers, cluster up (s) | ratio | --dask local -j 2 (s) | ratio |",
+             "Each Dask run right after a --jobs 2 run (ratio of the pair); wall seconds, and CPU seconds of "
+             "every process of the run (client, workers, scheduler):", "",
+             "| round | --jobs 2 wall / CPU | Dask, cluster up: wall / CPU | ratio wall / CPU "
+             "| --dask local -j 2: wall / CPU | ratio wall / CPU |",
              "|---|---:|---:|---:|---:|---:|"]
+
+    def cells(r: dict[str, float], key: str) -> str:
+        return (f"{r[key + '_s']:.1f} / {r[key + '_cpu_s']:.1f} | {r[key + '_s'] / r['jobs2_s']:.2f}× / "
+                f"{r[key + '_cpu_s'] / r['jobs2_cpu_s']:.2f}×")
+
     for i, r in enumerate(m["rounds"], 1):
-        lines.append(f"| {i} | {r['jobs2_s']:.1f} | {r['dask_s']:.1f} | {r['dask_s'] / r['jobs2_s']:.2f}× | "
-                     f"{r['dask_local_s']:.1f} | {r['dask_local_s'] / r['jobs2_s']:.2f}× |")
+        lines.append(f"| {i} | {r['jobs2_s']:.1f} / {r['jobs2_cpu_s']:.1f} | {cells(r, 'dask')} | "
+                     f"{cells(r, 'dask_local')} |")
     for r in m["default"]:
-        lines.append(f"| Dask's default worker settings | {r['jobs2_s']:.1f} | {r['dask_s']:.1f} | "
-                     f"{r['dask_s'] / r['jobs2_s']:.2f}× | | |")
+        lines.append(f"| Dask's default worker settings | {r['jobs2_s']:.1f} / {r['jobs2_cpu_s']:.1f} | "
+                     f"{cells(r, 'dask')} | | |")
     ratio = statistics.median(r["dask_s"] / r["jobs2_s"] for r in m["rounds"])
+    cpu_ratio = statistics.median(r["dask_cpu_s"] / r["jobs2_cpu_s"] for r in m["rounds"])
     lines += ["", "Medians of the rounds:", "", "| run | wall (s) | receipts/s | / --jobs 2 |", "|---|---:|---:|---:|"]
     for name, key in (("one process (-j 1)", "one_s"), ("--jobs 2", "jobs2_s"),
                       ("Dask, 2 workers (cluster already up)", "dask_s"),
@@ -213,7 +261,8 @@ def report(m: dict[str, Any]) -> str:
     over = (m["dask_s"] - m["jobs2_s"]) / n
     lines += ["", f"LocalCluster start: {m['cluster_start_s']:.1f} s. Dask's overhead per receipt against --jobs 2: "
               f"{over * 1e6:+.0f} µs of {m['jobs2_s'] / n * 1e6:.0f} µs (wall per receipt, 2 workers); "
-              f"target within 15 %: {'met' if ratio <= 1.15 else 'NOT met'} (median ratio {ratio - 1:+.1%}).",
+              f"target within 15 %: {'met' if ratio <= 1.15 else 'NOT met'} (median ratio {ratio - 1:+.1%}; "
+              f"of CPU seconds {cpu_ratio - 1:+.1%}).",
               f"Per empty task: {m['task_s'] * 1e3:.2f} ms submitted all at once (the scheduler's cost, s), "
               f"{m['task_windowed_s'] * 1e3:.2f} ms with {_ahead()} in flight as the verifier keeps them; "
               f"per-receipt cost c = {cost * 1e3:.2f} ms (one process)."]
