@@ -1,13 +1,16 @@
 """Archive runs on Dask: one process, ``--jobs 2`` and a Dask cluster of 2 workers, side by side.
 
-Usage: ``python bench/bench_dask.py [--receipts N] [--steps N] [--s3-receipts N]``
+Usage: ``python bench/bench_dask.py [--receipts N] [--steps N] [--s3-receipts N] [--rounds N]``
 
 Makes a folder of N signed receipts of ``--steps`` steps with their evidence (bench_archive's
 generator), then times, each in a fresh ``aer1-verify`` process and in one run:
 
-* ``--jobs 1``, ``--jobs 2``; ``--dask ADDRESS`` on a LocalCluster of 2 worker processes
-  started beforehand (the cluster's start is timed apart), and ``--dask local -j 2`` (start
-  included); the overhead Dask adds per receipt against ``--jobs 2``;
+* ``--jobs 1``; then ``--rounds`` rounds of ``--jobs 2``, ``--dask ADDRESS`` on a LocalCluster
+  of 2 worker processes started beforehand with the settings ``--dask local`` uses (the
+  cluster's start is timed apart) and ``--dask local -j 2`` (start included), each Dask run
+  right after a ``--jobs 2`` run so that a ratio is of two runs under one load (the machine
+  may be shared); and one pair on a cluster with Dask's default worker settings (profiler,
+  20 ms tick), as an external cluster has unless configured; the load average before and after;
 * the scheduler's cost per task: many empty tasks through the same cluster, one at a time
   in flight per worker as the verifier keeps them;
 * the same archive (its first ``--s3-receipts``) in moto's S3 server on 127.0.0.1 (an S3
@@ -24,7 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +42,8 @@ from _table import machine
 RECEIPTS = 20_000
 STEPS = 50
 S3_RECEIPTS = 2_000
+#: Rounds of ``--jobs 2`` then Dask, one after the other: each ratio is of two runs under one load.
+ROUNDS = 2
 WORKERS = 2
 _TIMEOUT_S = 7200
 _EMPTY_TASKS = 2_000
@@ -52,15 +59,55 @@ def _noop(batch: int) -> int:
     return batch
 
 
-def _time(argv: list[str]) -> float:
-    """Wall seconds of ``aer1-verify argv`` (output discarded); it must exit 0 (every receipt valid)."""
+def _cpu_seconds(procs: list[Any]) -> float:
+    """CPU seconds used so far by this process and ``procs`` (a cluster's worker processes, psutil)."""
+    self = resource.getrusage(resource.RUSAGE_SELF)
+    total = self.ru_utime + self.ru_stime
+    for p in procs:
+        t = p.cpu_times()
+        total += t.user + t.system
+    return total
+
+
+def _run(argv: list[str], cluster: list[Any] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of ``aer1-verify argv`` (output discarded); it must exit 0 (every receipt valid).
+
+    CPU: the process and the processes it started, plus, with ``cluster``, what the cluster
+    (its workers, and its scheduler in this process) used meanwhile: the machine's whole cost of the run.
+    """
+    before, side = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_seconds(cluster) if cluster else 0.0
     t = time.perf_counter()
     code = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", *argv], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, timeout=_TIMEOUT_S).returncode
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if cluster:
+        cpu += _cpu_seconds(cluster) - side
     if code != 0:
         raise RuntimeError(f"aer1-verify {' '.join(argv[:4])}... exited {code}: not every receipt verified")
-    return wall
+    return wall, cpu
+
+
+def _time(argv: list[str]) -> float:
+    """Wall seconds of ``aer1-verify argv``."""
+    return _run(argv)[0]
+
+
+def _pair(jobs2: list[str], dask: list[str], cluster: list[Any], **more: list[str]) -> dict[str, float]:
+    """``--jobs 2`` then Dask on ``cluster``'s processes (then each of ``more``): wall and CPU seconds of each."""
+    out: dict[str, float] = {}
+    for key, argv, procs in (("jobs2", jobs2, None), ("dask", dask, cluster),
+                             *((k, v, None) for k, v in more.items())):
+        out[f"{key}_s"], out[f"{key}_cpu_s"] = _run(argv, procs)
+    return out
+
+
+def _workers() -> list[Any]:
+    """The processes this process started: its LocalCluster's workers (the scheduler runs here)."""
+    import psutil
+
+    return list(psutil.Process().children(recursive=True))
 
 
 def _task_cost(client: Any) -> tuple[float, float]:
@@ -116,8 +163,28 @@ def _s3(folder: Path, count: int, client: Any) -> dict[str, Any]:
         server.stop()
 
 
-def run(receipts: int, steps: int, s3_receipts: int) -> dict[str, Any]:
-    """Every measured point of one run."""
+def _load() -> str:
+    """The load average (1, 5, 15 min): the machine may be shared, so every run says it."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def _cluster(quiet: bool) -> Any:
+    """A LocalCluster of 2 workers: the one ``--dask local`` starts, or one with Dask's default settings."""
+    import distributed
+
+    from aer1.verifier._dask import local_cluster
+
+    if quiet:
+        return local_cluster(WORKERS)
+    return distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                    dashboard_address=None)
+
+
+def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> dict[str, Any]:
+    """Every measured point of one run: ``--jobs 2`` timed just before each Dask run, so each pair sees one load."""
     import distributed
 
     # the emulator's dummy credentials, set before the cluster starts: its workers read them as a user's would
@@ -128,23 +195,33 @@ def run(receipts: int, steps: int, s3_receipts: int) -> dict[str, Any]:
         folder.mkdir()
         subprocess.run([sys.executable, str(Path(__file__).with_name("bench_archive.py")), "--generate",
                         str(folder), str(receipts), str(steps)], check=True, timeout=_TIMEOUT_S)
-        out: dict[str, Any] = {"receipts": receipts, "steps": steps}
+        out: dict[str, Any] = {"receipts": receipts, "steps": steps, "load_start": _load()}
         out["one_s"] = _time(["-j", "1", str(folder)])
-        out["jobs2_s"] = _time(["-j", str(WORKERS), str(folder)])
-        out["dask_local_s"] = _time(["--dask", "local", "-j", str(WORKERS), str(folder)])
+        jobs2 = ["-j", str(WORKERS), str(folder)]
+        cluster = _cluster(quiet=False)  # Dask's default settings: what an external cluster has unless told otherwise
+        try:
+            out["default"] = [_pair(jobs2, ["--dask", cluster.scheduler_address, str(folder)], _workers())]
+        finally:
+            cluster.close()
         t = time.perf_counter()
-        cluster = distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address=None)
+        cluster = _cluster(quiet=True)
         client = distributed.Client(cluster)
         out["cluster_start_s"] = time.perf_counter() - t
         try:
-            out["dask_s"] = _time(["--dask", cluster.scheduler_address, str(folder)])
+            out["rounds"] = []
+            for _ in range(rounds):
+                out["rounds"].append(_pair(jobs2, ["--dask", cluster.scheduler_address, str(folder)],
+                                           _workers(), dask_local=["--dask", "local", *jobs2]))
             out["task_s"], out["task_windowed_s"] = _task_cost(client)
             if s3_receipts:
                 out["s3"] = _s3(folder, min(s3_receipts, receipts), client)
         finally:
             client.close()
             cluster.close()
+        out["load_end"] = _load()
+        # the table's points: each the median of its rounds
+        for key in ("jobs2_s", "dask_s", "dask_local_s", "jobs2_cpu_s", "dask_cpu_s", "dask_local_cpu_s"):
+            out[key] = statistics.median(r[key] for r in out["rounds"])
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -156,8 +233,27 @@ def report(m: dict[str, Any]) -> str:
 
     n = m["receipts"]
     cost = m["one_s"] / n  # one receipt's verification in one process (start-up spread over the run)
-    lines = [f"{n:,} receipts of {m['steps']} steps, signed, with evidence, on local disk. {machine()}", "",
-             "| run | wall (s) | receipts/s | / --jobs 2 |", "|---|---:|---:|---:|"]
+    lines = [f"{n:,} receipts of {m['steps']} steps, signed, with evidence, on local disk. {machine()}; "
+             f"load average {m['load_start']} at the start, {m['load_end']} at the end.", "",
+             "Each Dask run right after a --jobs 2 run (ratio of the pair); wall seconds, and CPU seconds of "
+             "every process of the run (client, workers, scheduler):", "",
+             "| round | --jobs 2 wall / CPU | Dask, cluster up: wall / CPU | ratio wall / CPU "
+             "| --dask local -j 2: wall / CPU | ratio wall / CPU |",
+             "|---|---:|---:|---:|---:|---:|"]
+
+    def cells(r: dict[str, float], key: str) -> str:
+        return (f"{r[key + '_s']:.1f} / {r[key + '_cpu_s']:.1f} | {r[key + '_s'] / r['jobs2_s']:.2f}× / "
+                f"{r[key + '_cpu_s'] / r['jobs2_cpu_s']:.2f}×")
+
+    for i, r in enumerate(m["rounds"], 1):
+        lines.append(f"| {i} | {r['jobs2_s']:.1f} / {r['jobs2_cpu_s']:.1f} | {cells(r, 'dask')} | "
+                     f"{cells(r, 'dask_local')} |")
+    for r in m["default"]:
+        lines.append(f"| Dask's default worker settings | {r['jobs2_s']:.1f} / {r['jobs2_cpu_s']:.1f} | "
+                     f"{cells(r, 'dask')} | | |")
+    ratio = statistics.median(r["dask_s"] / r["jobs2_s"] for r in m["rounds"])
+    cpu_ratio = statistics.median(r["dask_cpu_s"] / r["jobs2_cpu_s"] for r in m["rounds"])
+    lines += ["", "Medians of the rounds:", "", "| run | wall (s) | receipts/s | / --jobs 2 |", "|---|---:|---:|---:|"]
     for name, key in (("one process (-j 1)", "one_s"), ("--jobs 2", "jobs2_s"),
                       ("Dask, 2 workers (cluster already up)", "dask_s"),
                       ("Dask, --dask local -j 2 (cluster start included)", "dask_local_s")):
@@ -165,8 +261,8 @@ def report(m: dict[str, Any]) -> str:
     over = (m["dask_s"] - m["jobs2_s"]) / n
     lines += ["", f"LocalCluster start: {m['cluster_start_s']:.1f} s. Dask's overhead per receipt against --jobs 2: "
               f"{over * 1e6:+.0f} µs of {m['jobs2_s'] / n * 1e6:.0f} µs (wall per receipt, 2 workers); "
-              f"target within 15 %: {'met' if m['dask_s'] <= 1.15 * m['jobs2_s'] else 'NOT met'} "
-              f"({m['dask_s'] / m['jobs2_s'] - 1:+.1%}).",
+              f"target within 15 %: {'met' if ratio <= 1.15 else 'NOT met'} (median ratio {ratio - 1:+.1%}; "
+              f"of CPU seconds {cpu_ratio - 1:+.1%}).",
               f"Per empty task: {m['task_s'] * 1e3:.2f} ms submitted all at once (the scheduler's cost, s), "
               f"{m['task_windowed_s'] * 1e3:.2f} ms with {_ahead()} in flight as the verifier keeps them; "
               f"per-receipt cost c = {cost * 1e3:.2f} ms (one process)."]
@@ -212,8 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=STEPS)
     p.add_argument("--s3-receipts", type=int, default=S3_RECEIPTS, help="receipts read from the S3 emulator (0: none)")
     p.add_argument("--json", metavar="FILE", help="also write the measured points as JSON")
+    p.add_argument("--rounds", type=int, default=ROUNDS, help="pairs of --jobs 2 and Dask runs")
     args = p.parse_args(argv)
-    m = run(args.receipts, args.steps, args.s3_receipts)
+    m = run(args.receipts, args.steps, args.s3_receipts, max(1, args.rounds))
     if args.json:
         Path(args.json).write_text(json.dumps(m, indent=2) + "\n")
     print(report(m))

@@ -63,10 +63,13 @@ def verify_receipt(
     policy: Policy | str | os.PathLike[str] | None = None,
     trust: Trust | None = None,
 ) -> Report:
-    """Run every check on a receipt: a parsed dict, a path to a receipt file, or its bytes.
+    """Run every check on a receipt: a parsed dict, a path to a receipt file, its bytes, or a
+    storage URL (``s3://bucket/runs/r1.json``, ``pip install 'aer1[s3]'``).
 
-    ``evidence``: an evidence file; by default, for a path, ``<stem>.evidence.jsonl``
-    beside the receipt is used when it exists. ``trusted_key_ids``: key ids (SHA-256 of
+    ``evidence``: an evidence file; by default, for a path or URL, ``<stem>.evidence.jsonl``
+    beside the receipt is used when it exists. A URL is read (credentials and endpoint from
+    the usual AWS environment, spec/storage.md) into a private copy, which is verified; the
+    report names the URL. ``trusted_key_ids``: key ids (SHA-256 of
     the raw public key) whose signatures are authentic; when given, a receipt that is not
     signed by one of them fails. ``tsa_trust``: TSA roots for the timestamp check;
     ``keyring``: key windows and revocations for the key check. ``policy``: a parsed

@@ -22,7 +22,8 @@ from ..errors import CouldNotVerifyError
 from ._output import unreadable_report
 from ._run_file import ArchiveOptions, Outcome, Worker
 
-__all__ = ["CONNECT_TIMEOUT", "DASK_BATCH", "DaskUnavailable", "connect", "dask_outcomes", "ship"]
+__all__ = ["CONNECT_TIMEOUT", "DASK_BATCH", "QUIET_WORKERS", "DaskUnavailable", "connect", "dask_outcomes",
+           "local_cluster", "ship"]
 
 #: Receipts per task: the scheduler's cost per task (about 1 ms) stays far below a batch's work.
 DASK_BATCH = 64
@@ -30,6 +31,19 @@ DASK_BATCH = 64
 _AHEAD_PER_WORKER = 4
 #: Seconds to wait for a scheduler before giving up (a usage error, never a hang).
 CONNECT_TIMEOUT = 10.0
+
+#: Dask settings of the LocalCluster ``--dask local`` starts. By default each worker samples its
+#: task thread's stack every 10 ms (the statistical profiler), ticks its event loop every 20 ms
+#: and reads its memory every 100 ms: about 4 % of a core per idle worker and more while a task
+#: holds the GIL, taken from the verification on a loaded machine. A run shows no dashboard,
+#: so none of it is needed at that rate; memory is still watched (its limits still apply), once
+#: a second. An external cluster keeps its own configuration: the same keys set there save the same.
+QUIET_WORKERS: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 Task = tuple[str, bool, str | None]
 #: (name, bytes) of each file shipped; the keyring's name is ``_KEYRING``.
@@ -75,6 +89,8 @@ def verify_batch(tasks: list[Task], opts: ArchiveOptions, shipped: Shipped, keyr
     if shipped or keyring or tsa:
         ring, roots = _unpack(opts.run_id, shipped, keyring, tsa)
         opts = dataclasses.replace(opts, keyring=ring, tsa_roots=roots)
+    if len(tasks) > 1:
+        import orjson  # noqa: F401  (as in a run on one machine: with it loaded, each file is parsed and encoded quicker)
     worker = Worker(opts)
     return [worker(t) for t in tasks]
 
@@ -88,13 +104,21 @@ def connect(address: str, workers: int, timeout: float | None = None) -> Any:
     wait = CONNECT_TIMEOUT if timeout is None else timeout
     try:
         if address == "local":
-            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                               host="127.0.0.1", dashboard_address=None)  # type: ignore[no-untyped-call,unused-ignore]
-            return distributed.Client(cluster, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
+            return distributed.Client(local_cluster(workers), timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
         return distributed.Client(address, timeout=wait)  # type: ignore[no-untyped-call,unused-ignore]
     except (OSError, TimeoutError, ValueError, TypeError) as e:
         raise DaskUnavailable(f"--dask {address}: cannot reach the scheduler within {wait:g} s: "
                               f"{type(e).__name__}: {e}") from e
+
+
+def local_cluster(workers: int) -> Any:
+    """A ``distributed.LocalCluster`` of ``workers`` single-thread processes on 127.0.0.1, with ``QUIET_WORKERS``."""
+    import dask
+    import distributed
+
+    with dask.config.set(QUIET_WORKERS):  # read by the workers as they start (each Nanny hands its config on)
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call,unused-ignore]
+                                        host="127.0.0.1", dashboard_address=None)
 
 
 def close(client: Any) -> None:

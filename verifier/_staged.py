@@ -30,7 +30,7 @@ from ._output import unreadable_report
 from ._report import CheckResult, Report
 from ._tally import Outcome
 
-__all__ = ["verify_staged"]
+__all__ = ["verify_object", "verify_staged"]
 
 
 class StagedOptions(Protocol):
@@ -44,6 +44,16 @@ class StagedOptions(Protocol):
     def proof(self) -> bool: ...
     @property
     def run_id(self) -> str: ...
+
+@dataclasses.dataclass(frozen=True)
+class _Alone:
+    """The staging options of one receipt verified alone (``verify_receipt`` of a URL)."""
+
+    run_id: str
+    evidence: str | None = None
+    storage_options: str | None = None  # the process's own (``aer1._storage.use_options``)
+    proof: bool = False
+
 
 #: Folders whose listings a process keeps at once (an archive's files come folder by folder).
 _FOLDERS_LISTED = 16
@@ -133,3 +143,10 @@ def verify_staged(task: tuple[str, bool, str | None], opts: StagedOptions,
         return outcome
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def verify_object(url: str, verify: Callable[[str], Report]) -> Report:
+    """The report on the receipt object at ``url``: ``verify`` of a private copy of it and the files
+    beside it, with the URLs named. Its folder is listed anew on each call (a fresh ``run_id``)."""
+    alone = _Alone(run_id=os.urandom(8).hex())
+    return verify_staged((url, False, None), alone, lambda task: Outcome(verify(task[0]))).report

@@ -180,8 +180,18 @@ class Trust:
                        jobs: int = 1) -> Report:
         """Checks 1 to 10 of ``receipt``, then the log check and the policy when this trust has them.
 
-        ``evidence`` and ``jobs`` are :func:`aer1.verifier.verify_receipt`'s.
+        ``evidence`` and ``jobs`` are :func:`aer1.verifier.verify_receipt`'s. A storage URL
+        (``s3://bucket/key.json``) is verified from a private copy of its bytes and the files beside it.
         """
+        from .._storage import is_url
+
+        if isinstance(receipt, str) and is_url(receipt):
+            if evidence is not None and is_url(os.fspath(evidence)):
+                raise UsageError("evidence: give a local file (the evidence beside a receipt in storage is found "
+                                 "by itself)")
+            from ._staged import verify_object
+
+            return verify_object(receipt, lambda local: self.examine(local, evidence=evidence, jobs=jobs).report)
         return self.examine(receipt, evidence=evidence, jobs=jobs).report
 
     def examine(self, receipt: ReceiptInput, *, evidence: str | os.PathLike[str] | None = None,

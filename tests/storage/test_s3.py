@@ -20,7 +20,7 @@ import pytest
 
 from aer1 import Collector
 from aer1._logdir import LogDir, append_receipts, init_log
-from aer1._signing import generate_key_pair
+from aer1._signing import generate_key_pair, key_id, load_public_key
 from aer1.errors import LogInvalid, UsageError
 from tests.helpers import KEYS, make_collector
 
@@ -268,6 +268,30 @@ def test_bad_urls_and_options_are_one_line_and_exit_2(opts: str, args: list[str]
     code, out, _ = _cli("aer1-verify", "--json", *with_endpoint, *args)
     doc = json.loads(out)
     assert code == 2 and doc["exit_code"] == 2 and says in json.dumps(doc)
+
+
+def test_verify_receipt_of_a_url_is_the_report_on_the_same_files_on_disk(opts: str, tmp_path: Path) -> None:
+    from aer1.verifier import verify_receipt
+
+    local = _archive(tmp_path / "archive")
+    prefix = f"s3://{BUCKET}/{tmp_path.name}/archive"
+    _upload(local, prefix)
+    trusted = {key_id(load_public_key(Path(TRUSTED).read_bytes()))}
+    verdicts = {}
+    for name in ("sub/seed-0.json", "sub/seed-2.json", "tampered.json", "unreadable.json", "empty.json"):
+        on_s3 = verify_receipt(f"{prefix}/{name}", trusted_key_ids=trusted)
+        on_disk = verify_receipt(local / name, trusted_key_ids=trusted)
+        assert on_s3.source == f"{prefix}/{name}"
+        _same_results(on_s3.to_dict(), on_disk.to_dict(), prefix, local)
+        verdicts[name] = on_s3.verdict
+    assert verdicts == {"sub/seed-0.json": "VALID", "sub/seed-2.json": "VALID", "tampered.json": "INVALID",
+                        "unreadable.json": "MALFORMED", "empty.json": "MALFORMED"}
+    seed = verify_receipt(f"{prefix}/sub/seed-0.json")
+    assert seed.check("evidence").status == "PASS"  # the evidence beside it in the bucket was read
+    missing = verify_receipt(f"s3://{BUCKET}/no/such.json")
+    assert missing.malformed and "not found" in missing.checks[0].detail
+    with pytest.raises(UsageError, match="evidence: give a local file"):
+        verify_receipt(f"{prefix}/sub/seed-0.json", evidence=f"{prefix}/sub/seed-0.evidence.jsonl")
 
 
 def test_a_missing_object_named_alone_is_unreadable(opts: str) -> None:
