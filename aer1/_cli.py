@@ -187,8 +187,14 @@ def _report(args: argparse.Namespace) -> int:
     from ._report._frame import load_frame
     from ._report._trace_url import TraceUrl
     from ._report._verify import expand_paths, view_options
+    from .verifier._storage_cli import use_storage_options
 
+    use_storage_options(args)
     opts = view_options(args)
+    if args.log is not None:  # refused before anything is read or written
+        from .verifier._tlog_cli import check_log_option
+
+        check_log_option(args.log)
     frame = _read_option("--frame", args.frame, load_frame)
     trace_url = _read_option("--trace-url", args.trace_url, TraceUrl)
     tasks = expand_paths(args.path)
@@ -198,17 +204,27 @@ def _report(args: argparse.Namespace) -> int:
         os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
     check_output(args.output)
     _refuse_overwrite(args.output, [t[0] for t in tasks])
+    if os.path.isdir(args.path) and args.evidence:
+        raise CliError("--evidence goes with exactly one receipt, not a folder")
+    log = None
+    if args.log is not None and opts.log is not None:  # without a log key, view_options refused --log
+        import dataclasses
+
+        from ._report._log import LogRun
+
+        log = LogRun.open(args.log, opts.log)
+        opts = dataclasses.replace(opts, log_walked=True)
     if os.path.isdir(args.path):
-        if args.evidence:
-            raise CliError("--evidence goes with exactly one receipt, not a folder")
-        outcomes = write_archive(args.path, tasks, opts, args.output, frame, trace_url)
+        outcomes = write_archive(args.path, tasks, opts, args.output, frame, trace_url, log)
     else:
-        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame, trace_url)]
+        outcomes = [write_receipt_page(tasks[0], opts, args.output, frame, trace_url, log)]
     code = max(o.report.exit_code for o in outcomes)
     verdicts = Counter(o.report.verdict for o in outcomes)
+    fact = None if log is None else log.finish()
     print(one_line(f"{args.output}: {len(outcomes)} receipt(s): {verdicts['VALID']} valid, "
-                   f"{verdicts['INVALID']} invalid, {verdicts['MALFORMED']} unreadable"))
-    return code
+                   f"{verdicts['INVALID']} invalid, {verdicts['MALFORMED']} unreadable"
+                   + ("" if fact is None else f"; {fact.summary()}")))
+    return code if fact is None else max(code, fact.exit_code)
 
 
 def _recover(args: argparse.Namespace) -> int:
@@ -279,6 +295,12 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
                     "viewer: an http(s) URL with {trace_id} and optionally {span_id}, e.g. "
                     "https://jaeger.example/trace/{trace_id} (spec/report.md)")
     add_verify_options(rp)
+    from .verifier._storage_cli import add_storage_argument
+
+    rp.add_argument("--log", metavar="DIR", help="with --log-key: walk this transparency log (a folder or a storage "
+                    "prefix, s3://bucket/log) over the receipts reported on, as aer1-verify --log DIR --complete "
+                    "PATH does; the frame's retention item rests on it (spec/report.md)")
+    add_storage_argument(rp)
     rp.set_defaults(func=_report)
 
 

@@ -16,12 +16,12 @@ __all__ = ["read_receipt"]
 def read_receipt(path: str) -> dict[str, Any]:
     """A receipt whose members are well-formed: odd shapes are refused here, not deep in a command."""
     from .verifier._checks import claims_profile
-    from .verifier._parse import MalformedInput, parse_strict
+    from .verifier._parse import MalformedInput, parse_strict, read_input
     from .verifier._report import CheckResult
     from .verifier._steps import check_members
 
     try:
-        receipt = parse_strict(_read_bytes(path), what=path)
+        receipt = parse_strict(read_input(path), what=path)
     except MalformedInput as e:
         raise CliError(str(e)) from e
     result = CheckResult(2, "members")
@@ -29,22 +29,3 @@ def read_receipt(path: str) -> dict[str, Any]:
         raise CliError(f"{path} is not a well-formed receipt: {result.failures[0].reason}")
     assert isinstance(receipt, dict)
     return receipt
-
-
-def _read_bytes(path: str) -> bytes:
-    """A receipt's bytes, from a local file or from storage (a URL), within the parse budget."""
-    from ._storage import is_url
-    from .verifier._parse import MalformedInput, read_limited
-
-    if not is_url(path):
-        return read_limited(path)
-    from ._limits import MAX_PARSE_COST_BYTES
-    from ._storage import read_bounded
-    from .errors import StorageError
-
-    try:
-        return read_bounded(path, MAX_PARSE_COST_BYTES)
-    except FileNotFoundError as e:
-        raise MalformedInput(f"{path}: not found (no such object)") from e
-    except StorageError as e:
-        raise MalformedInput(str(e)) from e

@@ -543,6 +543,10 @@ class Collector:
 
         return save_bundle(self, folder, workflow)
 
+    def config_digest(self, config: Any) -> str:
+        """The ``config_digest`` of ``config`` as :meth:`register_agent` lists it: SHA-256 of its redacted bytes."""
+        return hashlib.sha256(self._content_bytes(config)).hexdigest()
+
     def register_agent(
         self, name: str, *, type: str, description: str | None = None, config: Any = None
     ) -> dict[str, Any]:
@@ -558,7 +562,7 @@ class Collector:
         if description is not None:
             identity["description"] = _check_text("agent description", str(description))
         if config is not None:
-            identity["config_digest"] = hashlib.sha256(self._content_bytes(config)).hexdigest()
+            identity["config_digest"] = self.config_digest(config)
         with self._lock:
             known = self._agents.get(name)
             if known is not None:

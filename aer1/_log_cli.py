@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from ._cli_json import add_json_argument, checkpoint_json, emit
 from .verifier._output import CliError
 from .verifier._storage_cli import add_storage_argument, use_storage_options
 
 __all__ = ["LOG_COMMANDS", "add_log_arguments"]
+
+
+@contextmanager
+def _failing(command: str, log: str, refused: tuple[type[Exception], ...]) -> Iterator[None]:
+    """Turn what ``command`` on the log at ``log`` refuses (``refused``) or cannot read or write into one line."""
+    try:
+        yield
+    except refused as e:
+        raise CliError(f"{command}: {e}") from e
+    except OSError as e:
+        raise CliError(f"{command} {log}: {e.strerror or e}") from e
 
 
 def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:
@@ -36,12 +48,8 @@ def _init(args: argparse.Namespace) -> int:
     from ._storage import is_url
     from .errors import LogMalformed, UsageError
 
-    try:
+    with _failing("log init", args.dir, (KeyFileError, LogMalformed, UsageError)):
         vkey = init_log(args.dir, args.origin, args.key)
-    except (KeyFileError, LogMalformed, UsageError) as e:
-        raise CliError(f"log init: {e}") from e
-    except OSError as e:
-        raise CliError(f"log init {args.dir}: {e.strerror or e}") from e
     where = f"{args.dir.rstrip('/')}/{LOG_VKEY}" if is_url(args.dir) else os.path.join(args.dir, LOG_VKEY)
     return emit(args, "log init", {"dir": args.dir, "origin": args.origin, "vkey": vkey, "vkey_file": where},
                 [f"created log {args.origin} in {args.dir}; verifier key (also in {where}):", vkey])
@@ -55,12 +63,8 @@ def _append(args: argparse.Namespace) -> int:
     from .errors import LogInvalid, LogMalformed, UsageError
 
     receipts = [(path, read_receipt(path)) for path in args.receipts]
-    try:
+    with _failing("log append", args.dir, (KeyFileError, LogMalformed, LogInvalid, UsageError)):
         done = append_receipts(args.dir, receipts, key=args.key)
-    except (KeyFileError, LogMalformed, LogInvalid, UsageError) as e:
-        raise CliError(f"log append: {e}") from e
-    except OSError as e:
-        raise CliError(f"log append {args.dir}: {e.strerror or e}") from e
     return _logged(args, "log append", done, "{path}: logged at index {index}; proof {proof}")
 
 
@@ -71,12 +75,8 @@ def _prove(args: argparse.Namespace) -> int:
     from .errors import LogInvalid, LogMalformed
 
     receipts = [(path, read_receipt(path)) for path in args.receipts]
-    try:
+    with _failing("log prove", args.dir, (LogMalformed, LogInvalid)):
         done = prove_receipts(args.dir, receipts)
-    except (LogMalformed, LogInvalid) as e:
-        raise CliError(f"log prove: {e}") from e
-    except OSError as e:
-        raise CliError(f"log prove {args.dir}: {e.strerror or e}") from e
     return _logged(args, "log prove", done, "{path}: entry {index}; proof {proof} against the current checkpoint")
 
 
@@ -89,19 +89,22 @@ def _init_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_init)
 
 
-def _append_arguments(p: argparse.ArgumentParser) -> None:
+def _log_and_receipts(p: argparse.ArgumentParser, receipts: str) -> None:
+    """The arguments ``append`` and ``prove`` share: the storage options, the log folder, the receipts."""
     add_storage_argument(p)
     p.add_argument("dir", metavar="DIR", help="the log folder")
-    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="receipt files: one batch, one new checkpoint")
+    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help=receipts)
+
+
+def _append_arguments(p: argparse.ArgumentParser) -> None:
+    _log_and_receipts(p, "receipt files: one batch, one new checkpoint")
     p.add_argument("--key", metavar="LOGKEY", help="the log's private key (default: the one named at init)")
     add_json_argument(p)
     p.set_defaults(func=_append)
 
 
 def _prove_arguments(p: argparse.ArgumentParser) -> None:
-    add_storage_argument(p)
-    p.add_argument("dir", metavar="DIR", help="the log folder")
-    p.add_argument("receipts", nargs="+", metavar="RECEIPT", help="logged receipt files")
+    _log_and_receipts(p, "logged receipt files")
     add_json_argument(p)
     p.set_defaults(func=_prove)
 

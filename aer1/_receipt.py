@@ -89,6 +89,9 @@ KINDS = (
     "approval",
     "human_input",
     "error",
+    "lifecycle",
+    "config_change",
+    "recording_conflict",
     "link",
     "close",
 )

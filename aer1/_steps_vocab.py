@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._canonical import CanonicalizationError, exact_bytes
+from ._canonical import CanonicalizationError, exact_bytes, normalize
 from ._vocabulary import FRAMEWORK_MEMBERS, VOCABULARY, VOCABULARY_MEMBER
 from .errors import MalformedInputError
 
@@ -25,7 +26,9 @@ __all__ = [
     "ARGUMENTS_INVALID",
     "CANCELLATIONS",
     "CANCELLED",
+    "CONFLICT_SUBJECTS",
     "EXIT_CODE",
+    "LIFECYCLE_OPERATIONS",
     "MAX_ERROR_MESSAGE_CHARS",
     "OUTCOMES",
     "TOOL_ERROR",
@@ -34,6 +37,7 @@ __all__ = [
     "approval",
     "code_execution",
     "code_status",
+    "config_change",
     "error_code",
     "error_info",
     "error_step",
@@ -42,11 +46,14 @@ __all__ = [
     "failure_status",
     "handoff",
     "human_input",
+    "lifecycle",
     "message",
     "model_reply",
     "outcome_status",
     "parse_arguments",
+    "recording_conflict",
     "speaker_selection",
+    "state_digest",
     "task",
     "termination",
     "tool_call",
@@ -69,6 +76,10 @@ TOOL_ERROR = "tool_error"
 ARGUMENTS_INVALID = "arguments_invalid"
 EXIT_CODE = "exit_code"
 CANCELLED = "cancelled"
+#: ``lifecycle.operation`` values (spec/steps.md, *lifecycle*).
+LIFECYCLE_OPERATIONS = ("reset", "load_state", "save_state")
+#: ``subject`` values of ``lifecycle``, ``config_change`` and ``recording_conflict``: an agent or a team.
+CONFLICT_SUBJECTS = ("agent", "team")
 #: The message of an action still running when the receipt was finalized.
 UNFINISHED_MESSAGE = "still running when the receipt was finalized"
 
@@ -213,6 +224,19 @@ def parse_arguments(raw: Any) -> tuple[Any, bool]:
     return str(raw), True
 
 
+def _call_members(name: str | None, call_id: str | None, arguments: Any,
+                  arguments_digest: str | None) -> dict[str, Any]:
+    """The members that name a tool call, in a ``tool_call`` or an ``approval``: ``arguments`` parsed, and
+    ``arguments_malformed`` when they were not JSON, ``arguments_digest`` when given."""
+    value, malformed = parse_arguments(arguments)
+    members: dict[str, Any] = {"name": name, "call_id": call_id, "arguments": value}
+    if malformed:
+        members["arguments_malformed"] = True
+    if arguments_digest is not None:
+        members["arguments_digest"] = arguments_digest
+    return members
+
+
 # ------------------------------------------------------------------ kinds
 
 
@@ -229,12 +253,7 @@ def tool_call(
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ``tool_call`` content; ``arguments`` as the model sent them (parsed here, see :func:`parse_arguments`)."""
-    value, malformed = parse_arguments(arguments)
-    members: dict[str, Any] = {"name": name, "call_id": call_id, "arguments": value}
-    if malformed:
-        members["arguments_malformed"] = True
-    if arguments_digest is not None:
-        members["arguments_digest"] = arguments_digest
+    members = _call_members(name, call_id, arguments, arguments_digest)
     members["result"] = result
     return _content(framework, extras, members, error=error, nested_in=nested_in)
 
@@ -302,13 +321,14 @@ def message(
     message_id: str | None = None,
     role: str | None = None,
     model: Mapping[str, Any] | None = None,
+    error: Mapping[str, Any] | None = None,
     nested_in: str | None = None,
     extras: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A ``message`` content."""
+    """A ``message`` content (``error``: a delivery or handler that failed)."""
     members = {"content": content, "message_id": message_id, "role": role,
                "model": None if model is None else dict(model)}
-    return _content(framework, extras, members, nested_in=nested_in)
+    return _content(framework, extras, members, error=error, nested_in=nested_in)
 
 
 def task(
@@ -374,14 +394,9 @@ def approval(
     """An ``approval`` content; ``decision`` is approved, denied, pending or requested."""
     if decision not in ("approved", "denied", "pending", "requested"):
         raise ValueError(f"decision must be approved, denied, pending or requested; got {decision!r}")
-    value, malformed = parse_arguments(arguments)
     members: dict[str, Any] = {"decision": decision,
                                "approved": True if decision == "approved" else False if decision == "denied" else None,
-                               "name": name, "call_id": call_id, "arguments": value}
-    if malformed:
-        members["arguments_malformed"] = True
-    if arguments_digest is not None:
-        members["arguments_digest"] = arguments_digest
+                               **_call_members(name, call_id, arguments, arguments_digest)}
     members["responder"] = responder
     return _content(framework, extras, members, error=error, nested_in=nested_in)
 
@@ -437,3 +452,72 @@ def termination(
     members = {"outcome": outcome, "reason": reason, "observed": outcome not in ("unobserved", "unfinished"),
                "messages": messages, "step_statuses": dict(step_statuses)}
     return _content(framework, extras, members, error=error, nested_in=nested_in)
+
+
+def state_digest(state: Any) -> str | None:
+    """Hex SHA-256 of the RFC 8785 bytes of ``state`` as normalized (spec/canonical.md), before redaction.
+
+    None when the state has no exact JSON form: the step then says nothing it cannot bind.
+    """
+    try:
+        return hashlib.sha256(exact_bytes(normalize(state))).hexdigest()
+    except (CanonicalizationError, ValueError, TypeError, RecursionError):
+        return None
+
+
+def _check_subject(subject: str) -> None:
+    if subject not in CONFLICT_SUBJECTS:
+        raise ValueError(f"subject must be one of {', '.join(CONFLICT_SUBJECTS)}; got {subject!r}")
+
+
+def lifecycle(
+    framework: str,
+    *,
+    operation: str,
+    subject: str,
+    state: Any = None,
+    error: Mapping[str, Any] | None = None,
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``lifecycle`` content: an agent or team reset, or its state saved or loaded (a digest, never the state)."""
+    if operation not in LIFECYCLE_OPERATIONS:
+        raise ValueError(f"operation must be one of {', '.join(LIFECYCLE_OPERATIONS)}; got {operation!r}")
+    _check_subject(subject)
+    has_state = operation != "reset" and isinstance(state, Mapping)
+    members = {"operation": operation, "subject": subject,
+               "state_digest": state_digest(state) if has_state else None,
+               "state_members": sorted(str(k) for k in state) if has_state else None}
+    return _content(framework, extras, members, error=error)
+
+
+def config_change(
+    framework: str,
+    *,
+    agent: str,
+    subject: str,
+    old_digest: str | None,
+    new_digest: str,
+    changed: Sequence[str],
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``config_change`` content: digests and the names of the members that changed, never their values."""
+    _check_subject(subject)
+    members = {"agent": agent, "subject": subject, "old_digest": old_digest, "new_digest": new_digest,
+               "changed": sorted(str(c) for c in changed)}
+    return _content(framework, extras, members)
+
+
+def recording_conflict(
+    framework: str,
+    *,
+    subject: str,
+    name: str,
+    other_workflow_ids: Sequence[str],
+    detected: str,
+    extras: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ``recording_conflict`` content: another open collector records the same agent or team."""
+    _check_subject(subject)
+    members = {"subject": subject, "name": name, "other_workflow_ids": sorted(set(other_workflow_ids)),
+               "detected": detected}
+    return _content(framework, extras, members)

@@ -46,6 +46,9 @@ SHOWN_MEMBERS: Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "code_execution": (("exit_code", ("exit_code",)), ("output", ("output",))),
     "error": (("text", ("phase",)),),
     "termination": (("text", ("reason", "outcome")), ("decision", ("outcome",))),
+    "lifecycle": (("text", ("operation",)),),
+    "config_change": (("text", ("changed",)),),
+    "recording_conflict": (("text", ("other_workflow_ids",)),),
 }
 
 

@@ -24,7 +24,7 @@ from http import HTTPStatus
 
 from ._tlog._checkpoint import parse_checkpoint
 from ._tlog._cosig import CosignatureSigner
-from ._tlog._note import Note, Verifier, format_note, open_note, parse_note
+from ._tlog._note import Note, Verifier, check_length, format_note, open_note, parse_note
 from ._tlog._tree import EMPTY_ROOT, HASH_SIZE, verify_consistency
 from ._witness_state import WitnessState, WitnessStateError, origin_hash
 from .errors import LogInvalid, LogMalformed
@@ -108,8 +108,7 @@ def parse_add_checkpoint(body: bytes) -> AddCheckpoint:
 
     Raises LogMalformed (400) when the body is not framed so; the note itself is read later.
     """
-    if len(body) > MAX_ADD_CHECKPOINT_BYTES:
-        raise LogMalformed(f"body: got {len(body)} bytes, want at most {MAX_ADD_CHECKPOINT_BYTES}")
+    check_length(body, MAX_ADD_CHECKPOINT_BYTES, "body")
     end = body.find(b"\n")
     if end < 0 or not body.startswith(b"old "):
         raise LogMalformed("body: want it to start with the line 'old <size>'")

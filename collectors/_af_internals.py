@@ -14,6 +14,7 @@ __all__ = [
     "ARGUMENTS_ERROR",
     "CALL_ID_METADATA_KEY",
     "MAX_ROUNDS_ATTRIBUTE",
+    "PROVIDER_ATTRIBUTE",
     "RAW_ARGUMENTS_KEY",
     "STREAM_ERROR_ATTRIBUTE",
     "active_run",
@@ -21,6 +22,8 @@ __all__ = [
     "is_arguments_error",
     "max_rounds",
     "model_arguments",
+    "model_facts",
+    "response_model",
     "stream_error",
 ]
 
@@ -97,3 +100,38 @@ def model_arguments(function: Any, arguments: Any) -> Any:
 def is_arguments_error(exc: BaseException) -> bool:
     """True for the framework's refusal of a call's arguments (raised before the tool runs)."""
     return type(exc).__name__ == ARGUMENTS_ERROR
+
+
+#: Class attribute of a chat client naming its provider as OpenTelemetry does (``gen_ai.provider.name``);
+#: the base client's value ``"unknown"`` means its class says nothing.
+PROVIDER_ATTRIBUTE = "OTEL_PROVIDER_NAME"
+_UNKNOWN_PROVIDER = "unknown"
+
+
+def model_facts(agent: Any) -> tuple[str | None, str | None]:
+    """(provider, request model) of an agent's chat client; (None, None) without one. Never its configuration.
+
+    The provider is the client's OpenTelemetry provider name, else its class; the model is the
+    agent's default ``model`` option, else the client's ``model``.
+    """
+    client = getattr(agent, "client", None)
+    if client is None:
+        return None, None
+    provider = getattr(type(client), PROVIDER_ATTRIBUTE, None)
+    if not isinstance(provider, str) or not provider or provider == _UNKNOWN_PROVIDER:
+        provider = type(client).__name__
+    options = getattr(agent, "default_options", None)
+    model = options.get("model") if isinstance(options, dict) else None
+    if not isinstance(model, str) or not model:
+        model = getattr(client, "model", None)
+    return provider, model if isinstance(model, str) and model else None
+
+
+def response_model(response: Any) -> str | None:
+    """The model an agent's response says answered: ``model`` of the chat response (or update) it was built from."""
+    raw = getattr(response, "raw_representation", None)
+    for item in reversed(raw) if isinstance(raw, list) else (raw,):
+        model = getattr(item, "model", None)
+        if isinstance(model, str) and model:
+            return model
+    return None

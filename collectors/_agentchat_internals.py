@@ -42,7 +42,7 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
     "StaticWorkbench": ("_tools", "_tool_overrides"),
     # teams: reaching the group chat manager
     "BaseGroupChat": ("_participants", "_runtime", "_group_chat_manager_topic_type", "_team_id", "_initialized",
-                      "_init"),
+                      "_init", "_max_turns", "_termination_condition"),
     # managers: who was selected and why
     "BaseGroupChatManager": ("_name", "_participant_name_to_topic_type"),
     "RoundRobinGroupChatManager": ("_next_speaker_index",),

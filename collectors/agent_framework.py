@@ -65,6 +65,8 @@ from ._af_internals import (
     is_arguments_error,
     max_rounds,
     model_arguments,
+    model_facts,
+    response_model,
     stream_error,
 )
 from ._bounded import MAX_DEPTH, MAX_ITEMS, MAX_TEXT_CHARS, NOT_SPECIAL, OMITTED_KEY, bounded, bounded_text
@@ -161,6 +163,17 @@ def _messages(messages: Sequence[Any]) -> dict[str, Any]:
     return {"messages": [_message(m) for m in kept], "omitted": len(listed) - len(kept)}
 
 
+def _model_of(agent: Any, response: AgentResponse[Any]) -> dict[str, Any]:
+    """The vocabulary's ``model`` of an agent's reply: provider, models, the run's token usage, why it stopped."""
+    provider, request_model = model_facts(agent)
+    usage = response.usage_details if isinstance(response.usage_details, Mapping) else {}
+    finish = response.finish_reason
+    return vocab.model_reply(provider=provider, request_model=request_model, response_model=response_model(response),
+                             input_tokens=usage.get("input_token_count"),
+                             output_tokens=usage.get("output_token_count"),
+                             finish_reasons=None if finish is None else [str(getattr(finish, "value", finish))])
+
+
 def _call_of(item: Content) -> Content | None:
     call = getattr(item, "function_call", None)
     return call if isinstance(call, Content) else None
@@ -192,7 +205,7 @@ class _AgentRecorder(AgentMiddleware):
 
             def on_final(response: AgentResponse[Any]) -> None:
                 _CURRENT_AGENT.set(outer)
-                c._record_turn(name, messages_in, response, started)
+                c._record_turn(name, messages_in, response, started, context.agent)
 
             def on_cleanup() -> None:  # runs when the stream ends; a failed stream gets no final response
                 error = stream_error(stream)
@@ -204,7 +217,7 @@ class _AgentRecorder(AgentMiddleware):
             context.stream_cleanup_hooks.append(on_cleanup)
         else:
             _CURRENT_AGENT.set(outer)
-            c._record_turn(name, messages_in, result, started)
+            c._record_turn(name, messages_in, result, started, context.agent)
 
 
 class _ChatRecorder(ChatMiddleware):
@@ -323,18 +336,27 @@ class AER1AgentFrameworkCollector(Collector):
             count_failure(self, f"agent {name!r} registration", e)
         return agent
 
-    def _record_turn(self, name: str, messages_in: list[Message], response: Any, started: float) -> None:
+    def _record_turn(self, name: str, messages_in: list[Message], response: Any, started: float,
+                     agent: Any = None) -> None:
         try:
             out: dict[str, Any] = {"input": _messages(messages_in)}
+            text: str | None = None
+            response_id: str | None = None
+            model: dict[str, Any] | None = None
             if isinstance(response, AgentResponse):
                 out["response"] = _messages(response.messages)
                 out["user_input_requests"] = _plain(list(response.user_input_requests))
                 out["finish_reason"] = _plain(response.finish_reason)
+                text = response.text or None
+                response_id = response.response_id if isinstance(response.response_id, str) else None
+                model = _model_of(agent, response)
                 for request in response.user_input_requests:
                     self._record_approval_request(name, request)
             else:
                 out["response"] = None
-            self.safe_record("agent_run", out, agent=name, kind="message", started_at=started)
+            content = vocab.message("agent_framework", content=text, message_id=response_id, role="assistant",
+                                    model=model, extras=out)
+            self.safe_record("agent_run", content, agent=name, kind="message", started_at=started)
         except Exception as e:
             count_failure(self, f"agent {name!r} turn", e)
 

@@ -73,6 +73,7 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 from aer1._bundle import evidence_bytes
 
+from . import _lifecycle as lifecycle
 from ._agentchat_internals import read, write
 from ._batched import BatchedCollector
 from ._collector import MANAGER_TYPE, AER1AutoGenCollector, team_actor
@@ -817,6 +818,7 @@ class AER1AgentWrapper(BaseChatAgent):
     The team sees the wrapped agent: same name and description, produced message
     types, state (``save_state``/``load_state``), ``on_reset``, ``on_pause``,
     ``on_resume`` and ``close``; other attributes are read from the wrapped agent.
+    Resets and saved or loaded states are recorded as ``lifecycle`` steps (spec/agentchat.md).
     The agent is listed once in the receipt (type, description, configuration digest).
 
     For a ``CodeExecutorAgent`` the wrapper observes the agent's code executor and
@@ -858,6 +860,8 @@ class AER1AgentWrapper(BaseChatAgent):
         self._identity: dict[str, Any] = {"type": type(agent).__name__, "description": agent.description,
                                           "config": agent_config(agent)}
         collector.register_agent(agent.name, **self._identity)
+        lifecycle.note_config(collector, agent.name, self._identity["config"])
+        lifecycle.claim(agent, collector, subject="agent", name=agent.name, detected="wrap")
         self._seen = _seen(collector)
         with self._seen.lock:
             self._seen.wrapped.add(agent.name)
@@ -1031,7 +1035,9 @@ class AER1AgentWrapper(BaseChatAgent):
     # -- delegated lifecycle -----------------------------------------------------
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
-        await self._inner.on_reset(cancellation_token)
+        """The agent's reset, recorded as a ``lifecycle`` step (its configuration checked after)."""
+        await lifecycle.observed(self._collector, self.name, "reset", self._inner.on_reset(cancellation_token),
+                                 after=self._check_config)
 
     async def on_pause(self, cancellation_token: CancellationToken) -> None:
         await self._inner.on_pause(cancellation_token)
@@ -1040,10 +1046,16 @@ class AER1AgentWrapper(BaseChatAgent):
         await self._inner.on_resume(cancellation_token)
 
     async def save_state(self) -> Mapping[str, Any]:
-        return await self._inner.save_state()
+        """The agent's state, unchanged; recorded as a ``lifecycle`` step with its digest."""
+        return await lifecycle.observed(self._collector, self.name, "save_state", self._inner.save_state())
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        await self._inner.load_state(state)
+        """Load the agent's state; recorded as a ``lifecycle`` step with its digest (configuration checked after)."""
+        await lifecycle.observed(self._collector, self.name, "load_state", self._inner.load_state(state), state=state,
+                                 after=self._check_config)
+
+    def _check_config(self) -> None:
+        lifecycle.check_config(self._collector, self.name, agent_config(self._inner))
 
     async def close(self) -> None:
         await self._inner.close()
@@ -1494,6 +1506,9 @@ async def team_run_stream(
         f"the manager of {run.team['team_type']} {run.team['team']!r}: receives the task, selects speakers, "
         "ends the run",
     )
+    inner_hook = getattr(team, _TEAM_HOOK_ATTR, None)
+    lifecycle.observe_team(collector, team, run.actor, run.team, run.wrapped, agent_config,
+                           nested=isinstance(inner_hook, _InnerTeamHook) and inner_hook.recording)
     given = _task_content(task)
     if isinstance(task, str):
         # What AutoGen itself makes of a text task, made here so its message id is known.

@@ -49,10 +49,15 @@ except ImportError as e:
 
     raise missing_framework("grpc_runtime") from e
 
+from aer1 import _steps_vocab as vocab
+
 from ._errors import error_info, failure_status
 
 if TYPE_CHECKING:
     from aer1 import Collector
+
+#: The framework member of these contents (spec/steps.md): the runtime is autogen-core's.
+_FRAMEWORK = "autogen_core"
 
 __all__ = [
     "CALLER_ACTOR",
@@ -205,19 +210,20 @@ class AER1GrpcWorkerRuntime(GrpcWorkerAgentRuntime):
             return await super().send_message(message, recipient, sender=sender,
                                               cancellation_token=cancellation_token, message_id=message_id)
         started = time.time()
-        content: dict[str, Any] = {"delivery": "send", "worker": self.aer1_worker, "sender": None,
-                                   "recipient": str(recipient), "message_type": _type_name(message),
-                                   "message": message}
+        extras: dict[str, Any] = {"delivery": "send", "worker": self.aer1_worker, "sender": None,
+                                  "recipient": str(recipient), "message_type": _type_name(message)}
         try:
             result = await super().send_message(message, recipient, cancellation_token=cancellation_token,
                                                 message_id=message_id)
         except BaseException as exc:
-            content["error"] = error_info(exc)
+            content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, error=error_info(exc),
+                                    extras=extras)
             self.aer1_collector.safe_record("send", content, agent=CALLER_ACTOR, kind="message",
                                             status=failure_status(exc), started_at=started,
                                             recipient=str(recipient))
             raise
-        content["result"] = result
+        content = vocab.message(_FRAMEWORK, content=message, message_id=message_id,
+                                extras={**extras, "result": result})
         self.aer1_collector.safe_record("send", content, agent=CALLER_ACTOR, kind="message", started_at=started,
                                         recipient=str(recipient))
         return result
@@ -231,15 +237,25 @@ class AER1GrpcWorkerRuntime(GrpcWorkerAgentRuntime):
         cancellation_token: CancellationToken | None = None,
         message_id: str | None = None,
     ) -> None:
-        """Publish as the worker runtime does; a publish from outside any agent is recorded."""
-        await super().publish_message(message, topic_id, sender=sender, cancellation_token=cancellation_token,
-                                      message_id=message_id)
-        if sender is None:
-            now = time.time()
-            content = {"delivery": "publish", "worker": self.aer1_worker, "sender": None, "topic": _topic(topic_id),
-                       "message_type": _type_name(message), "message": message, "message_id": message_id}
-            self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message", started_at=now,
-                                            ended_at=now)
+        """Publish as the worker runtime does; a publish from outside any agent is recorded (a failed one too)."""
+        if sender is not None:
+            await super().publish_message(message, topic_id, sender=sender, cancellation_token=cancellation_token,
+                                          message_id=message_id)
+            return
+        started = time.time()
+        extras = {"delivery": "publish", "worker": self.aer1_worker, "sender": None, "topic": _topic(topic_id),
+                  "message_type": _type_name(message)}
+        try:
+            await super().publish_message(message, topic_id, cancellation_token=cancellation_token,
+                                          message_id=message_id)
+        except BaseException as exc:
+            content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, error=error_info(exc),
+                                    extras=extras)
+            self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message",
+                                            status=failure_status(exc), started_at=started)
+            raise
+        content = vocab.message(_FRAMEWORK, content=message, message_id=message_id, extras=extras)
+        self.aer1_collector.safe_record("publish", content, agent=CALLER_ACTOR, kind="message", started_at=started)
 
 
 def _type_name(value: Any) -> str:
@@ -253,23 +269,22 @@ def _record_handled(collector: Collector, worker: str, agent: Agent, message: An
     try:
         me = str(agent.id)
         sender = str(ctx.sender) if ctx.sender is not None else None
-        content: dict[str, Any] = {
+        extras: dict[str, Any] = {
             "delivery": "handled",
             "worker": worker,
             "sender": sender,
             "recipient": me,
             "topic": _topic(ctx.topic_id),
-            "message_id": ctx.message_id,
             "is_rpc": ctx.is_rpc,
             "message_type": _type_name(message),
-            "message": message,
         }
         status = "ok"
         if error is not None:
-            content["error"] = error_info(error)
             status = failure_status(error)
         elif ctx.is_rpc:
-            content["result"] = result
+            extras["result"] = result
+        content = vocab.message(_FRAMEWORK, content=message, message_id=ctx.message_id,
+                                error=None if error is None else error_info(error), extras=extras)
         collector.safe_record("message", content, agent=me, kind="message", status=status, started_at=started,
                               ended_at=max(time.time(), started), reply_to=sender if ctx.is_rpc else None)
     except Exception as e:  # observation never breaks the handler; the receipt says incomplete
@@ -301,9 +316,11 @@ async def collect_worker_receipts(
                                       evidence=reply.evidence.encode("utf-8") if reply.evidence else None,
                                       started_at=started)
         except Exception as e:
-            why = f"no answer within {timeout} s" if isinstance(e, asyncio.TimeoutError) else None
-            content = {"worker": worker, "what": "the worker's receipt could not be collected",
-                       "error": {"type": "TimeoutError", "message": why} if why else error_info(e)}
+            error = error_info(e)
+            if isinstance(e, asyncio.TimeoutError):
+                error["message"] = f"no answer within {timeout} s"
+            content = vocab.error_step(_FRAMEWORK, error=error, phase="collect_receipt",
+                                       extras={"worker": worker, "what": "the worker's receipt could not be collected"})
             parent.safe_record("error", content, agent=f"worker:{worker}", kind="error", status="error",
                                started_at=started)
             out[worker] = None

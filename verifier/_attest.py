@@ -14,13 +14,11 @@ from typing import Any
 from .._canonical import CanonicalizationError
 from .._outfile import replace_file
 from .._signing import SignatureInvalid, load_private_key, parse_signature, sign_receipt, verify_signature
-from .._storage import is_url
 from .._timefmt import format_ns, now_ns
 from .._version import __version__
-from ..errors import StorageError
 from ._kind import SUMMARY_MEMBERS, SUMMARY_TYPE, SUMMARY_VERSION
 from ._output import CliError, one_line
-from ._parse import MalformedInput, file_sha256, parse_strict, read_limited
+from ._parse import MalformedInput, file_sha256, parse_strict, read_input
 from ._policy import Policy
 from ._report import FAIL, NOT_CHECKED, PASS, CheckResult
 from ._tally import SCHEMA, Outcome, Tally
@@ -154,20 +152,6 @@ def _inputs(options: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def _summary_bytes(path: str) -> bytes:
-    """The summary file's bytes: a local file, or an object in storage (a URL)."""
-    if not is_url(path):
-        return read_limited(path, MAX_SUMMARY_BYTES, what="a summary file")
-    from .._storage import read_bounded
-
-    try:
-        return read_bounded(path, MAX_SUMMARY_BYTES)
-    except FileNotFoundError as e:
-        raise MalformedInput(f"{path}: not found (no such object)") from e
-    except StorageError as e:
-        raise MalformedInput(str(e)) from e
-
-
 def check_summary(path: str, trusted: set[str] | None) -> tuple[list[CheckResult], dict[str, Any]]:
     """Re-check a summary: its form, its signature (trusted when ``trusted`` names its key), the files."""
     c_parse, c_members, c_sig, c_files, c_verdict = (
@@ -176,7 +160,7 @@ def check_summary(path: str, trusted: set[str] | None) -> tuple[list[CheckResult
     checks = [c_parse, c_members, c_sig, c_files, c_verdict]
     facts: dict[str, Any] = {"source": path}
     try:
-        doc: Any = parse_strict(_summary_bytes(path), what=path)
+        doc: Any = parse_strict(read_input(path, MAX_SUMMARY_BYTES, what="a summary file"), what=path)
     except MalformedInput as e:
         c_parse.fail(str(e))
         for c in checks[1:]:

@@ -55,6 +55,7 @@ __all__ = [
     "parse_checked_cost",
     "parse_strict",
     "parse_unwalked",
+    "read_input",
     "read_limited",
 ]
 
@@ -159,6 +160,21 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_PARSE_COST_BYTES
     if len(data) > limit:
         raise MalformedInput(f"{p} is over the {limit}-byte limit")
     return data
+
+
+def read_input(path: str, limit: int = MAX_PARSE_COST_BYTES, *, what: str = "a receipt file") -> bytes:
+    """A local file's bytes (:func:`read_limited`) or a storage object's (``path`` a URL), at most ``limit``."""
+    if not is_url(path):
+        return read_limited(path, limit, what=what)
+    from .._storage import read_bounded
+    from ..errors import StorageError
+
+    try:
+        return read_bounded(path, limit)
+    except FileNotFoundError as e:
+        raise MalformedInput(f"{path}: not found (no such object)") from e
+    except StorageError as e:
+        raise MalformedInput(str(e)) from e
 
 
 def check_json_value(value: Any, *, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING_CHARS) -> None:

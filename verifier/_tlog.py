@@ -231,6 +231,9 @@ class LogWalk:
     entries: int = 0
     #: The trusted witnesses' cosignatures on the checkpoint: (name, timestamp).
     cosigned: list[tuple[str, int]] = field(default_factory=list)
+    #: The earliest and the latest ``started_at`` of the closed entries (one fixed format: compared as text).
+    first_started: str | None = None
+    last_started: str | None = None
     #: Every entry's leaf hash, entry i at ``32 * i`` (the level-0 tiles, checked).
     hashes: bytearray = field(default_factory=bytearray)
     #: Every entry's ``b"<workflow_id>/<receipt_id>"``, entry i at ``IDS_BYTES * i`` (blank: unreadable).
@@ -334,6 +337,8 @@ def _entries(walk: LogWalk, reader: TileHashReader, directory: str) -> None:
     bundles = dir_bundle_reader(directory)
     blank = b" " * IDS_BYTES
     leaves, closed, later, opened, ids = walk.leaves, walk.closed, walk.later, walk.opened, walk.ids
+    first: bytes | None = None  # the first and last started_at so far, as bytes (ASCII: ordered as the text)
+    last: bytes | None = None
     for t in range(-(-size // TILE_WIDTH)):
         width = min(TILE_WIDTH, size - t * TILE_WIDTH)
         tile = reader.tile(0, t)
@@ -343,7 +348,7 @@ def _entries(walk: LogWalk, reader: TileHashReader, directory: str) -> None:
         for k, raw in enumerate(entries):
             index = t * TILE_WIDTH + k
             try:
-                kind, text = entry_ids(raw)
+                kind, text, started = entry_ids(raw)
             except LogMalformed as e:
                 walk.fail(f"entry {index}: {e}")
                 ids += blank
@@ -354,6 +359,12 @@ def _entries(walk: LogWalk, reader: TileHashReader, directory: str) -> None:
                 leaves.setdefault(hashes[k], index)
                 if closed.setdefault(key, index) != index:
                     later.setdefault(key, []).append(index)
+                if first is None or started < first:
+                    first = started
+                    walk.first_started = started.decode("ascii")
+                if last is None or started > last:
+                    last = started
+                    walk.last_started = started.decode("ascii")
             elif kind == OPENED:
                 opened.setdefault(key, index)
     walk.entries = size

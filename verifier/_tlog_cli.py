@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ._policy import Policy
     from ._tlog import LogTrust
 
-__all__ = ["add_log_arguments", "add_log_key_arguments", "log_only_run", "log_trust", "prepare_log"]
+__all__ = ["add_log_arguments", "add_log_key_arguments", "check_log_option", "log_only_run", "log_trust", "prepare_log"]
 
 
 def add_log_key_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,6 +85,16 @@ def log_trust(args: argparse.Namespace, policy: Policy | None) -> LogTrust | Non
     return trust
 
 
+def check_log_option(log: str) -> None:
+    """``--log DIR`` names a folder or a storage prefix (its checkpoint and tiles are read by the walk)."""
+    import os
+
+    from .._storage import is_url
+
+    if not is_url(log) and not os.path.isdir(log):
+        raise CliError(f"--log {log}: not a directory")
+
+
 def prepare_log(args: argparse.Namespace, trust: LogTrust | None) -> None:
     """Check the log options together; for ``--complete``, the archive becomes the path verified."""
     args.log_trust = trust
@@ -99,12 +109,7 @@ def prepare_log(args: argparse.Namespace, trust: LogTrust | None) -> None:
             raise CliError("--complete ARCHIVE names the receipts itself: give no other PATH")
         args.paths = [args.complete]
     if args.log is not None and trust is not None:
-        import os
-
-        from .._storage import is_url
-
-        if not is_url(args.log) and not os.path.isdir(args.log):
-            raise CliError(f"--log {args.log}: not a directory")
+        check_log_option(args.log)
         if args.complete is not None or not args.paths:
             from ._tlog import Completeness, walk_log
 

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import os
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -23,6 +23,9 @@ from ._frame import Frame, assess_archive, assess_receipt
 from ._model import MAX_CONTENT_CHARS, archive_row, receipt_view, short_id
 from ._trace_url import TraceUrl
 from ._verify import ViewOptions, verify_for_view
+
+if TYPE_CHECKING:
+    from ._log import LogFact, LogRun
 
 __all__ = ["render_archive", "render_receipt", "write_archive", "write_diff_page", "write_receipt_page"]
 
@@ -50,19 +53,27 @@ def _page(template: str, script: str, **values: Any) -> str:
                                               script_hash=f"sha256-{digest}", **values)
 
 
-def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None) -> dict[str, Any] | None:
-    return None if frame is None or items is None else {"name": frame.name, "title": frame.title, "items": items}
+def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None, log: LogFact | None = None,
+                   log_on: str | None = None) -> dict[str, Any] | None:
+    """The frame's part of a page; ``log``: the log walked, shown here; ``log_on``: the page that shows it."""
+    if frame is None or items is None:
+        return None
+    shown = None if log is None else {"verdict": log.section["verdict"], "lines": log.lines}
+    return {"name": frame.name, "title": frame.title, "items": items, "log": shown, "log_on": log_on}
 
 
 def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None,
-                   frame: Frame | None = None, trace_url: TraceUrl | None = None) -> str:
+                   frame: Frame | None = None, trace_url: TraceUrl | None = None, log: LogFact | None = None,
+                   log_on: str | None = None) -> str:
     """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations;
-    with ``trace_url``: a link to the trace viewer on the run and on each step that has a span)."""
+    with ``trace_url``: a link to the trace viewer on the run and on each step that has a span; with ``log``:
+    the log walked over this receipt, shown in the frame's section; ``log_on``: the index page that shows the
+    log walked over the archive instead)."""
     items = assess_receipt(frame, outcome.report) if frame is not None else None
     return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence, trace_url),
                  back=back,
                  kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS,
-                 frame=_frame_section(frame, items))
+                 frame=_frame_section(frame, items, log, log_on))
 
 
 def render_archive(title: str, rows: list[dict[str, Any]], policy: str | None, notes: list[str],
@@ -83,10 +94,18 @@ def _write(path: str, html: str) -> None:
 
 
 def write_receipt_page(task: tuple[str, bool, str | None], opts: ViewOptions, output: str,
-                       frame: Frame | None = None, trace_url: TraceUrl | None = None) -> Outcome:
-    """Verify one receipt and write its page to ``output``; returns the verification's outcome."""
+                       frame: Frame | None = None, trace_url: TraceUrl | None = None,
+                       log: LogRun | None = None) -> Outcome:
+    """Verify one receipt and write its page to ``output``; returns the verification's outcome.
+
+    ``log``: the log walked (``--log``): the receipt's log check is answered from it, and the
+    receipt alone is compared with the log's entries."""
     outcome = verify_for_view(task, opts)
-    _write(output, render_receipt(task[0], outcome, opts.evidence, frame=frame, trace_url=trace_url))
+    fact = None
+    if log is not None:
+        log.see(outcome)
+        fact = log.finish()
+    _write(output, render_receipt(task[0], outcome, opts.evidence, frame=frame, trace_url=trace_url, log=fact))
     return outcome
 
 
@@ -96,20 +115,29 @@ def write_diff_page(output: str, sides: list[dict[str, Any]], diff: Any, code: i
 
 
 def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: ViewOptions,
-                  output: str, frame: Frame | None = None, trace_url: TraceUrl | None = None) -> list[Outcome]:
-    """Verify every receipt; write each one's page beside ``output`` and the index to ``output``."""
+                  output: str, frame: Frame | None = None, trace_url: TraceUrl | None = None,
+                  log: LogRun | None = None) -> list[Outcome]:
+    """Verify every receipt; write each one's page beside ``output`` and the index to ``output``.
+
+    ``log``: the log walked (``--log``): each receipt's log check is answered from it before its
+    page is written, then the archive is compared with the log's entries (the frame's ``log_complete``)."""
     where = os.path.dirname(os.path.abspath(output))
     stem = os.path.splitext(os.path.basename(output))[0]
     rows, outcomes = [], []
     for number, task in enumerate(tasks, 1):
         page = f"{stem}-{number:04d}.html"
         outcome = verify_for_view(task, opts)
+        if log is not None:
+            log.see(outcome)
         _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output),
-                                                         frame=frame, trace_url=trace_url))
+                                                         frame=frame, trace_url=trace_url,
+                                                         log_on=None if log is None else os.path.basename(output)))
         rows.append(archive_row(task[0], outcome, page, folder))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")
+    fact = None if log is None else log.finish()
     section = None if frame is None else _frame_section(frame, assess_archive(
-        frame, [(r["source"], o.report, r["time"]) for r, o in zip(rows, outcomes, strict=True)]))
-    _write(output, render_archive(f"Receipts under {folder}", rows, policy, [], frame=section))
+        frame, [(r["source"], o.report, r["time"]) for r, o in zip(rows, outcomes, strict=True)], fact), fact)
+    notes = [] if fact is None else [fact.summary()]
+    _write(output, render_archive(f"Receipts under {folder}", rows, policy, notes, frame=section))
     return outcomes

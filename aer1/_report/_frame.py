@@ -5,10 +5,14 @@ each an obligation with the checks it rests on. An item is decided from the veri
 report alone, and fails closed:
 
 * ``verified`` only when every check it names ran and PASSed, and its other conditions
-  (``closed_by``, ``signer``, ``min_span_days``) hold;
+  (``closed_by``, ``signer``, ``min_span_days``, ``log_complete``) hold;
 * ``not verified`` when any of them did not: a check that FAILed, was NOT CHECKED or did
   not run (no ``--policy``, no trusted key) is named with its status;
 * ``not applicable`` for an archive item (``scope = "archive"``) on a single receipt.
+
+``log_complete`` (an archive item's) rests on the log walked over the archive (``--log DIR``,
+:mod:`._log`): not verified when no log was walked, the walk found a problem, or the log's
+receipts span less than ``min_span_days``.
 
 On an archive a receipt item is verified only when it is verified for every receipt. See
 spec/report.md.
@@ -20,11 +24,14 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._timeline import parse_time
 from ..verifier._parse import MalformedInput, read_limited
 from ..verifier._report import PASS, Report
+
+if TYPE_CHECKING:
+    from ._log import LogFact
 
 __all__ = ["FRAME_FORMAT", "Frame", "FrameItem", "assess_archive", "assess_receipt", "load_frame"]
 
@@ -35,7 +42,8 @@ FRAMES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frames")
 MAX_FRAME_BYTES = 1 << 20
 VERIFIED, NOT_VERIFIED, NOT_APPLICABLE = "verified", "not verified", "not applicable"
 _TOP_KEYS = {"format", "name", "title", "item"}
-_ITEM_KEYS = {"id", "ref", "obligation", "shows", "checks", "closed_by", "signer", "scope", "min_span_days"}
+_ITEM_KEYS = {"id", "ref", "obligation", "shows", "checks", "closed_by", "signer", "scope", "min_span_days",
+              "log_complete"}
 _SCOPES = ("receipt", "archive")
 _SECONDS_PER_DAY = 86400
 
@@ -53,6 +61,7 @@ class FrameItem:
     signer: str | None = None
     scope: str = "receipt"
     min_span_days: float | None = None
+    log_complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,11 +95,16 @@ def _item(raw: Any, n: int) -> FrameItem:
         raise ValueError(f"{where}: min_span_days is not a number of days")
     if span is not None and scope != "archive":
         raise ValueError(f"{where}: min_span_days goes with scope = \"archive\"")
+    log_complete = raw.get("log_complete", False)
+    if not isinstance(log_complete, bool):
+        raise ValueError(f"{where}: log_complete is not true or false")
+    if log_complete and scope != "archive":
+        raise ValueError(f"{where}: log_complete goes with scope = \"archive\"")
     optional = {k: _text(raw[k], f"{where} {k}") for k in ("closed_by", "signer") if k in raw}
     return FrameItem(id=_text(raw.get("id"), f"{where} id"), ref=_text(raw.get("ref"), f"{where} ref"),
                      obligation=_text(raw.get("obligation"), f"{where} obligation"),
                      shows=_text(raw.get("shows"), f"{where} shows"), checks=tuple(checks), scope=scope,
-                     min_span_days=None if span is None else float(span), **optional)
+                     min_span_days=None if span is None else float(span), log_complete=log_complete, **optional)
 
 
 def load_frame(name: str) -> Frame:
@@ -172,8 +186,21 @@ def assess_receipt(frame: Frame, report: Report) -> list[dict[str, Any]]:
     return out
 
 
-def assess_archive(frame: Frame, receipts: Sequence[tuple[str, Report, str]]) -> list[dict[str, Any]]:
-    """Each item decided over an archive: ``receipts`` are (source, report, time of its first step)."""
+def _log_against(item: FrameItem, log: LogFact | None, rests: list[str]) -> list[str]:
+    """For a ``log_complete`` item: the log check added to ``rests``, and why it does not hold."""
+    if log is None:
+        rests.append("log_complete: not run (no --log)")
+        return ["no transparency log was checked (give --log DIR with --log-key VKEY)"]
+    span = log.span_days
+    rests.append(f"log_complete: {log.summary()}")
+    rests.append("span of the log's receipts: " + ("none" if span is None else f"{span:.1f} days"))
+    return log.against(item.min_span_days or 0.0)
+
+
+def assess_archive(frame: Frame, receipts: Sequence[tuple[str, Report, str]],
+                   log: LogFact | None = None) -> list[dict[str, Any]]:
+    """Each item decided over an archive: ``receipts`` are (source, report, time of its first step); ``log``
+    the log walked over them (``--log``), when one was."""
     out = []
     for item in frame.items:
         held, first_against = [], None
@@ -189,11 +216,17 @@ def assess_archive(frame: Frame, receipts: Sequence[tuple[str, Report, str]]) ->
             span = (max(times) - min(times)) / _SECONDS_PER_DAY if times else 0.0
             want = item.min_span_days or 0.0
             rests = [*rests, f"span of the receipts that pass: {span:.1f} days"]
-            if span >= want and times:
-                out.append(_decided(item, VERIFIED, rests, f"{len(held)} receipts pass, spanning {span:.1f} days"))
+            against = [] if span >= want and times else [
+                f"the {len(held)} receipts that pass span {span:.1f} days, want at least {want:g}"]
+            if item.log_complete:
+                against += _log_against(item, log, rests)
+            if against:
+                out.append(_decided(item, NOT_VERIFIED, rests, "; ".join(against)))
             else:
-                out.append(_decided(item, NOT_VERIFIED, rests, f"the {len(held)} receipts that pass span {span:.1f} "
-                                    f"days, want at least {want:g}"))
+                logged = f"; the log lists exactly the archive's receipts, spanning {log.span_days:.1f} days" if (
+                    item.log_complete and log is not None and log.span_days is not None) else ""
+                out.append(_decided(item, VERIFIED, rests, f"{len(held)} receipts pass, spanning {span:.1f} days"
+                                    + logged))
             continue
         total = len(receipts)
         if total and len(held) == total:

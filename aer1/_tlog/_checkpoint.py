@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import LogInvalid, LogMalformed
-from ._note import Note, Signature, Verifier, check_signatures, open_note, parse_note
+from ._note import Note, Signature, Verifier, check_signatures, decode_text, open_note, parse_note
 from ._tree import HASH_SIZE, MAX_TREE_SIZE
 
 __all__ = [
@@ -68,10 +68,7 @@ def format_checkpoint(cp: Checkpoint) -> str:
 def parse_checkpoint(text: str | bytes) -> Checkpoint:
     """The checkpoint in a note text (ending in a newline)."""
     if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise LogMalformed(f"checkpoint: not UTF-8 at byte {e.start}") from e
+        text = decode_text(text, "checkpoint")
     if not text.endswith("\n"):
         raise LogMalformed("checkpoint: want its last line to end in a newline")
     lines = text[:-1].split("\n")

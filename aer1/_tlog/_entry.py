@@ -28,7 +28,7 @@ API:
     opened_entry(workflow_id, receipt_id, started_at) -> LogEntry
     parse_entry(data) -> LogEntry                  LogMalformed unless canonical entry bytes
     IDS_BYTES                                      the length of b"<workflow_id>/<receipt_id>"
-    entry_ids(data) -> (kind, b"<workflow_id>/<receipt_id>")   what the completeness walk reads of an
+    entry_ids(data) -> (kind, b"<workflow_id>/<receipt_id>", started_at)   what the completeness walk reads of an
                                                    entry, without a LogEntry (LogMalformed as parse_entry)
     canonical_ids(data) -> b"<workflow_id>/<receipt_id>"   the same of an entry known canonical (one
                                                    receipt_entry_bytes made), read at fixed places
@@ -49,6 +49,7 @@ from typing import Any
 
 from .._receipt import HEX64_PATTERN, TIMESTAMP_PATTERN, UUID_PATTERN, WORKFLOW_STATUSES
 from ..errors import LogMalformed
+from ._note import check_length, decode_text
 
 __all__ = [
     "CLOSED",
@@ -85,8 +86,8 @@ _STATUS = "(?:" + "|".join(re.escape(s) for s in WORKFLOW_STATUSES) + ")"
 _IDS_LINES = f"workflow_id (?P<wf>{UUID_PATTERN})\nreceipt_id (?P<rid>{UUID_PATTERN})\n"
 _CLOSED_LINES = (f"{_IDS_LINES}status {_STATUS}\n"
                  f"merkle_root {HEX64_PATTERN}\nchain_head {HEX64_PATTERN}\nsigner (?:{HEX64_PATTERN}|{_NO_SIGNER})\n"
-                 f"started_at {TIMESTAMP_PATTERN}\nended_at {TIMESTAMP_PATTERN}\n")
-_OPENED_LINES = f"{_IDS_LINES}started_at {TIMESTAMP_PATTERN}\n"
+                 f"started_at (?P<started>{TIMESTAMP_PATTERN})\nended_at {TIMESTAMP_PATTERN}\n")
+_OPENED_LINES = f"{_IDS_LINES}started_at (?P<started>{TIMESTAMP_PATTERN})\n"
 #: Exactly the canonical bytes of a closed entry, as text (a receipt's) and as bytes (a log's).
 _CLOSED_TEXT = re.compile(f"{re.escape(ENTRY_HEADER)}\n{CLOSED}\n{_CLOSED_LINES}")
 _CLOSED_BYTES = re.compile(_CLOSED_TEXT.pattern.encode("ascii"))
@@ -226,12 +227,8 @@ def entry_for_receipt(receipt: Mapping[str, Any]) -> LogEntry:
 
 def parse_entry(data: bytes) -> LogEntry:
     """The entry in ``data``: exactly the bytes :meth:`LogEntry.encode` gives for it."""
-    if len(data) > MAX_LOG_ENTRY_BYTES:
-        raise LogMalformed(f"log entry: got {len(data)} bytes, want at most {MAX_LOG_ENTRY_BYTES}")
-    try:
-        text = data.decode("ascii")
-    except UnicodeDecodeError as e:
-        raise LogMalformed(f"log entry: a non-ASCII byte at {e.start}") from e
+    check_length(data, MAX_LOG_ENTRY_BYTES, "log entry")
+    text = decode_text(data, "log entry", ascii_only=True)
     lines = text.split("\n")
     if len(lines) < 3 or lines[0] != ENTRY_HEADER or lines[-1] != "":
         raise LogMalformed(f"log entry: want {ENTRY_HEADER!r}, a kind, then member lines, each ending in a newline")
@@ -257,16 +254,17 @@ def parse_entry(data: bytes) -> LogEntry:
     return entry
 
 
-def entry_ids(data: bytes) -> tuple[str, bytes]:
-    """(kind, ``b"<workflow_id>/<receipt_id>"``) of the entry in ``data``; LogMalformed as :func:`parse_entry`."""
+def entry_ids(data: bytes) -> tuple[str, bytes, bytes]:
+    """(kind, ``b"<workflow_id>/<receipt_id>"``, ``started_at``) of the entry in ``data``; LogMalformed as
+    :func:`parse_entry`."""
     m = _CLOSED_BYTES.fullmatch(data)
     if m is not None:
-        return CLOSED, m["wf"] + b"/" + m["rid"]
+        return CLOSED, m["wf"] + b"/" + m["rid"], m["started"]
     m = _OPENED_BYTES.fullmatch(data)
     if m is not None:
-        return OPENED, m["wf"] + b"/" + m["rid"]
+        return OPENED, m["wf"] + b"/" + m["rid"], m["started"]
     entry = parse_entry(data)
-    return entry.kind, f"{entry.workflow_id}/{entry.receipt_id}".encode("ascii")
+    return entry.kind, f"{entry.workflow_id}/{entry.receipt_id}".encode("ascii"), entry.started_at.encode("ascii")
 
 
 def canonical_ids(data: bytes) -> bytes:

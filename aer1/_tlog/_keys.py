@@ -6,26 +6,64 @@ types, so neither of those modules imports the other back.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
 from ..errors import LogMalformed
 from ._cosig import COSIGNATURE_TYPE, CosignatureSigner, CosignatureVerifier
-from ._note import ED25519_TYPE, SIGNER_PREFIX, Ed25519Signer, Ed25519Verifier, Signer, Verifier, split_key
+from ._note import (
+    ED25519_TYPE,
+    SIGNER_PREFIX,
+    Ed25519Signer,
+    Ed25519Verifier,
+    NamedKey,
+    Signer,
+    Verifier,
+    split_key,
+)
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = ["parse_signer_key", "parse_vkey"]
+
+
+_Key = TypeVar("_Key", bound=NamedKey)
+_Material = TypeVar("_Material")
+
+#: Each key type and the class of its verifier, then of its signer.
+_VERIFIERS: dict[int, Callable[[str, bytes], Ed25519Verifier | CosignatureVerifier]] = {
+    ED25519_TYPE: Ed25519Verifier,
+    COSIGNATURE_TYPE: CosignatureVerifier,
+}
+_SIGNERS: dict[int, Callable[[str, Ed25519PrivateKey], Ed25519Signer | CosignatureSigner]] = {
+    ED25519_TYPE: Ed25519Signer,
+    COSIGNATURE_TYPE: CosignatureSigner,
+}
+
+
+def _key_of_type(
+    what: str,
+    classes: Mapping[int, Callable[[str, _Material], _Key]],
+    name: str,
+    kid: int,
+    key_type: int,
+    material: _Material,
+) -> _Key:
+    """The key of ``key_type`` made from ``material``, refused unless its key ID is ``kid`` (the one in its string)."""
+    make = classes.get(key_type)
+    if make is None:
+        raise LogMalformed(f"{what}: got type 0x{key_type:02x}, want 0x01 (Ed25519) or 0x04 (cosignature)")
+    key = make(name, material)
+    if key.key_id != kid:
+        raise LogMalformed(f"{what} {name}: got key ID {kid:08x}, want {key.key_id:08x}")
+    return key
 
 
 def parse_vkey(text: str) -> Verifier:
     """A verifier from its key string: type 0x01 (note signatures) or 0x04 (cosignatures)."""
     name, kid, key_type, public = split_key(text, "verifier key")
-    verifier: Ed25519Verifier | CosignatureVerifier
-    if key_type == ED25519_TYPE:
-        verifier = Ed25519Verifier(name, public)
-    elif key_type == COSIGNATURE_TYPE:
-        verifier = CosignatureVerifier(name, public)
-    else:
-        raise LogMalformed(f"verifier key: got type 0x{key_type:02x}, want 0x01 (Ed25519) or 0x04 (cosignature)")
-    if verifier.key_id != kid:
-        raise LogMalformed(f"verifier key {name}: got key ID {kid:08x}, want {verifier.key_id:08x}")
-    return verifier
+    return _key_of_type("verifier key", _VERIFIERS, name, kid, key_type, public)
 
 
 def parse_signer_key(text: str) -> Signer:
@@ -38,14 +76,4 @@ def parse_signer_key(text: str) -> Signer:
     name, kid, key_type, seed = split_key(text[len(SIGNER_PREFIX) :], "signer key")
     if len(seed) != 32:
         raise LogMalformed(f"signer key: got a {len(seed)}-byte seed, want 32")
-    private = Ed25519PrivateKey.from_private_bytes(seed)
-    signer: Ed25519Signer | CosignatureSigner
-    if key_type == ED25519_TYPE:
-        signer = Ed25519Signer(name, private)
-    elif key_type == COSIGNATURE_TYPE:
-        signer = CosignatureSigner(name, private)
-    else:
-        raise LogMalformed(f"signer key: got type 0x{key_type:02x}, want 0x01 (Ed25519) or 0x04 (cosignature)")
-    if signer.key_id != kid:
-        raise LogMalformed(f"signer key {name}: got key ID {kid:08x}, want {signer.key_id:08x}")
-    return signer
+    return _key_of_type("signer key", _SIGNERS, name, kid, key_type, Ed25519PrivateKey.from_private_bytes(seed))

@@ -59,7 +59,9 @@ __all__ = [
     "Signer",
     "Verifier",
     "check_key_name",
+    "check_length",
     "check_signatures",
+    "decode_text",
     "format_note",
     "format_signer_key",
     "format_vkey",
@@ -159,15 +161,26 @@ def _b64decode(text: str, what: str) -> bytes:
         raise LogMalformed(f"{what}: not standard base64: {e}") from e
 
 
+def check_length(data: bytes, limit: int, what: str) -> None:
+    """Refuse ``data`` (a ``what``) longer than ``limit`` bytes: one wording for every log format."""
+    if len(data) > limit:
+        raise LogMalformed(f"{what}: got {len(data)} bytes, want at most {limit}")
+
+
+def decode_text(data: bytes, what: str, *, ascii_only: bool = False) -> str:
+    """``data`` (a ``what``) as UTF-8 text, or ASCII where the format allows no more."""
+    try:
+        return data.decode("ascii" if ascii_only else "utf-8")
+    except UnicodeDecodeError as e:
+        raise LogMalformed(f"{what}: a non-ASCII byte at {e.start}" if ascii_only else
+                           f"{what}: not UTF-8 at byte {e.start}") from e
+
+
 def parse_note(data: bytes | str) -> Note:
     """Split a signed note into its text and signature lines; checks the format only."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    if len(raw) > MAX_NOTE_BYTES:
-        raise LogMalformed(f"note: got {len(raw)} bytes, want at most {MAX_NOTE_BYTES}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise LogMalformed(f"note: not UTF-8 at byte {e.start}") from e
+    check_length(raw, MAX_NOTE_BYTES, "note")
+    text = decode_text(raw, "note")
     _check_text_chars(text, "note")
     split = text.rfind("\n\n")
     if split < 0:
@@ -297,17 +310,16 @@ def ed25519_verify(public: Ed25519PublicKey, sig: bytes, message: bytes) -> bool
     return True
 
 
-class NamedVerifier:
-    """A named Ed25519 public key of one type: its key ID and verifier key string (one rule for every type)."""
+class NamedKey:
+    """A named Ed25519 key of one type (``key_type``), known by its name and key ID (one rule for every type)."""
 
     key_type = ED25519_TYPE
 
-    def __init__(self, name: str, public_key: Ed25519PublicKey | bytes) -> None:
-        check_key_name(name)
-        self._public = public_from_raw(public_key) if isinstance(public_key, bytes) else public_key
-        self.public = raw_public(self._public)
+    def __init__(self, name: str, public: bytes) -> None:
+        """``name`` is checked by the subclass first (its error comes before any about the key)."""
+        self.public = public
         self._name = name
-        self._key_id = key_id_for(name, self.key_type, self.public)
+        self._key_id = key_id_for(name, self.key_type, public)
 
     @property
     def name(self) -> str:
@@ -316,6 +328,15 @@ class NamedVerifier:
     @property
     def key_id(self) -> int:
         return self._key_id
+
+
+class NamedVerifier(NamedKey):
+    """A named Ed25519 public key of one type: its key ID and verifier key string."""
+
+    def __init__(self, name: str, public_key: Ed25519PublicKey | bytes) -> None:
+        check_key_name(name)
+        self._public = public_from_raw(public_key) if isinstance(public_key, bytes) else public_key
+        super().__init__(name, raw_public(self._public))
 
     @property
     def vkey(self) -> str:
@@ -323,25 +344,13 @@ class NamedVerifier:
         return format_vkey(self._name, self.key_type, self.public)
 
 
-class NamedSigner:
-    """A named Ed25519 private key of one type: its key ID and signer key string (one rule for every type)."""
-
-    key_type = ED25519_TYPE
+class NamedSigner(NamedKey):
+    """A named Ed25519 private key of one type: its key ID and signer key string."""
 
     def __init__(self, name: str, private_key: Ed25519PrivateKey) -> None:
         check_key_name(name)
         self._private = private_key
-        self.public = raw_public(private_key.public_key())
-        self._name = name
-        self._key_id = key_id_for(name, self.key_type, self.public)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def key_id(self) -> int:
-        return self._key_id
+        super().__init__(name, raw_public(private_key.public_key()))
 
     @property
     def signer_key(self) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import LogInvalid, LogMalformed
 from ._checkpoint import Checkpoint, open_checkpoint, parse_checkpoint
-from ._note import MAX_NOTE_BYTES, Verifier, parse_note
+from ._note import MAX_NOTE_BYTES, Verifier, check_length, decode_text, parse_note
 from ._tree import HASH_SIZE, MAX_PROOF_HASHES, leaf_hash, verify_inclusion
 
 __all__ = [
@@ -101,15 +101,11 @@ def format_tlog_proof(proof: TlogProof) -> bytes:
 
 def parse_tlog_proof(data: bytes) -> TlogProof:
     """Parse a tlog-proof; checks its shape and the checkpoint's, never a signature."""
-    if len(data) > MAX_PROOF_BYTES:
-        raise LogMalformed(f"tlog-proof: got {len(data)} bytes, want at most {MAX_PROOF_BYTES}")
+    check_length(data, MAX_PROOF_BYTES, "tlog-proof")
     head, sep, note = data.partition(b"\n\n")
     if not sep:
         raise LogMalformed("tlog-proof: got no empty line before the checkpoint")
-    try:
-        lines = head.decode("ascii").split("\n")
-    except UnicodeDecodeError as e:
-        raise LogMalformed(f"tlog-proof: a non-ASCII byte at {e.start}") from e
+    lines = decode_text(head, "tlog-proof", ascii_only=True).split("\n")
     if lines[0] != PROOF_HEADER:
         raise LogMalformed(f"tlog-proof: got first line {lines[0][:60]!r}, want {PROOF_HEADER!r}")
     pos = 1

@@ -48,6 +48,7 @@ from pathlib import Path
 from .._infile import NotRegularFile, open_regular
 from .._storage import is_url, join, read_bounded
 from ..errors import LogInvalid, LogMalformed, StorageError
+from ._note import check_length
 from ._tree import HASH_SIZE, MAX_TREE_SIZE, leaf_hash, root_hash, root_of
 
 __all__ = [
@@ -173,8 +174,7 @@ def encode_bundle(entries: Sequence[bytes]) -> bytes:
 
 def decode_bundle(data: bytes, count: int | None = None) -> list[bytes]:
     """The entries of a bundle; ``count``: how many it must hold."""
-    if len(data) > MAX_BUNDLE_BYTES:
-        raise LogMalformed(f"entry bundle: got {len(data)} bytes, want at most {MAX_BUNDLE_BYTES}")
+    check_length(data, MAX_BUNDLE_BYTES, "entry bundle")
     entries: list[bytes] = []
     pos = 0
     while pos < len(data):

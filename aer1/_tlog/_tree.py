@@ -189,22 +189,37 @@ def root_from_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[byte
         _check_hash(h, f"proof hash {i}")
     if not 0 <= index < size:
         raise LogInvalid(f"leaf index: got {index}, want below the tree size {size}")
-    fn, sn, r = index, size - 1, leaf
-    for p in proof:
+    lefts, rest = _left_siblings(index, size - 1, len(proof))
+    if len(lefts) < len(proof):
+        raise LogInvalid(f"inclusion proof: got {len(proof)} hashes, more than the {_path_len(index, size)} wanted")
+    if rest != 0:
+        raise LogInvalid(f"inclusion proof: got {len(proof)} hashes, want {_path_len(index, size)}")
+    r = leaf
+    for p, left in zip(proof, lefts, strict=True):
+        r = node_hash(p, r) if left else node_hash(r, p)
+    return r
+
+
+def _left_siblings(fn: int, sn: int, count: int) -> tuple[list[bool], int]:
+    """Whether each of ``count`` proof hashes, on the walk up from node ``fn`` of a tree whose last
+    node is ``sn``, is a left sibling (RFC 9162 2.1.3.2 and 2.1.4.2); and ``sn`` at the end.
+
+    The walk stops at the root: fewer answers than ``count`` mean too many hashes, an ``sn``
+    other than 0 too few.
+    """
+    lefts: list[bool] = []
+    for _ in range(count):
         if sn == 0:
-            raise LogInvalid(f"inclusion proof: got {len(proof)} hashes, more than the {_path_len(index, size)} wanted")
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
+            break
+        left = bool(fn & 1) or fn == sn
+        if left:
             while not fn & 1 and fn:
                 fn >>= 1
                 sn >>= 1
-        else:
-            r = node_hash(r, p)
+        lefts.append(left)
         fn >>= 1
         sn >>= 1
-    if sn != 0:
-        raise LogInvalid(f"inclusion proof: got {len(proof)} hashes, want {_path_len(index, size)}")
-    return r
+    return lefts, sn
 
 
 def _path_len(index: int, size: int) -> int:
@@ -283,22 +298,18 @@ def verify_consistency(old: int, new: int, old_root: bytes, new_root: bytes, pro
     while fn & 1:
         fn >>= 1
         sn >>= 1
+    lefts, rest = _left_siblings(fn, sn, len(path) - 1)
+    if len(lefts) < len(path) - 1:
+        raise LogInvalid(f"consistency proof {old} -> {new}: got {len(proof)} hashes, too many")
+    if rest != 0:
+        raise LogInvalid(f"consistency proof {old} -> {new}: got {len(proof)} hashes, too few")
     fr = sr = path[0]
-    for c in path[1:]:
-        if sn == 0:
-            raise LogInvalid(f"consistency proof {old} -> {new}: got {len(proof)} hashes, too many")
-        if fn & 1 or fn == sn:
+    for c, left in zip(path[1:], lefts, strict=True):
+        if left:
             fr = node_hash(c, fr)
             sr = node_hash(c, sr)
-            while not fn & 1 and fn:
-                fn >>= 1
-                sn >>= 1
         else:
             sr = node_hash(sr, c)
-        fn >>= 1
-        sn >>= 1
-    if sn != 0:
-        raise LogInvalid(f"consistency proof {old} -> {new}: got {len(proof)} hashes, too few")
     if fr != old_root:
         raise LogInvalid(f"consistency proof {old} -> {new}: old root got {fr.hex()}, want {old_root.hex()}")
     if sr != new_root:

@@ -9,7 +9,7 @@ that need earlier messages (a tool response must answer an earlier call).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, TypedDict
 
 from aer1.errors import MalformedInputError
@@ -117,40 +117,47 @@ def _check_list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _check_tool_calls(value: Any) -> None:
+def _check_object(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise MessageValidationError(path, f"must be an object (got {_type_name(value)})")
+    return value
+
+
+def _check_constant(obj: Mapping[str, Any], key: str, want: str, path: str) -> None:
+    if obj[key] != want:
+        raise MessageValidationError(f"{path}.{key}", f'must be "{want}" (got {obj[key]!r})')
+
+
+def _entries(
+    value: Any, member: str, keys: frozenset[str], id_key: str, repeated: str
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each entry of the list ``member``, with its path: an object of exactly ``keys`` whose
+    ``id_key`` no earlier entry has (``repeated``: the reason when one has, formatted with the id)."""
     seen: set[str] = set()
-    for i, call in enumerate(_check_list(value, "tool_calls")):
-        path = f"tool_calls[{i}]"
-        if not isinstance(call, Mapping):
-            raise MessageValidationError(path, f"must be an object (got {_type_name(call)})")
-        _check_keys(call, TOOL_CALL_KEYS, TOOL_CALL_KEYS, path)
-        call_id = _check_id(call["id"], f"{path}.id")
-        if call_id in seen:
-            raise MessageValidationError(f"{path}.id", f"duplicate call id {call_id!r} in one message")
-        seen.add(call_id)
-        if call["type"] != TOOL_CALL_TYPE:
-            raise MessageValidationError(f"{path}.type", f'must be "{TOOL_CALL_TYPE}" (got {call["type"]!r})')
-        function = call["function"]
-        if not isinstance(function, Mapping):
-            raise MessageValidationError(f"{path}.function", f"must be an object (got {_type_name(function)})")
+    for i, entry in enumerate(_check_list(value, member)):
+        path = f"{member}[{i}]"
+        _check_keys(_check_object(entry, path), keys, keys, path)
+        entry_id = _check_id(entry[id_key], f"{path}.{id_key}")
+        if entry_id in seen:
+            raise MessageValidationError(f"{path}.{id_key}", repeated.format(entry_id))
+        seen.add(entry_id)
+        yield path, entry
+
+
+def _check_tool_calls(value: Any) -> None:
+    for path, call in _entries(value, "tool_calls", TOOL_CALL_KEYS, "id", "duplicate call id {!r} in one message"):
+        _check_constant(call, "type", TOOL_CALL_TYPE, path)
+        function = _check_object(call["function"], f"{path}.function")
         _check_keys(function, FUNCTION_KEYS, FUNCTION_KEYS, f"{path}.function")
         _check_id(function["name"], f"{path}.function.name")
         _check_text(function["arguments"], f"{path}.function.arguments")
 
 
 def _check_tool_responses(value: Any) -> None:
-    seen: set[str] = set()
-    for i, response in enumerate(_check_list(value, "tool_responses")):
-        path = f"tool_responses[{i}]"
-        if not isinstance(response, Mapping):
-            raise MessageValidationError(path, f"must be an object (got {_type_name(response)})")
-        _check_keys(response, TOOL_RESPONSE_KEYS, TOOL_RESPONSE_KEYS, path)
-        call_id = _check_id(response["tool_call_id"], f"{path}.tool_call_id")
-        if call_id in seen:
-            raise MessageValidationError(f"{path}.tool_call_id", f"second response for call id {call_id!r}")
-        seen.add(call_id)
-        if response["role"] != TOOL_RESPONSE_ROLE:
-            raise MessageValidationError(f"{path}.role", f'must be "{TOOL_RESPONSE_ROLE}" (got {response["role"]!r})')
+    for path, response in _entries(
+        value, "tool_responses", TOOL_RESPONSE_KEYS, "tool_call_id", "second response for call id {!r}"
+    ):
+        _check_constant(response, "role", TOOL_RESPONSE_ROLE, path)
         _check_text(response["content"], f"{path}.content")
 
 

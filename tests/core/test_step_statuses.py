@@ -79,3 +79,22 @@ def test_a_receipt_without_counts_still_verifies(monkeypatch: pytest.MonkeyPatch
     _, receipt = _receipt()
     assert "step_statuses" not in receipt
     assert verify_receipt(receipt).valid
+
+
+def test_the_between_runs_builders_refuse_what_the_vocabulary_does_not_define() -> None:
+    with pytest.raises(ValueError, match="operation must be one of reset, load_state, save_state"):
+        vocab.lifecycle("agentchat", operation="pause", subject="agent")
+    for build in (lambda: vocab.lifecycle("agentchat", operation="reset", subject="runtime"),
+                  lambda: vocab.config_change("agentchat", agent="a", subject="runtime", old_digest=None,
+                                              new_digest="0" * 64, changed=[]),
+                  lambda: vocab.recording_conflict("agentchat", subject="runtime", name="a", other_workflow_ids=[],
+                                                   detected="wrap")):
+        with pytest.raises(ValueError, match="subject must be one of agent, team"):
+            build()
+    # The digest is of the canonical bytes: member order does not matter; a state that is no object has none.
+    one = vocab.lifecycle("agentchat", operation="save_state", subject="agent", state={"b": 1, "a": [2.5]})
+    two = vocab.lifecycle("agentchat", operation="load_state", subject="agent", state={"a": [2.5], "b": 1})
+    assert one["state_digest"] == two["state_digest"] == vocab.state_digest({"a": [2.5], "b": 1})
+    assert len(one["state_digest"]) == 64 and one["state_members"] == ["a", "b"]
+    odd = vocab.lifecycle("agentchat", operation="load_state", subject="team", state=[1, 2])
+    assert (odd["state_digest"], odd["state_members"]) == (None, None)

@@ -67,3 +67,28 @@ async def test_peer_collector_receipts_pass_our_base_checks_with_an_honest_repor
     # and a tampered peer receipt is still caught where the base checks reach
     receipt["merkle_root"] = "0" * 64
     assert verify_receipt(receipt).failures[0].check == "merkle_root"
+
+
+def test_the_between_runs_kinds_pass_both_peer_verifiers(tmp_path: Path, peer_verify_cli: Any,
+                                                         peer_verify_workflow: Any) -> None:
+    """``lifecycle``, ``config_change`` and ``recording_conflict``: the peers read no kind, like ``link``/``close``."""
+    from aer1 import Collector
+    from aer1 import _steps_vocab as vocab
+
+    c = Collector(goal="between runs", signing_key=KEYS / "trusted.key")
+    c.record("lifecycle", vocab.lifecycle("agentchat", operation="save_state", subject="agent", state={"a": 1}),
+             agent="alice", kind="lifecycle")
+    c.record("config_change", vocab.config_change("agentchat", agent="alice", subject="agent", old_digest="0" * 64,
+                                                  new_digest="1" * 64, changed=["system_message"]),
+             agent="alice", kind="config_change")
+    c.record("recording_conflict", vocab.recording_conflict("agentchat", subject="agent", name="alice",
+                                                            other_workflow_ids=[c.workflow_id], detected="wrap"),
+             agent="alice", kind="recording_conflict")
+    receipt = c.finalize(final_answer="ok")
+    path = c.save(tmp_path / "between.json", workflow=receipt)
+    assert [s["kind"] for s in receipt["steps"]] == ["lifecycle", "config_change", "recording_conflict", "close"]
+    report = verify_receipt(path)
+    assert report.valid and report.check("evidence").status == "PASS", [f.reason for f in report.failures]
+    code, out = peer_verify_cli(path)
+    assert code == 0 and "VERDICT: PASS" in out, out
+    assert peer_verify_workflow(receipt) == []

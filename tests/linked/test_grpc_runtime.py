@@ -25,8 +25,11 @@ from autogen_core import AgentId
 from autogen_ext.runtimes.grpc import GrpcWorkerAgentRuntimeHost
 
 from aer1 import Collector
+from aer1._vocabulary import VOCABULARY
 from aer1.collectors.grpc_runtime import AER1GrpcWorkerRuntime, collect_worker_receipts
+from aer1.verifier import verify_receipt
 
+from ..receipts import evidence_contents
 from .grpc_agents import Answer, Plan, Stall, serializers
 from .grpc_worker import GRPC_OPTIONS
 from .helpers import verify_bundle_cli
@@ -164,6 +167,25 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
     assert ("error", "worker:w2") in kinds and ("link", "worker:w1") in kinds and ("link", "worker:w2") in kinds
     w1_steps = [(s["kind"], s["agent"]) for s in w1_receipt["steps"]]
     assert w1_steps == [("tool_call", "planner"), ("message", "planner/default"), ("close", "aer1")]
+    # Every content the runtime writes is in the step vocabulary (spec/steps.md, spec/linked.md).
+    parent_contents = evidence_contents(paths[0])
+    sent = parent_contents[1]
+    (w2_error,) = (parent_contents[s["seq"]] for s in receipt["steps"]
+                   if (s["kind"], s["agent"]) == ("error", "worker:w2"))
+    stalled_send = parent_contents[2]  # the Stall sent to w2, cancelled: the vocabulary's error says so
+    assert stalled_send["autogen_core"]["delivery"] == "send" and stalled_send["error"]["type"] == "CancelledError"
+    assert receipt["steps"][1]["status"] == "cancelled"
+    assert (sent["vocabulary"], sent["role"], sent["model"], sent["content"]) == (
+        VOCABULARY, None, None, {"task": "budget"})
+    assert sent["autogen_core"]["delivery"] == "send" and sent["autogen_core"]["result"] == {"text": answer.text}
+    assert (w2_error["vocabulary"], w2_error["phase"], w2_error["autogen_core"]["worker"]) == (
+        VOCABULARY, "collect_receipt", "w2")
+    assert w2_error["error"] == {"type": "TimeoutError", "module": "builtins",
+                                 "message": f"no answer within {DEAD_WORKER_WAIT_S} s"}
+    handled = evidence_contents(paths[1])[2]
+    assert (handled["vocabulary"], handled["content"], handled["autogen_core"]["delivery"]) == (
+        VOCABULARY, {"task": "budget"}, "handled")
+    assert "error" not in handled and handled["autogen_core"]["result"] == {"text": answer.text}
     w2_steps = [(s["kind"], s["tool"]) for s in w2_receipt["steps"]]
     assert w2_steps[:3] == [("tool_call", "add"), ("message", "message"), ("tool_call", "add")], w2_steps
     assert w2_steps[-1] == ("close", "close")
@@ -172,3 +194,30 @@ async def test_two_workers_one_killed_bundle_verifies(cluster: dict[str, Any], t
 def test_worker_name_is_checked() -> None:
     with pytest.raises(ValueError, match="worker must be a non-empty name without '/'"):
         AER1GrpcWorkerRuntime("127.0.0.1:1", Collector(goal="x"), worker="a/b")
+
+
+async def test_a_send_or_publish_that_fails_is_recorded_in_the_vocabulary(tmp_path: Path) -> None:
+    """The runtime refuses both before it is started: each is a ``message`` step ``error``, its error said."""
+    from autogen_core import TopicId
+
+    collector = Collector(goal="a runtime never started")
+    runtime = AER1GrpcWorkerRuntime("127.0.0.1:1", collector, worker="idle")
+    runtime.add_message_serializer(serializers())
+    with pytest.raises(ValueError, match="must be running") as published:
+        await runtime.publish_message(Plan("x"), TopicId("plans", "starter"))
+    with pytest.raises(ValueError, match="must be running") as sent:
+        await runtime.send_message(Plan("y"), AgentId("planner", "default"))
+    receipt = collector.finalize()
+    path = collector.save(tmp_path / "idle.json", workflow=receipt)
+    assert [(s["kind"], s["tool"], s["agent"], s["status"]) for s in receipt["steps"][:2]] == [
+        ("message", "publish", "caller", "error"), ("message", "send", "caller", "error")]
+    contents = evidence_contents(path)
+    for seq, raised, delivery, message in ((1, published, "publish", {"task": "x"}), (2, sent, "send", {"task": "y"})):
+        content = contents[seq]
+        assert (content["vocabulary"], content["content"], content["autogen_core"]["delivery"]) == (
+            VOCABULARY, message, delivery)
+        assert content["error"] == {"type": "ValueError", "module": "builtins", "message": str(raised.value)}
+        assert "result" not in content["autogen_core"]
+    assert contents[1]["autogen_core"]["topic"] == {"type": "plans", "source": "starter"}
+    report = verify_receipt(path)
+    assert report.valid, [f.reason for f in report.failures]

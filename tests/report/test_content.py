@@ -92,3 +92,17 @@ def test_vocabulary_contents_are_read_by_their_members() -> None:
     assert fields_of("code_execution", {**v, "language": "py", "code_blocks": [], "exit_code": 1, "output": "x",
                                         "error": {"type": "exit_code", "module": None, "message": "exit code 1"}}) \
         == ({"error": "exit code 1", "exit_code": "1", "output": "x"}, True)
+
+
+def test_the_between_runs_kinds_show_what_happened() -> None:
+    from aer1 import _steps_vocab as vocab
+
+    failed_load = vocab.lifecycle("agentchat", operation="load_state", subject="agent",
+                                  error=vocab.error_code("tool_error", "bad state"))
+    assert fields_of("lifecycle", failed_load) == ({"error": "bad state", "text": "load_state"}, True)
+    change = vocab.config_change("agentchat", agent="a", subject="agent", old_digest=None, new_digest="1" * 64,
+                                 changed=["tools", "model"])
+    assert fields_of("config_change", change) == ({"text": '["model", "tools"]'}, False)
+    conflict = vocab.recording_conflict("agentchat", subject="team", name="team:t", other_workflow_ids=["w2", "w1"],
+                                        detected="run")
+    assert fields_of("recording_conflict", conflict) == ({"text": '["w1", "w2"]'}, False)

@@ -83,7 +83,7 @@ def test_the_walks_reading_of_an_entry_accepts_what_the_strict_reader_does() -> 
 
     def strict(data: bytes) -> object:
         e = parse_entry(data)
-        return e.kind, f"{e.workflow_id}/{e.receipt_id}".encode()
+        return e.kind, f"{e.workflow_id}/{e.receipt_id}".encode(), e.started_at.encode()
 
     rng = random.Random(7)
     bases = [LOG["closed_entry"].encode(), LOG["opened_entry"].encode(),

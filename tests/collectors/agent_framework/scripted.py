@@ -15,6 +15,7 @@ from agent_framework import (
     FunctionInvocationLayer,
     Message,
     ResponseStream,
+    UsageDetails,
 )
 
 
@@ -31,10 +32,18 @@ Turn = str | Call | list[Call]
 class ScriptedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any], BaseChatClient[Any]):
     """Answers each model call with the next scripted turn (text or function calls)."""
 
-    def __init__(self, script: Sequence[Turn], **kwargs: Any) -> None:
+    def __init__(self, script: Sequence[Turn], *, usage: tuple[int, int] | None = None, model: str | None = None,
+                 **kwargs: Any) -> None:
+        """``usage`` (input, output tokens) and ``model``: what each scripted response reports, as a service's does."""
         super().__init__(**kwargs)
         self.script = list(script)
         self.calls = 0
+        self.usage, self.model = usage, model
+
+    def _usage(self) -> UsageDetails | None:
+        if self.usage is None:
+            return None
+        return UsageDetails(input_token_count=self.usage[0], output_token_count=self.usage[1])
 
     def _next(self) -> ChatResponse[Any]:
         if not self.script:
@@ -49,7 +58,8 @@ class ScriptedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any],
             contents = [Content.from_function_call(call_id=c.call_id, name=c.name, arguments=c.arguments)
                         for c in calls]
             finish = "tool_calls"
-        return ChatResponse(messages=[Message(role="assistant", contents=contents)], finish_reason=finish)
+        return ChatResponse(messages=[Message(role="assistant", contents=contents)], finish_reason=finish,
+                            usage_details=self._usage(), model=self.model)
 
     async def _respond(self) -> ChatResponse[Any]:
         return self._next()
@@ -62,8 +72,10 @@ class ScriptedChatClient(FunctionInvocationLayer[Any], ChatMiddlewareLayer[Any],
 
         async def updates() -> AsyncIterator[ChatResponseUpdate]:
             response = self._next()
+            usage = response.usage_details
             for message in response.messages:
-                yield ChatResponseUpdate(role="assistant", contents=message.contents,
-                                         finish_reason=response.finish_reason)
+                extra = [Content.from_usage(usage)] if usage is not None else []
+                yield ChatResponseUpdate(role="assistant", contents=[*message.contents, *extra],
+                                         finish_reason=response.finish_reason, model=response.model)
 
         return self._build_response_stream(updates())

@@ -11,9 +11,12 @@ from agent_framework.orchestrations import GroupChatBuilder, GroupChatState, Seq
 from aer1.collectors import _af_internals
 from aer1.collectors._af_internals import (
     CALL_ID_METADATA_KEY,
+    PROVIDER_ATTRIBUTE,
     active_run,
     function_call_id,
     max_rounds,
+    model_facts,
+    response_model,
     stream_error,
 )
 
@@ -66,3 +69,17 @@ async def test_a_failed_stream_shows_its_error_to_cleanup_hooks() -> None:
         async for _ in stream:
             pass
     assert seen == [raised.value], f"got {seen} under {_af_internals.STREAM_ERROR_ATTRIBUTE!r}, want the error"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_agent_response_keeps_the_model_it_was_built_from(stream: bool) -> None:
+    agent = Agent(client=ScriptedChatClient(["hi"], model="canary-model-2"), name="a",
+                  default_options={"model": "canary-model"})
+    if stream:
+        response = await agent.run("go", stream=True).get_final_response()
+    else:
+        response = await agent.run("go")
+    assert response_model(response) == "canary-model-2", "the chat response's model is no longer reachable from " \
+        f"the agent's response (raw_representation): got {response_model(response)!r}"
+    assert model_facts(agent) == ("ScriptedChatClient", "canary-model"), \
+        f"got {model_facts(agent)}, want the client's class ({PROVIDER_ATTRIBUTE} unknown) and the default model"

@@ -206,7 +206,7 @@ async def test_group_chat_orchestrator_agent_decisions_recorded(collector: AER1A
                             *selection("bob")[:2], boss_turn, selection("bob")[2],
                             ("message", "workflow_output", "boss", None), END, CLOSE])
     reasons = [
-        contents[s["seq"]]["response"]["messages"][0]["contents"][0]["text"]
+        contents[s["seq"]]["agent_framework"]["response"]["messages"][0]["contents"][0]["text"]
         for s in receipt["steps"]
         if s["agent"] == "boss" and s["tool"] == "agent_run"
     ]

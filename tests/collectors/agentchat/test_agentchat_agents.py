@@ -280,15 +280,19 @@ async def test_wrapping_twice_loses_nothing(collector: AER1AutoGenCollector, che
     unwrapped = await inner.run(task="```python\nprint('nobody')\n```")  # no wrapper: nothing recorded
     assert "nobody" in unwrapped.messages[-1].to_text()
     receipt, contents = check(collector, result)
+    # Both receipts say that the other records the agent too (spec/steps.md, recording_conflict).
+    conflict = ("recording_conflict", "runner")
     assert pairs(receipt) == [
-        TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
+        conflict, TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
     ]  # fmt: skip
-    assert contents[2]["output"] == "second\n"
+    assert contents[3]["output"] == "second\n"
     other, other_contents = check(first)
     assert pairs(other) == [
-        TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
+        conflict, TASK_IN, ("approval", "runner"), ("code_execution", "runner"), ("message", "runner"), TERM, CLOSE,
     ]  # fmt: skip
-    assert other_contents[2]["output"] == "first\n"
+    assert other_contents[3]["output"] == "first\n"
+    assert contents[0]["other_workflow_ids"] == [first.workflow_id]
+    assert other_contents[0]["other_workflow_ids"] == [collector.workflow_id]
     # The identity is the agent's, not its hooks': equal in both collectors.
     assert receipt["agents"][0] == other["agents"][0]
 
@@ -393,8 +397,9 @@ async def test_user_proxy_wrapped_for_two_collectors_records_in_each(
     await for_this.run(task="question two")
     await human.run(task="question three")  # no wrapper: nothing recorded anywhere
     receipt, contents = check(collector)
-    assert pairs(receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
-    assert contents[1]["input"] == "second answer"
+    conflict = ("recording_conflict", "human")  # each receipt says the other records the agent too
+    assert pairs(receipt) == [conflict, TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert contents[2]["input"] == "second answer"
     other_receipt, other_contents = check(other)
-    assert pairs(other_receipt) == [TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
-    assert other_contents[1]["input"] == "first answer"
+    assert pairs(other_receipt) == [conflict, TASK_IN, ("human_input", "human"), ("message", "human"), TERM, CLOSE]
+    assert other_contents[2]["input"] == "first answer"

@@ -246,12 +246,14 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
     receipt, contents = check(collector, result)
     assert pairs(receipt) == [
         TASK,
+        ("lifecycle", "alice"), ("lifecycle", "bob"),  # the orchestrator resets its agents as it plans
         ("message", "team"),  # the task ledger
         ("message", "team"), ("speaker_selection", "team"), ("message", "bob"),
         ("message", "team"), ("speaker_selection", "team"), ("message", "alice"),
         ("message", "team"),  # the final answer
         TERM, CLOSE,
     ]  # fmt: skip
+    assert [contents[i]["operation"] for i in (1, 2)] == ["reset", "reset"]
     first, second = [c for c in contents if "selected" in c]
     assert (first["selected"], first["mechanism"], first["agentchat"]["observed_by"]) == (
         ["bob"],
@@ -260,10 +262,10 @@ async def test_magentic_one_offline(collector: AER1AutoGenCollector, scripted: S
     )
     assert first["agentchat"]["next_speaker"] == {"reason": "because bob", "answer": "bob"}
     assert first["agentchat"]["instruction_message_id"] == result.messages[2].id
-    assert contents[2]["content"] == "bob, summarise"
-    assert contents[2]["agentchat"]["manager"] == "MagenticOneOrchestrator"
+    assert contents[4]["content"] == "bob, summarise"  # two places on: the resets come first
+    assert contents[4]["agentchat"]["manager"] == "MagenticOneOrchestrator"
     assert second["selected"] == ["alice"]
-    assert contents[8]["content"] == "the final answer"
+    assert contents[10]["content"] == "the final answer"
     assert contents[-2]["reason"] == "because True"
     assert receipt["output_hash"] == hashlib.sha256(b"the final answer").hexdigest()
 
