@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._tlog import (
+    HASH_SIZE,
     MAX_PROOF_BYTES,
     TILE_WIDTH,
     Checkpoint,
@@ -41,7 +42,7 @@ from .._tlog import (
     verify_consistency,
     verify_tlog_proof,
 )
-from .._tlog._entry import CLOSED, OPENED, parse_entry, receipt_entry_bytes
+from .._tlog._entry import CLOSED, IDS_BYTES, OPENED, canonical_ids, entry_ids, receipt_entry_bytes
 from ..errors import LogInvalid, LogMalformed
 from ._report import PASS, CheckResult, Report
 
@@ -154,7 +155,8 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes |
     except LogInvalid as e:
         result.fail(f"{os.path.basename(proof_path)}: {e}")
         return result
-    _included(result, done.index, done.checkpoint, done.log_key, list(done.cosigners), trust, "its checkpoint")
+    _included(result, done.index, _inclusion(done.checkpoint, done.log_key, list(done.cosigners), trust,
+                                             "its checkpoint"))
     return result
 
 
@@ -171,33 +173,45 @@ def _log_result(report: Report) -> tuple[CheckResult, bool]:
     return result, True
 
 
-def _included(result: CheckResult, index: int, cp: Checkpoint, log_key: str, cosigners: list[tuple[str, int]],
-              trust: LogTrust, where: str) -> None:
-    """Pass ``result``: the entry at ``index`` is in checkpoint ``cp`` (``where``: which one)."""
+def _inclusion(cp: Checkpoint, log_key: str, cosigners: list[tuple[str, int]], trust: LogTrust,
+               where: str) -> tuple[dict[str, Any], str]:
+    """What a passed ``log`` check says of checkpoint ``cp`` (``where``: which one), but the entry's index:
+    (its facts, the end of its detail); the same for every receipt of a completeness run."""
     names = [n for n, _ in cosigners]
     cosigned = f"; cosigned by {len(names)} of {len(trust.witnesses)} trusted witnesses ({', '.join(names)})" if (
         trust.witnesses) else "; no witness trusted"
-    result.facts.update({"index": index, "origin": cp.origin, "size": cp.size,
-                         "root": base64.b64encode(cp.root).decode("ascii"), "log_key": log_key,
-                         "witnesses": [{"name": n, "timestamp": t} for n, t in cosigners],
-                         "min_witnesses": trust.min_witnesses})
-    result.passed(f"entry {index} of {cp.origin} in {where} of size {cp.size}, signed by {log_key}{cosigned}")
+    facts = {"origin": cp.origin, "size": cp.size, "root": base64.b64encode(cp.root).decode("ascii"),
+             "log_key": log_key, "witnesses": [{"name": n, "timestamp": t} for n, t in cosigners],
+             "min_witnesses": trust.min_witnesses}
+    return facts, f" of {cp.origin} in {where} of size {cp.size}, signed by {log_key}{cosigned}"
 
 
-def _key(ids: tuple[str, str]) -> bytes:
-    """A short key for a (workflow_id, receipt_id) pair: the walk holds one per entry."""
-    return hashlib.sha256(f"{ids[0]}/{ids[1]}".encode()).digest()[:16]
+def _included(result: CheckResult, index: int, inclusion: tuple[dict[str, Any], str]) -> None:
+    """Pass ``result``: the entry at ``index`` is in the checkpoint :func:`_inclusion` describes."""
+    facts, tail = inclusion
+    result.facts["index"] = index
+    result.facts.update(facts)
+    result.facts["witnesses"] = [dict(w) for w in facts["witnesses"]]
+    result.passed(f"entry {index}{tail}")
+
+
+def _key(ids: bytes) -> bytes:
+    """A short key for ``b"<workflow_id>/<receipt_id>"``: the walk holds one per entry."""
+    return hashlib.sha256(ids).digest()[:16]
 
 
 def _closed_key(entry: bytes) -> bytes:
-    """:func:`_key` of a closed entry :func:`receipt_entry` made (canonical: its ids are lines 3 and 4)."""
-    lines = entry.split(b"\n", 4)
-    return _key((lines[2][len(b"workflow_id "):].decode("ascii"), lines[3][len(b"receipt_id "):].decode("ascii")))
+    """:func:`_key` of a closed entry :func:`receipt_entry` made (canonical: its ids at fixed places)."""
+    return _key(canonical_ids(entry))
 
 
 @dataclass
 class LogWalk:
-    """The log as the walk found it: its checkpoint, problems, and an index of its entries."""
+    """The log as the walk found it: its checkpoint, problems, and an index of its entries.
+
+    The index holds no object per entry but its keys: an archive of millions of receipts is
+    walked in memory that grows by tens of bytes an entry, and every entry's ids (for naming
+    a problem) lie side by side in one byte string."""
 
     directory: str
     checkpoint: Checkpoint | None = None
@@ -206,16 +220,37 @@ class LogWalk:
     problems: list[str] = field(default_factory=list)
     malformed: bool = False
     since: dict[str, Any] | None = None
-    #: closed entries: key of (workflow_id, receipt_id) -> [(index, SHA-256 of the entry, ids text)]
-    closed: dict[bytes, list[tuple[int, bytes, str]]] = field(default_factory=dict)
-    #: opened entries: key -> (index, ids text)
-    opened: dict[bytes, tuple[int, str]] = field(default_factory=dict)
+    #: closed entries: leaf hash -> the first index holding it
+    leaves: dict[bytes, int] = field(default_factory=dict)
+    #: closed entries: key of (workflow_id, receipt_id) -> the first index with those ids
+    closed: dict[bytes, int] = field(default_factory=dict)
+    #: closed entries after the first with the same ids: key -> their indexes (a receipt logged again)
+    later: dict[bytes, list[int]] = field(default_factory=dict)
+    #: opened entries: key -> the first index
+    opened: dict[bytes, int] = field(default_factory=dict)
     entries: int = 0
     #: The trusted witnesses' cosignatures on the checkpoint: (name, timestamp).
     cosigned: list[tuple[str, int]] = field(default_factory=list)
     #: The earliest and the latest ``started_at`` of the closed entries (one fixed format: compared as text).
     first_started: str | None = None
     last_started: str | None = None
+    #: Every entry's leaf hash, entry i at ``32 * i`` (the level-0 tiles, checked).
+    hashes: bytearray = field(default_factory=bytearray)
+    #: Every entry's ``b"<workflow_id>/<receipt_id>"``, entry i at ``IDS_BYTES * i`` (blank: unreadable).
+    ids: bytearray = field(default_factory=bytearray)
+
+    def leaf(self, index: int) -> bytes:
+        """The leaf hash of entry ``index``."""
+        return bytes(self.hashes[index * HASH_SIZE : (index + 1) * HASH_SIZE])
+
+    def ids_of(self, index: int) -> str:
+        """``<workflow_id>/<receipt_id>`` of entry ``index``."""
+        return self.ids[index * IDS_BYTES : (index + 1) * IDS_BYTES].decode("ascii")
+
+    def closed_at(self, key: bytes) -> list[int]:
+        """The indexes of the closed entries with the ids of ``key``, in log order (none: empty)."""
+        first = self.closed.get(key)
+        return [] if first is None else [first, *self.later.get(key, ())]
 
     def fail(self, message: str, *, malformed: bool = False) -> None:
         self.problems.append(message)
@@ -300,27 +335,38 @@ def _entries(walk: LogWalk, reader: TileHashReader, directory: str) -> None:
     """Read every entry bundle, check it against the tiles, and index the entries."""
     size = reader.size
     bundles = dir_bundle_reader(directory)
+    blank = b" " * IDS_BYTES
+    leaves, closed, later, opened, ids = walk.leaves, walk.closed, walk.later, walk.opened, walk.ids
+    first: bytes | None = None  # the first and last started_at so far, as bytes (ASCII: ordered as the text)
+    last: bytes | None = None
     for t in range(-(-size // TILE_WIDTH)):
         width = min(TILE_WIDTH, size - t * TILE_WIDTH)
-        hashes = reader.leaf_hashes(t)
-        for k, raw in enumerate(check_bundle(bundles(t, width), hashes)):
+        tile = reader.tile(0, t)
+        hashes = [tile[i : i + HASH_SIZE] for i in range(0, len(tile), HASH_SIZE)]
+        entries = check_bundle(bundles(t, width), hashes)
+        walk.hashes += tile
+        for k, raw in enumerate(entries):
             index = t * TILE_WIDTH + k
             try:
-                entry = parse_entry(raw)
+                kind, text, started = entry_ids(raw)
             except LogMalformed as e:
                 walk.fail(f"entry {index}: {e}")
+                ids += blank
                 continue
-            ids = f"{entry.workflow_id}/{entry.receipt_id}"
-            key = _key(entry.ids)
-            if entry.kind == CLOSED:
-                walk.closed.setdefault(key, []).append((index, hashes[k], ids))
-                started = entry.started_at
-                if walk.first_started is None or started < walk.first_started:
-                    walk.first_started = started
-                if walk.last_started is None or started > walk.last_started:
-                    walk.last_started = started
-            elif entry.kind == OPENED:
-                walk.opened.setdefault(key, (index, ids))
+            ids += text
+            key = _key(text)
+            if kind == CLOSED:
+                leaves.setdefault(hashes[k], index)
+                if closed.setdefault(key, index) != index:
+                    later.setdefault(key, []).append(index)
+                if first is None or started < first:
+                    first = started
+                    walk.first_started = started.decode("ascii")
+                if last is None or started > last:
+                    last = started
+                    walk.last_started = started.decode("ascii")
+            elif kind == OPENED:
+                opened.setdefault(key, index)
     walk.entries = size
 
 
@@ -345,14 +391,34 @@ PROBLEMS = (
 
 
 class Completeness:
-    """A sink for an archive run: each receipt's entry, then the comparison with the log."""
+    """A sink for an archive run: each receipt's entry, then the comparison with the log.
+
+    Per receipt it keeps a key and an int (the order its ids were first seen), and its leaf
+    hash when the log holds it; a receipt the log lacks is kept whole, to be named."""
 
     def __init__(self, walk: LogWalk, trust: LogTrust) -> None:
         self.walk = walk
         self.trust = trust
-        self.seen: dict[bytes, list[tuple[bytes, str]]] = {}
+        #: key of (workflow_id, receipt_id) -> the order those ids were first seen in
+        self.seen: dict[bytes, int] = {}
+        #: the leaf hashes of the archive's receipts that the log holds
+        self.matched: set[bytes] = set()
+        #: receipts whose entry the log does not hold: (order of their ids, key, source)
+        self.unmatched: list[tuple[int, bytes, str]] = []
         self.problems = {name: _Problem() for name, _ in PROBLEMS}
         self.receipts = 0
+        w = walk
+        self._inclusion = None if w.problems or w.checkpoint is None or w.log_key is None else _inclusion(
+            w.checkpoint, w.log_key, w.cosigned, trust, "the log's checkpoint")
+        #: the last entry judged and its leaf hash (add follows judge for the same outcome)
+        self._last: tuple[bytes | None, bytes] = (None, b"")
+
+    def _leaf(self, entry: bytes) -> bytes:
+        last, leaf = self._last
+        if last is not entry:
+            leaf = leaf_hash(entry)
+            self._last = (entry, leaf)
+        return leaf
 
     def judge(self, outcome: Any) -> None:
         """Before the outcome is counted and shown: its ``log`` check, answered from the walked log.
@@ -368,14 +434,12 @@ class Completeness:
             return
         entry: bytes | None = getattr(outcome, "log_entry", None)
         why: str = getattr(outcome, "log_why", "")
-        w = self.walk
-        if entry is not None and not w.problems and w.checkpoint is not None and w.log_key is not None:
-            leaf = leaf_hash(entry)
-            found = next((i for i, h, _ in w.closed.get(_closed_key(entry), ()) if h == leaf), None)
+        if entry is not None and self._inclusion is not None:
+            found = self.walk.leaves.get(self._leaf(entry))
             if found is not None:
                 result, open_ = _log_result(r)
                 if open_:
-                    _included(result, found, w.checkpoint, w.log_key, w.cosigned, self.trust, "the log's checkpoint")
+                    _included(result, found, self._inclusion)
                 return
         check_receipt_log(r, r.source or "", self.trust, entry, why)
 
@@ -389,7 +453,13 @@ class Completeness:
             why = getattr(outcome, "log_why", "") or "its entry could not be computed"
             self.problems["not_listed"].add(f"{r.source} ({why})")
             return
-        self.seen.setdefault(_closed_key(entry), []).append((leaf_hash(entry), r.source or "?"))
+        key = _closed_key(entry)
+        order = self.seen.setdefault(key, len(self.seen))
+        leaf = self._leaf(entry)
+        if leaf in self.walk.leaves:
+            self.matched.add(leaf)
+        else:
+            self.unmatched.append((order, key, r.source or "?"))
 
     def finish_run(self, tally: Any) -> None:
         """At the end of the run: the comparison, as the run's ``log`` section and into its exit code."""
@@ -399,28 +469,27 @@ class Completeness:
         tally.section_code = exit_code(doc)
 
     def finish(self) -> dict[str, Any]:
-        """The comparison, as the JSON section of the run."""
+        """The comparison, as the JSON section of the run.
+
+        Receipts are named by the order their ids were first seen, then as they came; log
+        entries in log order."""
         w = self.walk
-        for key, found in self.seen.items():
-            entries = w.closed.get(key)
-            for leaf, source in found:
-                if entries is None:
-                    self.problems["not_listed"].add(source)
-                elif not any(h == leaf for _, h, _ in entries):
-                    self.problems["not_matching"].add(f"{source} (entries {', '.join(str(i) for i, _, _ in entries)})")
-        for key, listed in w.closed.items():
-            in_archive = self.seen.get(key)
-            if in_archive is None:
-                index, _, ids = listed[0]
-                self.problems["missing"].add(f"{ids} (entry {index})")
+        for _, key, source in sorted(self.unmatched, key=lambda u: u[0]):
+            at_ = w.closed_at(key)
+            if not at_:
+                self.problems["not_listed"].add(source)
+            else:
+                self.problems["not_matching"].add(f"{source} (entries {', '.join(str(i) for i in at_)})")
+        for key, index in w.closed.items():
+            if key not in self.seen:
+                self.problems["missing"].add(f"{w.ids_of(index)} (entry {index})")
                 continue
-            leaves = {leaf for leaf, _ in in_archive}
-            for index, h, ids in listed[1:] if len(listed) > 1 else ():
-                if h not in leaves:
-                    self.problems["not_matching"].add(f"{ids} (entry {index}: another version than the archive's)")
-        for key, (index, ids) in w.opened.items():
+            for i in w.later.get(key, ()):
+                if w.leaf(i) not in self.matched:
+                    self.problems["not_matching"].add(f"{w.ids_of(i)} (entry {i}: another version than the archive's)")
+        for key, index in w.opened.items():
             if key not in w.closed:
-                self.problems["never_closed"].add(f"{ids} (opened at entry {index})")
+                self.problems["never_closed"].add(f"{w.ids_of(index)} (opened at entry {index})")
         return self.section()
 
     @property

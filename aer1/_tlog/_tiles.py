@@ -42,6 +42,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from hashlib import sha256 as _sha256
 from pathlib import Path
 
 from .._infile import NotRegularFile, open_regular
@@ -195,6 +196,20 @@ def _hashes(data: bytes) -> list[bytes]:
     return [data[i : i + HASH_SIZE] for i in range(0, len(data), HASH_SIZE)]
 
 
+def _root(data: bytes) -> bytes:
+    """``root_of`` the hashes in ``data``, level by level when they are a power of two (a full tile, a subtree).
+
+    Then the tree is perfect: each level's nodes hash adjacent pairs, which lie side by side
+    in the level below's bytes. Otherwise (or no hash at all) ``root_of`` itself."""
+    n = len(data) // HASH_SIZE
+    if n == 0 or n & (n - 1) or len(data) != n * HASH_SIZE:
+        return root_of(_hashes(data))
+    pair = 2 * HASH_SIZE
+    while len(data) > HASH_SIZE:
+        data = b"".join([_sha256(b"\x01" + data[i : i + pair]).digest() for i in range(0, len(data), pair)])
+    return data
+
+
 def grow_tiles(size: int, edge: Mapping[int, bytes], leaf_hashes: Sequence[bytes]
                ) -> tuple[list[tuple[int, int, int, bytes]], dict[int, bytes]]:
     """The tiles to write when ``leaf_hashes`` are appended to a tree of ``size`` leaves.
@@ -221,7 +236,7 @@ def grow_tiles(size: int, edge: Mapping[int, bytes], leaf_hashes: Sequence[bytes
         for k in range(full):
             data = buf[k * TILE_BYTES : (k + 1) * TILE_BYTES]
             written.append((level, first + k, TILE_WIDTH, data))
-            up.append(root_of(_hashes(data)))
+            up.append(_root(data))
         rest = buf[full * TILE_BYTES :]
         if rest:
             written.append((level, first + full, len(rest) // HASH_SIZE, rest))
@@ -258,7 +273,7 @@ def edge_root(size: int, edge: Mapping[int, bytes]) -> bytes:
         part = tile[start : start + (HASH_SIZE << r)]
         if len(part) != HASH_SIZE << r:
             raise LogMalformed(f"tree {size}: the partial tile at level {level} is too short")
-        return root_of(_hashes(part))
+        return _root(part)
 
     return root_hash(size, at)
 
@@ -303,7 +318,7 @@ class TileHashReader:
         data = self._load(level, index, TILE_WIDTH)
         above = self.tile(level + 1, index // TILE_WIDTH)
         want = above[(index % TILE_WIDTH) * HASH_SIZE : (index % TILE_WIDTH + 1) * HASH_SIZE]
-        got = root_of(_hashes(data))
+        got = _root(data)
         if got != want:
             raise LogInvalid(f"{tile_path(level, index)}: got root {got.hex()}, want {want.hex()} from the tile above")
         self._cache[key] = data
@@ -321,7 +336,7 @@ class TileHashReader:
         start = (first % TILE_WIDTH) * HASH_SIZE
         if r == 0:
             return tile[start : start + HASH_SIZE]
-        return root_of(_hashes(tile[start : start + (HASH_SIZE << r)]))
+        return _root(tile[start : start + (HASH_SIZE << r)])
 
     @property
     def edge(self) -> dict[int, bytes]:

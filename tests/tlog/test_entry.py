@@ -66,3 +66,61 @@ def test_a_receipt_without_what_an_entry_binds_has_none() -> None:
     with pytest.raises(LogMalformed, match="opened"):
         LogEntry(OPENED, RECEIPT["workflow_id"], RECEIPT["receipt_id"], "2026-01-01T00:00:00.000000Z",
                  status="ok").encode()
+
+
+def _either(f: object, *args: object) -> object:
+    """What ``f(*args)`` returns, or the kind of LogMalformed it raises."""
+    try:
+        return f(*args)  # type: ignore[operator]
+    except LogMalformed:
+        return LogMalformed
+
+
+def test_the_walks_reading_of_an_entry_accepts_what_the_strict_reader_does() -> None:
+    import random
+
+    from aer1._tlog._entry import entry_ids
+
+    def strict(data: bytes) -> object:
+        e = parse_entry(data)
+        return e.kind, f"{e.workflow_id}/{e.receipt_id}".encode(), e.started_at.encode()
+
+    rng = random.Random(7)
+    bases = [LOG["closed_entry"].encode(), LOG["opened_entry"].encode(),
+             entry_for_receipt({k: v for k, v in RECEIPT.items() if k != "signature"}).encode()]
+    edits = [b"\n", b" ", b"x", b"A", b"0", b"f", b"-", b"none", b"\r", b"\x00", b"\xc3\xa9", b""]
+    tried = accepted = 0
+    for base in bases:
+        assert entry_ids(base) == strict(base)
+        for _ in range(1500):
+            data = bytearray(base)
+            for _ in range(rng.randint(1, 3)):
+                at = rng.randrange(len(data) + 1)
+                cut = rng.choice((0, 0, 1, 2))
+                data[at : at + cut] = rng.choice(edits)
+            got, want = _either(entry_ids, bytes(data)), _either(strict, bytes(data))
+            assert got == want, bytes(data)
+            tried += 1
+            accepted += want is not LogMalformed
+    assert tried == 4500 and accepted > 0  # some edits keep an entry (a digit for a digit)
+
+
+def test_a_receipts_entry_is_the_same_by_the_fast_way_and_the_checked_one() -> None:
+    from aer1._tlog._entry import receipt_entry_bytes
+
+    def checked(receipt: object) -> object:
+        return entry_for_receipt(receipt).encode()  # type: ignore[arg-type]
+
+    unsigned = {k: v for k, v in RECEIPT.items() if k != "signature"}
+    step = RECEIPT["steps"][0]
+    two_lines = f"{RECEIPT['workflow_id']}\nreceipt_id {RECEIPT['receipt_id']}"
+    variants: list[object] = [RECEIPT, unsigned, [], "x", {**RECEIPT, "steps": "x"}, {**RECEIPT, "steps": [1]},
+                              {**RECEIPT, "signature": {"key_id": "none"}}, {**RECEIPT, "signature": "x"},
+                              {**RECEIPT, "signature": {"key_id": 1}}, {**RECEIPT, "merkle_root": int("9" * 64)},
+                              {**RECEIPT, "status": "OK"}, {**RECEIPT, "status": "ok\n"},
+                              {**RECEIPT, "workflow_id": two_lines},
+                              {**RECEIPT, "steps": [{**step, "started_at": step["started_at"][:-1]}]},
+                              {**RECEIPT, "steps": [{**step, "started_at": step["started_at"].replace("0", "\u0660")}]},
+                              {**RECEIPT, "chain_head": RECEIPT["chain_head"].upper()}]
+    for receipt in variants:
+        assert _either(receipt_entry_bytes, receipt) == _either(checked, receipt), receipt

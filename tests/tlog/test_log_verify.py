@@ -504,3 +504,45 @@ def test_a_completeness_run_with_a_policy_checks_each_proof_before_the_policy(
     assert code == 1 and _counts(doc) == {"missing": 0, "not_matching": 0, "not_listed": 0, "never_closed": 0}
     r0 = next(r for r in doc["results"] if r["source"] == str(paths[0]))
     assert any(f["rule"] == "require.log" for f in r0["failures"])
+
+
+def test_completeness_names_each_kind_of_problem_in_order(tmp_path: Path) -> None:
+    """Crafted entries against crafted receipts' entries: another closed version of a receipt, the same
+    entry twice, an unreadable entry; each problem counted and named in log or arrival order."""
+    from types import SimpleNamespace
+
+    from aer1._signing import generate_key_pair
+    from aer1._tlog._entry import LogEntry, opened_entry
+    from aer1.verifier._tlog import Completeness, LogTrust, walk_log
+
+    def uid(n: int) -> str:
+        return f"{n:08x}-0000-4000-8000-{n:012x}"
+
+    def closed(n: int, version: int) -> bytes:
+        return LogEntry("closed", uid(n), uid(n), "2026-01-01T00:00:00.000000Z", "ok", f"{version:064x}", "a" * 64,
+                        None, "2026-01-01T00:00:01.000000Z").encode()
+
+    key = tmp_path / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    init_log(tmp_path / "log", LOG_ORIGIN, str(key))
+    started = "2026-01-01T00:00:00.000000Z"
+    log_entries = [closed(1, 1), closed(2, 1), closed(3, 1), closed(4, 1), closed(4, 2), closed(5, 1), closed(5, 2),
+                   opened_entry(uid(6), uid(6), started).encode(), b"not an entry", closed(1, 1),
+                   opened_entry(uid(1), uid(1), started).encode()]
+    LogDir(tmp_path / "log").append(log_entries)
+    archive = [closed(3, 9), closed(1, 1), closed(7, 1), closed(4, 1), closed(5, 2), closed(3, 8), None]
+    trust = LogTrust((LogDir(tmp_path / "log").verifier.vkey,))
+    walk = walk_log(str(tmp_path / "log"), trust)
+    assert walk.problems == ["entry 8: log entry: want 'aer1-log-entry/v1', a kind, then member lines, each ending "
+                             "in a newline"]
+    c = Completeness(walk, trust)
+    for i, e in enumerate(archive):
+        c.add(SimpleNamespace(report=SimpleNamespace(kind="receipt", source=f"r{i}"), log_entry=e, log_why="no ids"))
+    got = {k: v for k, v in c.finish()["complete"].items() if k != "receipts"}
+    assert got == {
+        "missing": {"count": 1, "named": [f"{uid(2)}/{uid(2)} (entry 1)"]},
+        "not_matching": {"count": 3, "named": ["r0 (entries 2)", "r5 (entries 2)",
+                                               f"{uid(4)}/{uid(4)} (entry 4: another version than the archive's)"]},
+        "not_listed": {"count": 2, "named": ["r6 (no ids)", "r2"]},
+        "never_closed": {"count": 1, "named": [f"{uid(6)}/{uid(6)} (opened at entry 7)"]},
+    }
