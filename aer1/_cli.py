@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from ._cli_input import read_receipt
+from ._cli_lazy import lazy_arguments
 from .verifier._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 
 _T = TypeVar("_T")
@@ -246,12 +247,6 @@ def _keygen_arguments(k: argparse.ArgumentParser) -> None:
     k.set_defaults(func=_keygen)
 
 
-def _key_arguments(k: argparse.ArgumentParser) -> None:
-    from ._lifecycle_cli import add_key_arguments
-
-    add_key_arguments(k)
-
-
 def _timestamp_arguments(t: argparse.ArgumentParser) -> None:
     from ._lifecycle_cli import add_timestamp_arguments, stamp_receipt
 
@@ -304,12 +299,6 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
     rp.set_defaults(func=_report)
 
 
-def _erase_arguments(er: argparse.ArgumentParser) -> None:
-    from ._erase import add_erase_arguments
-
-    add_erase_arguments(er)
-
-
 def _diff_arguments(df: argparse.ArgumentParser) -> None:
     from ._diff_cli import add_diff_arguments, diff_cli
 
@@ -324,31 +313,22 @@ def _recover_arguments(rc: argparse.ArgumentParser) -> None:
     rc.set_defaults(func=_recover)
 
 
-def _log_arguments(lg: argparse.ArgumentParser) -> None:
-    from ._log_cli import add_log_arguments
-
-    add_log_arguments(lg)
-
-
-def _witness_arguments(w: argparse.ArgumentParser) -> None:
-    from ._witness_server import add_witness_arguments
-
-    add_witness_arguments(w)
-
-
 #: Each command: its help line and what adds its arguments and handler. Only the command
 #: that runs gets its arguments, so only its modules load (start-up is most of a short run).
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "keygen": ("write an Ed25519 key pair (NAME.key, NAME.pub) and its keyring entry", _keygen_arguments),
-    "key": ("change a key's entry in a keyring (spec/keys.md)", _key_arguments),
+    "key": ("change a key's entry in a keyring (spec/keys.md)", lazy_arguments("._lifecycle_cli", "add_key_arguments")),
     "timestamp": ("add RFC 3161 timestamp tokens to a receipt (spec/timestamp.md)", _timestamp_arguments),
     "prove": ("write one step with its Merkle audit path", _prove_arguments),
     "show": ("print a receipt's verdict and timeline", _show_arguments),
     "report": ("write a self-contained HTML page of a receipt or of a folder of receipts", _report_arguments),
     "recover": ("build a receipt from a crash-safe journal (see spec/journal.md)", _recover_arguments),
-    "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)", _erase_arguments),
-    "log": ("a transparency log of receipts: init, append (spec/log.md)", _log_arguments),
-    "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)", _witness_arguments),
+    "erase": ("erase committed personal fields, leaving signed erasure records (spec/erasure.md)",
+              lazy_arguments("._erase", "add_erase_arguments")),
+    "log": ("a transparency log of receipts: init, append (spec/log.md)",
+            lazy_arguments("._log_cli", "add_log_arguments")),
+    "witness": ("run a transparency-log witness: cosign checkpoints (spec/witness.md)",
+                lazy_arguments("._witness_server", "add_witness_arguments")),
     "diff": ("compare two receipts of the same task step by step (exit 0 same, 1 differ, 2 unreadable)",
              _diff_arguments),
 }

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ._cli_json import add_json_argument, checkpoint_json, emit
+from ._cli_lazy import lazy_arguments
 from .verifier._output import CliError
 from .verifier._storage_cli import add_storage_argument, use_storage_options
 
@@ -110,26 +111,15 @@ def _prove_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_prove)
 
 
-def _serve_arguments(p: argparse.ArgumentParser) -> None:
-    from ._log_server import add_serve_arguments
-
-    add_serve_arguments(p)
-
-
-def _witness_arguments(p: argparse.ArgumentParser) -> None:
-    from ._log_witness import add_log_witness_arguments
-
-    add_log_witness_arguments(p)
-
-
 #: ``aer1 log`` commands: name -> (help line, adds its arguments).
 LOG_COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "init": ("create an empty log: DIR --origin ORIGIN --key LOGKEY", _init_arguments),
     "append": ("log receipts as one batch and write NAME.tlog-proof beside each", _append_arguments),
     "prove": ("write NAME.tlog-proof again against the current (e.g. cosigned) checkpoint", _prove_arguments),
     "serve": ("serve the log over HTTP: its tiles read-only, entries taken by POST /add (spec/witness.md)",
-              _serve_arguments),
-    "witness": ("gather witness cosignatures onto the log's checkpoint (spec/witness.md)", _witness_arguments),
+              lazy_arguments("._log_server", "add_serve_arguments")),
+    "witness": ("gather witness cosignatures onto the log's checkpoint (spec/witness.md)",
+                lazy_arguments("._log_witness", "add_log_witness_arguments")),
 }
 
 

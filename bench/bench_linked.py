@@ -29,7 +29,7 @@ from _common import message
 from _table import make_row
 
 from aer1 import Collector
-from aer1.verifier._bundle import verify_bundle
+from aer1.verifier import verify_bundle
 
 CONTENT_BYTES = 200
 #: Worker counts for the recording rows.

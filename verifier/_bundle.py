@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .._canonical import CanonicalizationError
 from .._limits import BUNDLE_PARALLEL_MIN_BYTES, MAX_FILES
@@ -46,8 +46,9 @@ __all__ = [
     "BundleError",
     "BundleReport",
     "LinkResult",
+    "RootPins",
+    "check_bundle",
     "links_note",
-    "verify_bundle",
 ]
 
 FOLLOWED = "followed"
@@ -354,29 +355,35 @@ def _check_link(parent: str, seq: int, target: str, rhash: Any, status: Any, chi
                       f"the child matches its link (status {child.status}{closed}, {child.report.steps} steps)", child)
 
 
-def verify_bundle(
-    folder: str | os.PathLike[str],
-    *,
-    trusted_key_ids: Iterable[str] | None = None,
-    expected_root: str | None = None,
-    expected_head: str | None = None,
-    jobs: int | None = None,
-    receipt: str | os.PathLike[str] | None = None,
-) -> BundleReport:
+class RootPins(Protocol):
+    """What an auditor pins a bundle's root with (a :class:`~aer1.verifier.Trust` is one)."""
+
+    @property
+    def trusted_key_ids(self) -> frozenset[str] | None: ...
+    @property
+    def expected_root(self) -> str | None: ...
+    @property
+    def expected_head(self) -> str | None: ...
+    @property
+    def receipt(self) -> str | None: ...
+
+
+def check_bundle(folder: str | os.PathLike[str], pins: RootPins, jobs: int | None) -> BundleReport:
     """Verify every receipt in ``folder``, find the root, follow and check every link.
 
     ``jobs``: processes that verify receipts side by side (default: one per core); a bundle
     smaller than :data:`PARALLEL_MIN_BYTES` is verified in this process.
 
-    ``trusted_key_ids``, ``expected_root`` and ``expected_head`` apply to the root: each
-    followed child is bound to it by its link (workflow and receipt ids, Merkle root,
-    chain head, step count, status and signer key id). A folder holding a ``*.proof.json``
-    is a disclosed child: the proof of its parent's link step is the root, pinned by
-    ``expected_root`` or by ``receipt`` (a parent receipt signed by a key of
-    ``trusted_key_ids``), as for any proof.
+    ``pins`` apply to the root: each followed child is bound to it by its link (workflow
+    and receipt ids, Merkle root, chain head, step count, status and signer key id). A
+    folder holding a ``*.proof.json`` is a disclosed child: the proof of its parent's link
+    step is the root, pinned by ``expected_root`` or by ``receipt`` (a parent receipt
+    signed by a key of ``trusted_key_ids``), as for any proof.
     """
     from ._driver import verify_on_paths as check_receipt
 
+    trusted_key_ids, expected_root = pins.trusted_key_ids, pins.expected_root
+    expected_head, receipt = pins.expected_head, pins.receipt
     source = os.fspath(folder)
     try:
         mode = os.stat(source).st_mode

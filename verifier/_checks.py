@@ -144,16 +144,11 @@ def check_expected(
         result.skip("no --expected-root or --expected-head given")
         return
     done = []
-    if expected_root is not None:
-        if wf.get("merkle_root") != expected_root.lower():
-            result.fail("merkle_root differs from the expected root", expected=expected_root.lower(),
-                        actual=wf.get("merkle_root"))
-        done.append("merkle_root")
-        result.facts["root"] = True
-    if expected_head is not None:
-        if wf.get("chain_head") != expected_head.lower():
-            result.fail("chain_head differs from the expected head", expected=expected_head.lower(),
-                        actual=wf.get("chain_head"))
-        done.append("chain_head")
-        result.facts["head"] = True
+    for member, want, what in (("merkle_root", expected_root, "root"), ("chain_head", expected_head, "head")):
+        if want is None:
+            continue
+        if wf.get(member) != want.lower():
+            result.fail(f"{member} differs from the expected {what}", expected=want.lower(), actual=wf.get(member))
+        done.append(member)
+        result.facts[what] = True
     result.passed(" and ".join(done) + " match the expected values")

@@ -134,29 +134,32 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes |
     if not open_:
         return result
     proof_path = proof_path_for(path)
+    name = os.path.basename(proof_path)
     try:
         data = read_file_bounded(proof_path, MAX_PROOF_BYTES)
     except FileNotFoundError:
-        result.skip(f"no {os.path.basename(proof_path)} beside the receipt")
+        result.skip(f"no {name} beside the receipt")
         return result
     except LogMalformed as e:
-        result.fail(f"{proof_path}: {e}")
-        return result
+        return _failed(result, f"{proof_path}: {e}")
     if entry is None:
-        result.fail(f"the receipt has no log entry: {why}")
-        return result
+        return _failed(result, f"the receipt has no log entry: {why}")
     logs, witnesses = trust.verifiers
     try:
         proof = parse_tlog_proof(data)
         done = verify_tlog_proof(proof, entry, logs, witnesses, trust.min_witnesses, opener=trust.open_checkpoint)
     except LogMalformed as e:
-        result.fail(f"malformed {os.path.basename(proof_path)}: {e}")
-        return result
+        return _failed(result, f"malformed {name}: {e}")
     except LogInvalid as e:
-        result.fail(f"{os.path.basename(proof_path)}: {e}")
-        return result
+        return _failed(result, f"{name}: {e}")
     _included(result, done.index, _inclusion(done.checkpoint, done.log_key, list(done.cosigners), trust,
                                              "its checkpoint"))
+    return result
+
+
+def _failed(result: CheckResult, message: str) -> CheckResult:
+    """``result`` with the failure ``message`` recorded."""
+    result.fail(message)
     return result
 
 
@@ -256,6 +259,11 @@ class LogWalk:
         self.problems.append(message)
         self.malformed = self.malformed or malformed
 
+    def refused(self, where: str, e: LogMalformed | LogInvalid) -> LogWalk:
+        """This walk with ``where``'s error recorded (malformed input kept apart from a failed check)."""
+        self.fail(f"{where}: {e}", malformed=isinstance(e, LogMalformed))
+        return self
+
 
 def _timestamp(sig: bytes) -> int:
     from .._tlog import cosignature_timestamp
@@ -280,12 +288,8 @@ def walk_log(directory: str, trust: LogTrust, since: str | None = None) -> LogWa
     try:
         note = _read_checkpoint(str(at(directory, "checkpoint")), "checkpoint")
         cp, _, sigs, cosigned = open_checkpoint(note, logs, witnesses)
-    except LogMalformed as e:
-        walk.fail(f"checkpoint: {e}", malformed=True)
-        return walk
-    except LogInvalid as e:
-        walk.fail(f"checkpoint: {e}")
-        return walk
+    except (LogMalformed, LogInvalid) as e:
+        return walk.refused("checkpoint", e)
     walk.checkpoint, walk.log_key = cp, f"{sigs[0].name}+{sigs[0].key_id:08x}"
     walk.cosigners = [v.name for v, _ in cosigned]
     walk.cosigned = [(v.name, _timestamp(s.sig)) for v, s in cosigned]
@@ -294,25 +298,17 @@ def walk_log(directory: str, trust: LogTrust, since: str | None = None) -> LogWa
                   f"{trust.min_witnesses}")
     try:
         reader = TileHashReader(cp.size, cp.root, dir_tile_reader(directory))
-    except LogMalformed as e:
-        walk.fail(f"tiles: {e}", malformed=True)
-        return walk
-    except LogInvalid as e:
-        walk.fail(f"tiles: {e}")
-        return walk
+    except (LogMalformed, LogInvalid) as e:
+        return walk.refused("tiles", e)
     if since is not None:
         try:
             walk.since = _since(since, cp, reader, trust)
-        except LogMalformed as e:
-            walk.fail(f"since: {e}", malformed=True)
-        except LogInvalid as e:
-            walk.fail(f"since: {e}")
+        except (LogMalformed, LogInvalid) as e:
+            walk.refused("since", e)
     try:
         _entries(walk, reader, directory)
-    except LogMalformed as e:
-        walk.fail(f"tiles: {e}", malformed=True)
-    except LogInvalid as e:
-        walk.fail(f"tiles: {e}")
+    except (LogMalformed, LogInvalid) as e:
+        walk.refused("tiles", e)
     return walk
 
 

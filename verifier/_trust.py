@@ -283,12 +283,11 @@ class Trust:
         The trusted keys and pinned values apply to the root (``receipt`` to a disclosed
         child's link proof); a policy, keyring, TSA roots or log keys are refused.
         """
-        from ._bundle import verify_bundle as check_bundle
+        from ._bundle import check_bundle
 
         self._refuse("a bundle", (("policy", self.policy), ("keyring", self.keyring), ("tsa_trust", self.tsa_trust),
                                   ("log", self.log)), "it verifies each receipt with checks 1 to 8")
-        return check_bundle(folder, trusted_key_ids=self.trusted_key_ids, expected_root=self.expected_root,
-                            expected_head=self.expected_head, jobs=jobs, receipt=self.receipt)
+        return check_bundle(folder, self, jobs)
 
     def verify_summary(self, summary: str | os.PathLike[str]) -> SummaryResult:
         """A signed verification summary (``aer1-verify --attest``): its form, signature and the files it names.

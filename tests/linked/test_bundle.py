@@ -248,11 +248,11 @@ def test_parallel_verification_gives_the_same_report(
     bundle: tuple[Path, list[str], dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Large bundles are verified in a process pool: same verdict, tree and reports as in one process."""
-    from aer1.verifier import _bundle
+    from aer1.verifier import _bundle, verify_bundle
 
     folder, paths, _ = bundle
     Path(paths[3]).unlink()  # one link not followed, so the comparison covers that too
-    serial = _bundle.verify_bundle(folder, jobs=1).to_dict()
+    serial = verify_bundle(folder, jobs=1).to_dict()
     pools: list[int] = []
 
     class CountedPool(ProcessPoolExecutor):
@@ -262,7 +262,7 @@ def test_parallel_verification_gives_the_same_report(
 
     monkeypatch.setattr(_bundle, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(_bundle, "ProcessPoolExecutor", CountedPool)
-    parallel = _bundle.verify_bundle(folder, jobs=2).to_dict()
+    parallel = verify_bundle(folder, jobs=2).to_dict()
     assert pools == [2], "the bundle was not verified in a pool"
     assert parallel == serial
     assert serial["links"]["not_followed"] == 1

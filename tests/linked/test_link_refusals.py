@@ -9,7 +9,7 @@ import pytest
 
 from aer1 import Collector
 from aer1._link import LinkError
-from aer1.verifier._bundle import verify_bundle
+from aer1.verifier import verify_bundle
 
 from ..cli_runs import Run
 
