@@ -43,11 +43,12 @@ says what is wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._receipt import HEX64_PATTERN, TIMESTAMP_PATTERN, UUID_PATTERN, WORKFLOW_STATUSES
+from .._receipt import HEX64_PATTERN, TIMESTAMP_PATTERN, UUID_PATTERN, WORKFLOW_STATUSES, is_hex64, is_uuid
+from .._timefmt import is_step_time_form
 from ..errors import LogMalformed
 from ._note import check_length, decode_text
 
@@ -71,9 +72,6 @@ OPENED = "opened"
 CLOSED = "closed"
 #: Longest entry bytes read (ours are under 500 bytes).
 MAX_LOG_ENTRY_BYTES = 4096
-_UUID = re.compile(UUID_PATTERN)
-_HEX64 = re.compile(HEX64_PATTERN)
-_TIME = re.compile(TIMESTAMP_PATTERN)
 _NO_SIGNER = "none"
 _UUID_CHARS = 36
 #: ``b"<workflow_id>/<receipt_id>"``'s length.
@@ -133,9 +131,9 @@ class LogEntry:
     def _check(self) -> None:
         if self.kind not in (OPENED, CLOSED):
             raise LogMalformed(f"log entry kind: got {self.kind!r}, want {OPENED!r} or {CLOSED!r}")
-        _want(_UUID, self.workflow_id, "workflow_id", "a lowercase UUID")
-        _want(_UUID, self.receipt_id, "receipt_id", "a lowercase UUID")
-        _want(_TIME, self.started_at, "started_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
+        _want(is_uuid, self.workflow_id, "workflow_id", "a lowercase UUID")
+        _want(is_uuid, self.receipt_id, "receipt_id", "a lowercase UUID")
+        _want(is_step_time_form, self.started_at, "started_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
         extra = (self.status, self.merkle_root, self.chain_head, self.signer, self.ended_at)
         if self.kind == OPENED:
             if any(v is not None for v in extra):
@@ -144,19 +142,19 @@ class LogEntry:
         if self.status not in WORKFLOW_STATUSES:
             want = ", ".join(WORKFLOW_STATUSES)
             raise LogMalformed(f"log entry status: got {_short(self.status)}, want one of {want}")
-        _want(_HEX64, self.merkle_root, "merkle_root", "64 lowercase hex digits")
-        _want(_HEX64, self.chain_head, "chain_head", "64 lowercase hex digits")
+        _want(is_hex64, self.merkle_root, "merkle_root", "64 lowercase hex digits")
+        _want(is_hex64, self.chain_head, "chain_head", "64 lowercase hex digits")
         if self.signer is not None:
-            _want(_HEX64, self.signer, "signer", "a 64-hex key id")
-        _want(_TIME, self.ended_at, "ended_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
+            _want(is_hex64, self.signer, "signer", "a 64-hex key id")
+        _want(is_step_time_form, self.ended_at, "ended_at", "YYYY-MM-DDTHH:MM:SS.ffffffZ")
 
 
 def _short(value: Any) -> str:
     return repr(value)[:80]
 
 
-def _want(pattern: re.Pattern[str], value: Any, what: str, want: str) -> None:
-    if not isinstance(value, str) or not pattern.fullmatch(value):
+def _want(form: Callable[[Any], bool], value: Any, what: str, want: str) -> None:
+    if not form(value):
         raise LogMalformed(f"log entry {what}: got {_short(value)}, want {want}")
 
 

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from aer1._canonical import exact_bytes
+from aer1._content_hash import content_hash
 from aer1.errors import VerificationError
 
 Outcome = Literal["approved", "denied", "pending"]
@@ -48,7 +48,7 @@ def arguments_digest(arguments: Mapping[str, Any]) -> str:
     or an unsafe number, a non-JSON type) raises ``CanonicalizationError`` rather than
     sharing another value's digest.
     """
-    return hashlib.sha256(exact_bytes(dict(arguments))).hexdigest()
+    return content_hash(dict(arguments))
 
 
 def new_approval_id() -> str:

@@ -17,10 +17,11 @@ import aer1.groupchat._code
 import aer1.groupchat._sandbox
 
 PACKAGE = Path(aer1.groupchat.__file__).parent
-# What the manager may use of the receipt core: the collector, canonical JSON, the error kinds,
-# and the step vocabulary (spec/steps.md) its steps are written in.
+# What the manager may use of the receipt core: the collector, canonical JSON and its content hash,
+# the error kinds and the step vocabulary (spec/steps.md) its steps are written in.
 CORE_USED = {"aer1": {"Collector", "CollectorClosedError", "_steps_vocab"},
-             "aer1._canonical": {"exact_bytes", "normalize", "restore"},
+             "aer1._canonical": {"normalize", "restore"},
+             "aer1._content_hash": {"content_hash"},
              "aer1.errors": {"Aer1Error", "MalformedInputError", "UsageError", "VerificationError"},
              "aer1._steps_vocab": {"UnfitArguments", "exact_json"}}
 # Names shared with AutoGen for the same kind of thing, kept on purpose: the chat, its
