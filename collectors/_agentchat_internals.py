@@ -74,21 +74,22 @@ CHECKED_VERSIONS = ("0.7.5",)
 
 # agents: identity (config digest), hooks (code executor, approval function)
 _IDENTITY = "identity (config digest): "
+_FLAG = _IDENTITY + "a behaviour flag"
 WORKBENCH = Private("AssistantAgent", "_workbench", _IDENTITY + "the tools behind its workbenches")
 AGENT_TOOLS = Private("AssistantAgent", "_tools", _IDENTITY + "its tool schemas, when no workbench lists them")
 SYSTEM_MESSAGES = Private("AssistantAgent", "_system_messages", _IDENTITY + "the system message")
 MODEL_CLIENT = Private("AssistantAgent", "_model_client", _IDENTITY + "the model; a reply's provider and model",
                        also=("CodeExecutorAgent", "SocietyOfMindAgent"))
 HANDOFFS = Private("AssistantAgent", "_handoffs", _IDENTITY + "handoff schemas; the targets of handoff calls")
-REFLECT_ON_TOOL_USE = Private("AssistantAgent", "_reflect_on_tool_use", _IDENTITY + "a behaviour flag")
-MAX_TOOL_ITERATIONS = Private("AssistantAgent", "_max_tool_iterations", _IDENTITY + "a behaviour flag")
-TOOL_CALL_SUMMARY_FORMAT = Private("AssistantAgent", "_tool_call_summary_format", _IDENTITY + "a behaviour flag")
-MODEL_CLIENT_STREAM = Private("AssistantAgent", "_model_client_stream", _IDENTITY + "a behaviour flag")
+REFLECT_ON_TOOL_USE = Private("AssistantAgent", "_reflect_on_tool_use", _FLAG)
+MAX_TOOL_ITERATIONS = Private("AssistantAgent", "_max_tool_iterations", _FLAG)
+TOOL_CALL_SUMMARY_FORMAT = Private("AssistantAgent", "_tool_call_summary_format", _FLAG)
+MODEL_CLIENT_STREAM = Private("AssistantAgent", "_model_client_stream", _FLAG)
 CODE_EXECUTOR = Private("CodeExecutorAgent", "_code_executor", "code_execution steps: the executor is hooked")
 APPROVAL_FUNC = Private("CodeExecutorAgent", "_approval_func", "approval steps: the approval function is hooked")
-SUPPORTED_LANGUAGES = Private("CodeExecutorAgent", "_supported_languages", _IDENTITY + "a behaviour flag")
-SOURCES = Private("CodeExecutorAgent", "_sources", _IDENTITY + "a behaviour flag")
-MAX_RETRIES_ON_ERROR = Private("CodeExecutorAgent", "_max_retries_on_error", _IDENTITY + "a behaviour flag")
+SUPPORTED_LANGUAGES = Private("CodeExecutorAgent", "_supported_languages", _FLAG)
+SOURCES = Private("CodeExecutorAgent", "_sources", _FLAG)
+MAX_RETRIES_ON_ERROR = Private("CodeExecutorAgent", "_max_retries_on_error", _FLAG)
 # model clients: the model name (never the configuration: it may hold keys)
 CREATE_ARGS = Private("BaseOpenAIChatCompletionClient", "_create_args", _IDENTITY + "the model name")
 RAW_CONFIG = Private("BaseOpenAIChatCompletionClient", "_raw_config", _IDENTITY + "the model name")
@@ -96,29 +97,29 @@ RAW_CONFIG = Private("BaseOpenAIChatCompletionClient", "_raw_config", _IDENTITY 
 WORKBENCH_TOOLS = Private("StaticWorkbench", "_tools", "the tools behind a static workbench")
 TOOL_OVERRIDES = Private("StaticWorkbench", "_tool_overrides", "the names a static workbench gives its tools")
 # teams: reaching the group chat manager
+_REACH = "reaching the group chat manager: "
+_TEAM_CONFIG = "a team's configuration (config_change steps between runs)"
 PARTICIPANTS = Private("BaseGroupChat", "_participants", "a team's wrapped participants and nested teams")
-RUNTIME = Private("BaseGroupChat", "_runtime", "reaching the group chat manager: the team's runtime")
-MANAGER_TOPIC_TYPE = Private("BaseGroupChat", "_group_chat_manager_topic_type",
-                             "reaching the group chat manager: its agent type")
-TEAM_ID = Private("BaseGroupChat", "_team_id", "the team's actor; reaching the group chat manager: its key")
-INITIALIZED = Private("BaseGroupChat", "_initialized", "reaching the group chat manager: made yet?")
-INIT = Private("BaseGroupChat", "_init", "reaching the group chat manager: making it")
-MAX_TURNS = Private("BaseGroupChat", "_max_turns", "a team's configuration (config_change steps between runs)")
-TERMINATION_CONDITION = Private("BaseGroupChat", "_termination_condition",
-                                "a team's configuration (config_change steps between runs)")
+RUNTIME = Private("BaseGroupChat", "_runtime", _REACH + "the team's runtime")
+MANAGER_TOPIC_TYPE = Private("BaseGroupChat", "_group_chat_manager_topic_type", _REACH + "its agent type")
+TEAM_ID = Private("BaseGroupChat", "_team_id", "the team's actor; " + _REACH + "its key")
+INITIALIZED = Private("BaseGroupChat", "_initialized", _REACH + "made yet?")
+INIT = Private("BaseGroupChat", "_init", _REACH + "making it")
+MAX_TURNS = Private("BaseGroupChat", "_max_turns", _TEAM_CONFIG)
+TERMINATION_CONDITION = Private("BaseGroupChat", "_termination_condition", _TEAM_CONFIG)
 # managers: who was selected and why
+_ANSWER_VALID = "whether the model's answer was valid"
 MANAGER_NAME = Private("BaseGroupChatManager", "_name", "the chat messages a manager writes itself")
 PARTICIPANT_TOPICS = Private("BaseGroupChatManager", "_participant_name_to_topic_type",
                              "the speaker a request to speak goes to")
 NEXT_SPEAKER_INDEX = Private("RoundRobinGroupChatManager", "_next_speaker_index", "a round robin's position")
 CURRENT_SPEAKER = Private("SwarmGroupChatManager", "_current_speaker", "a swarm's current speaker")
 PREVIOUS_SPEAKER = Private("SelectorGroupChatManager", "_previous_speaker", "a selection's previous speaker")
-ALLOW_REPEATED_SPEAKER = Private("SelectorGroupChatManager", "_allow_repeated_speaker",
-                                 "whether the model's answer was valid")
+ALLOW_REPEATED_SPEAKER = Private("SelectorGroupChatManager", "_allow_repeated_speaker", _ANSWER_VALID)
 SELECTOR_FUNC = Private("SelectorGroupChatManager", "_selector_func", "a selection made by the selector function")
 CANDIDATE_FUNC = Private("SelectorGroupChatManager", "_candidate_func", "the candidates a function allowed")
-MENTIONED_AGENTS = Private("SelectorGroupChatManager", "_mentioned_agents", "whether the model's answer was valid")
-PARTICIPANT_NAMES = Private("SelectorGroupChatManager", "_participant_names", "whether the model's answer was valid")
+MENTIONED_AGENTS = Private("SelectorGroupChatManager", "_mentioned_agents", _ANSWER_VALID)
+PARTICIPANT_NAMES = Private("SelectorGroupChatManager", "_participant_names", _ANSWER_VALID)
 MANAGER_MODEL_CLIENT = Private("SelectorGroupChatManager", "_model_client", "the selector model's replies",
                                also=("MagenticOneOrchestrator",))
 READY = Private("GraphFlowManager", "_ready", "a graph's ready speakers")

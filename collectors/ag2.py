@@ -68,21 +68,7 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 from aer1._canonical import CanonicalizationError
 from aer1.errors import ToolCallRefused
-from aer1.groupchat._approval import (
-    APPROVED,
-    DENIED,
-    PENDING,
-    PENDING_PREFIX,
-    ApprovalDecision,
-    ApprovalPort,
-    ApprovalToken,
-    TokenAuthority,
-    TokenRefused,
-    arguments_digest,
-)
-from aer1.groupchat._approval import (
-    ToolApprovalRequest as PortRequest,
-)
+from aer1.groupchat import _approval as approvals
 from aer1.groupchat._tools import APPROVAL_DENIED, ARGS_INVALID, arguments_edited, error_content
 
 from . import _ag2_steps as steps
@@ -234,10 +220,10 @@ class _CallSlot:
 _CALL: contextvars.ContextVar[tuple[Collector, str, str, _CallSlot] | None] = contextvars.ContextVar(
     "aer1_ag2_call", default=None)
 #: The approval token the running call holds (set by the gate while the tool runs).
-_TOKEN: contextvars.ContextVar[ApprovalToken | None] = contextvars.ContextVar("aer1_ag2_token", default=None)
+_TOKEN: contextvars.ContextVar[approvals.ApprovalToken | None] = contextvars.ContextVar("aer1_ag2_token", default=None)
 
 
-def current_approval() -> ApprovalToken | None:
+def current_approval() -> approvals.ApprovalToken | None:
     """The approval token of the tool call running now (spent by the gate on exactly this call), or None."""
     return _TOKEN.get()
 
@@ -432,13 +418,13 @@ class ApprovalGate:
     deep-copies tools with their middleware), so its tokens survive registration.
     """
 
-    def __init__(self, collector: AER1AG2Collector, port: ApprovalPort) -> None:
-        if not isinstance(port, ApprovalPort):
+    def __init__(self, collector: AER1AG2Collector, port: approvals.ApprovalPort) -> None:
+        if not isinstance(port, approvals.ApprovalPort):
             raise TypeError(f"port must be an ApprovalPort (request() and name), got {type(port).__name__}")
         self.collector = collector
         self.port = port
         self._lock = threading.Lock()
-        self._authorities: dict[str, TokenAuthority] = {}
+        self._authorities: dict[str, approvals.TokenAuthority] = {}
 
     def __copy__(self) -> ApprovalGate:
         return self
@@ -449,12 +435,12 @@ class ApprovalGate:
     def describe(self) -> MiddlewareDescription:
         return MiddlewareDescription(kind="AER1ApprovalGate", config={"port": str(self.port.name)})
 
-    def authority(self, run_id: str) -> TokenAuthority:
+    def authority(self, run_id: str) -> approvals.TokenAuthority:
         """The token authority of one run (made on first use; the oldest past MAX_GATED_RUNS is dropped)."""
         with self._lock:
             found = self._authorities.get(run_id)
             if found is None:
-                found = self._authorities[run_id] = TokenAuthority(run_id)
+                found = self._authorities[run_id] = approvals.TokenAuthority(run_id)
                 while len(self._authorities) > MAX_GATED_RUNS:
                     del self._authorities[next(iter(self._authorities))]
             return found
@@ -468,54 +454,55 @@ class ApprovalGate:
             arguments = event.serialized_arguments
             if not isinstance(arguments, dict):
                 raise ValueError(f"got {type(arguments).__name__}, want a JSON object")
-            digest = arguments_digest(arguments)
+            digest = approvals.arguments_digest(arguments)
         except (ValueError, TypeError, CanonicalizationError) as e:
             return _refusal(event, ARGS_INVALID, f"arguments are not an exact JSON object: {e}")
         if not is_tool_itself(call_next):  # fail closed: what a later middleware passes on is not seen
-            return self._decided(event, context, run_id, arguments, digest, slot, DENIED, NOT_INNERMOST,
+            return self._decided(event, context, run_id, arguments, digest, slot, approvals.DENIED, NOT_INNERMOST,
                                  edited=False)
         authority = self.authority(run_id)
         if not authority.first_gate(call_id):
-            return self._decided(event, context, run_id, arguments, digest, slot, DENIED,
+            return self._decided(event, context, run_id, arguments, digest, slot, approvals.DENIED,
                                  "call id was already gated in this run (replayed call)", edited=False)
-        request = PortRequest(run_id, call_id, tool, copy.deepcopy(arguments))
+        request = approvals.ToolApprovalRequest(run_id, call_id, tool, copy.deepcopy(arguments))
         started = time.time()
         c = self.collector
         agent, nested_in = (outer[1], outer[3].nested_in) if outer is not None else (None, None)
         key = object()  # finalize() while the port decides: the approval is recorded as cut off
-        c.open_action(key, lambda: c._gate_decided(request, arguments, digest, self.port.name, PENDING, None,
+        c.open_action(key, lambda: c._gate_decided(request, arguments, digest, self.port.name, approvals.PENDING, None,
                                                    False, started, agent=agent, nested_in=nested_in, cut_off=True))
         failure: BaseException | None = None
         try:
             decision = await self.port.request(request)
-            if not isinstance(decision, ApprovalDecision):
+            if not isinstance(decision, approvals.ApprovalDecision):
                 raise TypeError(f"returned {decision!r}, not an ApprovalDecision")
         except Exception as e:  # a failing port denies (fail closed)
             failure = e
-            decision = ApprovalDecision.deny(f"approval port {self.port.name!r} failed: {type(e).__name__}: {e}")
+            decision = approvals.ApprovalDecision.deny(
+                f"approval port {self.port.name!r} failed: {type(e).__name__}: {e}")
         except BaseException as e:  # cut off (a cancellation): the question stays unanswered
             if c.close_action(key):
-                c._gate_decided(request, arguments, digest, self.port.name, PENDING, None, False, started,
+                c._gate_decided(request, arguments, digest, self.port.name, approvals.PENDING, None, False, started,
                                 agent=agent, nested_in=nested_in, failure=e, cut_off=True)
             raise
         outcome, reason = decision.outcome, decision.reason
         edited = arguments_edited(request, decision, digest)
-        if edited and outcome == APPROVED:
-            outcome, reason = DENIED, "the approval edited the arguments; edits are not applied"
+        if edited and outcome == approvals.APPROVED:
+            outcome, reason = approvals.DENIED, "the approval edited the arguments; edits are not applied"
         if c.close_action(key):
             c._gate_decided(request, arguments, digest, self.port.name, outcome, reason, edited, started,
                             agent=agent, nested_in=nested_in, failure=failure)
-        if outcome != APPROVED:
+        if outcome != approvals.APPROVED:
             if slot is not None:
                 slot.refused = outcome
-            if outcome == PENDING:
-                return ToolResultEvent.from_call(event, result=f"{PENDING_PREFIX}{request.approval_id}")
+            if outcome == approvals.PENDING:
+                return ToolResultEvent.from_call(event, result=f"{approvals.PENDING_PREFIX}{request.approval_id}")
             return _refusal(event, APPROVAL_DENIED, f"approval denied: {reason}" if reason else "approval denied")
         token = authority.issue(call_id, tool, arguments)
         ran = copy.deepcopy(arguments)  # the tool gets its own copy: the digest is of exactly these
         try:
             authority.redeem(token, call_id=call_id, tool=tool, arguments=ran)
-        except TokenRefused as e:  # cannot happen for a token issued just now; fail closed if it does
+        except approvals.TokenRefused as e:  # cannot happen for a token issued just now; fail closed if it does
             return _refusal(event, APPROVAL_DENIED, f"approval token refused: {e}")
         call = event.handled_by(event.source) if getattr(event, "source", None) else copy.copy(event)
         call.serialized_arguments = ran
@@ -531,7 +518,7 @@ class ApprovalGate:
 
     def _decided(self, event: Any, context: Any, run_id: str, arguments: Any, digest: str, slot: _CallSlot | None,
                  outcome: str, reason: str, *, edited: bool) -> Any:
-        request = PortRequest(run_id, str(event.id), str(event.name), copy.deepcopy(arguments))
+        request = approvals.ToolApprovalRequest(run_id, str(event.id), str(event.name), copy.deepcopy(arguments))
         now = time.time()
         outer = _CALL.get()
         self.collector._gate_decided(request, arguments, digest, self.port.name, outcome, reason, edited, now,
@@ -624,7 +611,7 @@ class AER1AG2Collector(Collector):
             self._observed.add(agent.name)
         return agent
 
-    def approval_gate(self, port: ApprovalPort) -> ApprovalGate:
+    def approval_gate(self, port: approvals.ApprovalPort) -> ApprovalGate:
         """Tool middleware asking ``port`` before each call: ``tool(f, middleware=[..., gate])`` (last = innermost)."""
         return ApprovalGate(self, port)
 
@@ -788,9 +775,9 @@ class AER1AG2Collector(Collector):
         except Exception as e:
             count_failure(self, f"agent {agent!r} human input", e)
 
-    def _gate_decided(self, request: PortRequest, arguments: Any, digest: str, port: str, outcome: str,
-                      reason: str | None, edited: bool, started: float, *, agent: str | None, nested_in: str | None,
-                      failure: BaseException | None = None, cut_off: bool = False) -> None:
+    def _gate_decided(self, request: approvals.ToolApprovalRequest, arguments: Any, digest: str, port: str,
+                      outcome: str, reason: str | None, edited: bool, started: float, *, agent: str | None,
+                      nested_in: str | None, failure: BaseException | None = None, cut_off: bool = False) -> None:
         """A decision of an approval gate (status ``error`` when its port failed; ``cancelled`` when cut off)."""
         try:
             if cut_off and failure is None:

@@ -116,6 +116,13 @@ def _ended(started_at: float) -> float:
     return max(time.time(), started_at)
 
 
+def _record_until_now(collector: Collector, kind: str, content: dict[str, Any], agent: str, status: str,
+                      started_at: float) -> None:
+    """One step of ``kind`` (labelled with its kind) by ``agent``, from ``started_at`` until now."""
+    collector.safe_record(kind, content, agent=agent, kind=kind, status=status, started_at=started_at,
+                          ended_at=_ended(started_at))
+
+
 def _type_name(value: Any) -> str:
     t = type(value)
     return f"{t.__module__}.{t.__qualname__}"
@@ -609,15 +616,7 @@ class _ObservedCodeExecutor(DelegatingExecutor):
         return result
 
     def _record(self, content: dict[str, Any], started_at: float, status: str) -> None:
-        self._aer1_collector.safe_record(
-            "code_execution",
-            content,
-            agent=self._aer1_agent,
-            kind="code_execution",
-            status=status,
-            started_at=started_at,
-            ended_at=_ended(started_at),
-        )
+        _record_until_now(self._aer1_collector, "code_execution", content, self._aer1_agent, status, started_at)
 
 def observe_code_executor(executor: CodeExecutor, collector: Collector, *, agent: str) -> CodeExecutor:
     """Wrap ``executor`` so each ``execute_code_blocks`` records a ``code_execution`` step.
@@ -655,15 +654,7 @@ def _record_approval(
                 "code": getattr(request, "code", None),
                 "context_messages": len(context) if isinstance(context, Sequence) else None})
     status = "ok" if exc is None else failure_status(exc)
-    collector.safe_record(
-        "approval",
-        content,
-        agent=agent,
-        kind="approval",
-        status=status,
-        started_at=started_at,
-        ended_at=_ended(started_at),
-    )
+    _record_until_now(collector, "approval", content, agent, status, started_at)
 
 
 @overload
