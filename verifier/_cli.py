@@ -12,28 +12,25 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .._limits import MAX_FILES, MAX_INPUT_BYTES
+from .._limits import MAX_INPUT_BYTES
 from .._signing import KeyFileError, key_id, load_public_key
-from .._storage import is_url
-from ..errors import Aer1Error, StorageError
+from ..errors import Aer1Error
 from ._archive import SCHEMA, report_doc
 from ._auditor import add_auditor_options, auditor_run, check_summary_file
+from ._inputs import STDIN, expand_paths, is_folder
 from ._output import CliError, OneLineParser, dump_json, exit_now, one_line, run_cli
 from ._report import NOT_CHECKED, Report
 from ._storage_cli import add_storage_argument, use_storage_options
 from ._time_cli import add_time_arguments
 from ._trust import Trust
 
-__all__ = ["console", "expand_paths", "main", "refuse_unless_regular", "trust_from_options", "trusted_ids"]
+__all__ = ["console", "main", "refuse_unless_regular", "trust_from_options", "trusted_ids"]
 
 _PROG = "aer1-verify"
 _KEY_SUFFIXES = (".pub", ".pem")
-_PROOF_SUFFIX = ".proof.json"
-_STDIN = "-"
-_RECEIPT_SUFFIX = ".json"
 _STDIN_CHUNK = 4 * 1024 * 1024
 
 
@@ -109,104 +106,6 @@ def trusted_ids(args: argparse.Namespace) -> set[str] | None:
         except KeyFileError as e:
             raise CliError(f"key file {src}: {e}") from e
     return ids
-
-
-def _walk(folder: str, on_error: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk`` top-down with sorted folders, without recursion: a folder nested thousands deep
-    is walked (os.walk recursed once per level and ran out of stack). Symlinked folders are
-    listed among the folders but not entered."""
-    stack = [folder]
-    while stack:
-        root = stack.pop()
-        try:
-            with os.scandir(root) as it:
-                entries = list(it)
-        except OSError as e:
-            on_error(e)
-            continue
-        dirs: list[str] = []
-        files: list[str] = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            (dirs if is_dir else files).append(entry.name)
-        dirs.sort()
-        yield root, dirs, files
-        stack.extend(os.path.join(root, d) for d in reversed(dirs) if not os.path.islink(os.path.join(root, d)))
-
-
-def _scan(folder: str) -> list[tuple[str, str | None]]:
-    """(path, None) for each *.json under ``folder``, (path, why) for what cannot be verified.
-
-    Nothing is skipped silently: an unreadable subfolder, a symlinked folder (not followed,
-    so no loop and no escape from the folder) and a *.json that is not a regular file each
-    come back with the reason it could not be verified.
-    """
-    out: list[tuple[str, str | None]] = []
-
-    def walk_error(e: OSError) -> None:
-        out.append((e.filename or folder, f"folder unreadable: {e.strerror or e}"))
-
-    for root, dirs, files in _walk(folder, walk_error):
-        for d in dirs:
-            if os.path.islink(os.path.join(root, d)):
-                out.append((os.path.join(root, d), "a symlinked folder: not followed"))
-        for name in sorted(files):
-            if not name.endswith(_RECEIPT_SUFFIX):
-                continue
-            path = os.path.join(root, name)
-            try:
-                mode = os.stat(path).st_mode
-            except OSError as e:
-                out.append((path, f"cannot read: {e.strerror or e}"))
-                continue
-            out.append((path, None if stat.S_ISREG(mode) else "not a regular file"))
-        if len(out) > MAX_FILES:
-            raise CliError(f"{folder}: more than {MAX_FILES} files to verify")
-    return out
-
-
-def _find_urls(prefix: str) -> list[str]:
-    """Every ``*.json`` object under the storage prefix ``prefix``, sorted (spec/storage.md)."""
-    from .._storage import find
-
-    try:
-        found = find(prefix, lambda name: name.endswith(_RECEIPT_SUFFIX), MAX_FILES)
-    except StorageError as e:
-        raise CliError(str(e)) from e
-    if not found:
-        raise CliError(f"{prefix}: no *.json objects under this prefix")
-    return found
-
-
-def is_folder(path: str) -> bool:
-    """True when ``path`` names many receipts: a local folder, or a storage prefix (no ``.json`` name)."""
-    return (is_url(path) and not path.endswith(_RECEIPT_SUFFIX)) or os.path.isdir(path)
-
-
-def expand_paths(paths: Sequence[str]) -> list[tuple[str, bool, str | None]]:
-    """(path, is_proof, why it cannot be verified or None) for each file to verify."""
-    out: list[tuple[str, bool, str | None]] = []
-    for path in paths:
-        if is_url(path) and not path.endswith(_RECEIPT_SUFFIX):  # a prefix in storage: its *.json objects
-            found_urls = _find_urls(path)
-            out.extend((f, f.endswith(_PROOF_SUFFIX), None) for f in found_urls)
-        elif os.path.isdir(path):
-            found = _scan(path)
-            if not found:
-                raise CliError(f"{path}: no *.json files in this directory")
-            out.extend((f, f.endswith(_PROOF_SUFFIX), why) for f, why in found)
-        elif path == _STDIN:
-            if out or len(paths) > 1:
-                raise CliError("- (standard input) goes alone")
-            out.append((path, False, None))
-        else:
-            out.append((path, path.endswith(_PROOF_SUFFIX), None))
-        if len(out) > MAX_FILES:
-            raise CliError(f"more than {MAX_FILES} files to verify")
-    return out
 
 
 def _hex_arg(name: str, value: str | None) -> str | None:
@@ -312,11 +211,11 @@ def _run(argv: Sequence[str] | None) -> int:
         return _run_bundle(args, trust)
     files = expand_paths(args.paths)
     _refuse_for_proofs(args, files)
-    if files[0][0] == _STDIN and (args.junit or args.attest):
+    if files[0][0] == STDIN and (args.junit or args.attest):
         raise CliError("--junit and --attest name the files verified: not with - (standard input)")
-    if files[0][0] == _STDIN and args.dask is not None:
+    if files[0][0] == STDIN and args.dask is not None:
         raise CliError("--dask verifies many receipts: not - (standard input)")
-    if files[0][0] != _STDIN:
+    if files[0][0] != STDIN:
         return auditor_run(args, files, trust, single=len(files) == 1 and not is_folder(args.paths[0]))
     reports = [_verify_stdin(args, trust)]  # standard input goes alone
     code = max(r.exit_code for r in reports)
@@ -350,7 +249,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _run_bundle(args: argparse.Namespace, trust: Trust) -> int:
     """``--bundle DIR``: the tree of linked receipts in one folder, one verdict."""
-    if len(args.paths) != 1 or args.paths[0] == _STDIN:
+    if len(args.paths) != 1 or args.paths[0] == STDIN:
         raise CliError("--bundle goes with exactly one folder")
     refused = (("--evidence", args.evidence), ("--proof", args.proof),
                ("--policy", args.policy), ("--require", args.require), ("--tsa-roots", args.tsa_roots),

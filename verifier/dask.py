@@ -34,7 +34,7 @@ def verify_archive(client: Any, *paths: str | os.PathLike[str], trusted_key_ids:
     Raises :class:`aer1.errors.UsageError` for a path that cannot be listed.
     """
     from .._storage import use_options
-    from ._cli import expand_paths
+    from ._inputs import expand_paths
 
     if storage_options is not None:
         use_options(storage_options)

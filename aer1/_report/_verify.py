@@ -10,8 +10,8 @@ import argparse
 import dataclasses
 import os
 
-from ..verifier._cli import expand_paths as expand_cli_paths
 from ..verifier._cli import refuse_unless_regular, trust_from_options
+from ..verifier._inputs import expand_paths as expand_cli_paths
 from ..verifier._output import CliError
 from ..verifier._run_file import ArchiveOptions, Outcome, verify_file
 from ..verifier._time_cli import add_time_arguments
