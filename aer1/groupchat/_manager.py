@@ -30,12 +30,11 @@ log = logging.getLogger("aer1")
 
 #: The agent name the manager records its own steps under; no participant may take it.
 MANAGER = "manager"
+#: Why a run stopped (the termination step's ``reason``); a human's exit is ``StopChat``'s reason.
 STOP_TERMINATION_MSG = "is_termination_msg"
 STOP_MAX_ROUND = "max_round"
-STOP_HUMAN_EXIT = "human_exit"
 STOP_ERROR = "error"
 STOP_CANCELLED = "cancelled"
-STOP_REASONS = (STOP_TERMINATION_MSG, STOP_MAX_ROUND, STOP_HUMAN_EXIT, STOP_ERROR, STOP_CANCELLED)
 DEFAULT_MAX_ROUND = 10
 PHASE_SELECTION = "speaker_selection"
 PHASE_REPLY = "reply"

@@ -18,6 +18,7 @@ One module per job: ``limits`` (the limits), ``api`` (protocol, result, errors),
 
 from __future__ import annotations
 
+from . import limits
 from .api import Sandbox, SandboxError, SandboxResult, SandboxUnavailableError
 from .bubblewrap import (
     BWRAP_PATH,
@@ -30,56 +31,13 @@ from .bubblewrap import (
 )
 from .choice import default_sandbox, probe_bubblewrap
 from .launcher import SANDBOX_LANG, SYSTEM_PATH
-from .limits import (
-    COMMAND_NOT_FOUND_EXIT_CODE,
-    CPU_GRACE_S,
-    DEFAULT_LIMITS,
-    DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    DEFAULT_MAX_PROCESSES,
-    DEFAULT_MEMORY_BYTES,
-    DEFAULT_TIMEOUT_S,
-    DEFAULT_TMPFS_BYTES,
-    DEFAULT_WORK_DIR_BYTES,
-    DEFAULT_WORK_DIR_ENTRIES,
-    DISK_LIMIT_EXIT_CODE,
-    LIMIT_CPU,
-    LIMIT_DISK,
-    LIMIT_FILE_SIZE,
-    LIMIT_MEMORY,
-    LIMIT_OUTPUT,
-    LIMIT_PROCESSES,
-    LIMIT_TIME,
-    OPEN_FILES_LIMIT,
-    TIMEOUT_EXIT_CODE,
-    SandboxLimits,
-)
+from .limits import *  # noqa: F403
 from .seccomp import seccomp_filter
 from .unsandboxed import UnsandboxedExecutor
 from .workdir import WorkDirError, interpreter_dirs
 
 __all__ = [
     "BWRAP_PATH",
-    "COMMAND_NOT_FOUND_EXIT_CODE",
-    "CPU_GRACE_S",
-    "DEFAULT_LIMITS",
-    "DEFAULT_MAX_FILE_BYTES",
-    "DEFAULT_MAX_OUTPUT_BYTES",
-    "DEFAULT_MAX_PROCESSES",
-    "DEFAULT_MEMORY_BYTES",
-    "DEFAULT_TIMEOUT_S",
-    "DEFAULT_TMPFS_BYTES",
-    "DEFAULT_WORK_DIR_BYTES",
-    "DEFAULT_WORK_DIR_ENTRIES",
-    "DISK_LIMIT_EXIT_CODE",
-    "LIMIT_CPU",
-    "LIMIT_DISK",
-    "LIMIT_FILE_SIZE",
-    "LIMIT_MEMORY",
-    "LIMIT_OUTPUT",
-    "LIMIT_PROCESSES",
-    "LIMIT_TIME",
-    "OPEN_FILES_LIMIT",
     "SANDBOX_GID",
     "SANDBOX_HOME",
     "SANDBOX_HOSTNAME",
@@ -87,11 +45,9 @@ __all__ = [
     "SANDBOX_UID",
     "SANDBOX_WORK_DIR",
     "SYSTEM_PATH",
-    "TIMEOUT_EXIT_CODE",
     "BubblewrapSandbox",
     "Sandbox",
     "SandboxError",
-    "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailableError",
     "UnsandboxedExecutor",
@@ -101,3 +57,4 @@ __all__ = [
     "probe_bubblewrap",
     "seccomp_filter",
 ]
+__all__ += limits.__all__

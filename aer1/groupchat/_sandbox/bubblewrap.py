@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from .api import SandboxResult, SandboxUnavailableError
+from .api import SandboxUnavailableError
 from .budget import run_budget
 from .launcher import SANDBOX_LANG, SYSTEM_PATH, host_preparation_argv, launcher_argv, sandbox_path
 from .limits import SandboxLimits
-from .runner import Pipes, WorkDirSandbox, execute
+from .runner import Launch, RunSetup, WorkDirSandbox
 from .seccomp import keyctl_syscall, seccomp_filter
 from .workdir import WorkDir, hand_over, interpreter_dirs
 
@@ -137,61 +139,47 @@ class BubblewrapSandbox(WorkDirSandbox):
             *common, "--cap-drop", "ALL",
         ]  # fmt: skip
 
-    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
-        """Run ``command`` with ``work_dir`` mounted read-write at ``SANDBOX_WORK_DIR``."""
+    @contextlib.contextmanager
+    def _confine(self, work_dir: WorkDir, limits: SandboxLimits) -> Iterator[Path | None]:
+        """Hand ``work_dir`` over to the sandbox user (as root), and give the run a pids cgroup."""
         user = self.work_dir_guard
         if user is not None:
             hand_over(work_dir, *user)
         with run_budget(limits.max_processes) as cgroup_procs:
-            return self._spawn(command, work_dir, stdin, limits, user, cgroup_procs)
+            yield cgroup_procs
 
-    def _spawn(
-        self,
-        command: list[str],
-        work_dir: WorkDir,
-        stdin: bytes | None,
-        limits: SandboxLimits,
-        user: tuple[int, int] | None,
-        cgroup_procs: Path | None,
-    ) -> SandboxResult:
-        with Pipes() as pipes:
-            etc_fds = {dest: pipes.preloaded(content.encode()) for dest, content in _SYNTHETIC_ETC.items()}
-            program = seccomp_filter()
-            seccomp = [] if program is None else ["--seccomp", str(pipes.preloaded(program))]
-            ready_read, ready_write = pipes.channel()
-            status_read, status_write = pipes.channel()
-            env = {"PATH": sandbox_path(), "HOME": SANDBOX_HOME, "LANG": SANDBOX_LANG}
-            options = [
-                *self._namespaces(),
-                "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
-                "--json-status-fd", str(status_write),
-                *seccomp,
-                *self._layout(pipes.lend(work_dir.fd), limits, etc_fds),
-                "--clearenv", *[a for k, v in env.items() for a in ("--setenv", k, v)],
-            ]  # fmt: skip
-            # The options travel through a pipe (--args), so that no host path shows in the
-            # command line of the sandbox's init, which sandboxed code can read.
-            options_fd = pipes.preloaded(b"".join(os.fsencode(option) + b"\0" for option in options))
-            procs = None if cgroup_procs is None else str(cgroup_procs)
-            launcher = launcher_argv(
-                self.python, limits, ready_write, user=user, cwd=SANDBOX_WORK_DIR, own_budget=procs is not None
-            )
-            bwrap_argv = [
-                *host_preparation_argv(self.python, keyctl=keyctl_syscall(), cgroup_procs=procs),
-                self.bwrap, "--args", str(options_fd), "--", *launcher, *command,
-            ]  # fmt: skip
-            return execute(
-                self.name,
-                bwrap_argv,
-                env={"PATH": SYSTEM_PATH, "LANG": SANDBOX_LANG},
-                cwd="/",
-                stdin=stdin,
-                limits=limits,
-                pipes=pipes,
-                ready_fd=ready_read,
-                status_fd=status_read,
-                failure="the bubblewrap sandbox failed to start",
-                work_dir_fd=work_dir.fd,
-                holders=cgroup_procs,
-            )
-
+    def _launch(self, command: list[str], run: RunSetup) -> Launch:
+        """``command`` behind bubblewrap and the launcher, with ``work_dir`` mounted read-write at
+        ``SANDBOX_WORK_DIR``."""
+        pipes, limits, user = run.pipes, run.limits, self.work_dir_guard
+        etc_fds = {dest: pipes.preloaded(content.encode()) for dest, content in _SYNTHETIC_ETC.items()}
+        program = seccomp_filter()
+        seccomp = [] if program is None else ["--seccomp", str(pipes.preloaded(program))]
+        status_read, status_write = pipes.channel()
+        env = {"PATH": sandbox_path(), "HOME": SANDBOX_HOME, "LANG": SANDBOX_LANG}
+        options = [
+            *self._namespaces(),
+            "--die-with-parent", "--new-session", "--hostname", SANDBOX_HOSTNAME,
+            "--json-status-fd", str(status_write),
+            *seccomp,
+            *self._layout(pipes.lend(run.work_dir.fd), limits, etc_fds),
+            "--clearenv", *[a for k, v in env.items() for a in ("--setenv", k, v)],
+        ]  # fmt: skip
+        # The options travel through a pipe (--args), so that no host path shows in the
+        # command line of the sandbox's init, which sandboxed code can read.
+        options_fd = pipes.preloaded(b"".join(os.fsencode(option) + b"\0" for option in options))
+        procs = None if run.holders is None else str(run.holders)
+        launcher = launcher_argv(
+            self.python, limits, run.ready_fd, user=user, cwd=SANDBOX_WORK_DIR, own_budget=procs is not None
+        )
+        bwrap_argv = [
+            *host_preparation_argv(self.python, keyctl=keyctl_syscall(), cgroup_procs=procs),
+            self.bwrap, "--args", str(options_fd), "--", *launcher, *command,
+        ]  # fmt: skip
+        return Launch(
+            argv=bwrap_argv,
+            env={"PATH": SYSTEM_PATH, "LANG": SANDBOX_LANG},
+            cwd="/",
+            failure="the bubblewrap sandbox failed to start",
+            status_fd=status_read,
+        )

@@ -5,6 +5,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+#: Every name here; the package exports them all.
+__all__ = [
+    "COMMAND_NOT_FOUND_EXIT_CODE",
+    "CPU_GRACE_S",
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "DEFAULT_MAX_PROCESSES",
+    "DEFAULT_MEMORY_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_TMPFS_BYTES",
+    "DEFAULT_WORK_DIR_BYTES",
+    "DEFAULT_WORK_DIR_ENTRIES",
+    "DISK_LIMIT_EXIT_CODE",
+    "LIMIT_CPU",
+    "LIMIT_DISK",
+    "LIMIT_FILE_SIZE",
+    "LIMIT_MEMORY",
+    "LIMIT_OUTPUT",
+    "LIMIT_PROCESSES",
+    "LIMIT_TIME",
+    "OPEN_FILES_LIMIT",
+    "TIMEOUT_EXIT_CODE",
+    "WORK_DIR_CHECK_S",
+    "SandboxLimits",
+]
+
 # ---------------------------------------------------------------------------------------------
 
 DEFAULT_TIMEOUT_S = 60.0

@@ -293,44 +293,54 @@ def _stdin_file(stdin: bytes | None) -> Iterator[IO[bytes] | int]:
         yield handle
 
 
+@dataclass(frozen=True)
+class Launch:
+    """What a sandbox starts on the host for one command (see :func:`execute`)."""
+
+    argv: list[str]
+    """The host command line; it ends in the launcher and the command."""
+    env: dict[str, str]
+    cwd: str
+    failure: str
+    """What the error says when the command never started."""
+    status_fd: int | None = None
+    """Bubblewrap's JSON status pipe, if it runs under bubblewrap."""
+
+
 def execute(
     name: str,
-    argv: list[str],
+    launch: Launch,
     *,
-    env: dict[str, str],
-    cwd: str,
     stdin: bytes | None,
     limits: SandboxLimits,
     pipes: Pipes,
     ready_fd: int,
-    status_fd: int | None,
-    failure: str,
     work_dir_fd: int | None = None,
     holders: Path | None = None,
 ) -> SandboxResult:
-    """Spawn ``argv`` in its own session, supervise it (measuring ``work_dir`` when its
+    """Spawn ``launch`` in its own session, supervise it (measuring ``work_dir`` when its
     descriptor is given, with what the processes listed in ``holders`` keep unlinked), and
     turn the outcome into a result."""
     with _stdin_file(stdin) as stdin_source:
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                argv,
+                launch.argv,
                 stdin=stdin_source,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd,
+                env=launch.env,
+                cwd=launch.cwd,
                 start_new_session=True,
                 pass_fds=pipes.child_fds,
             )
         except OSError as e:
-            raise SandboxError(f"{failure}: {e}") from e
+            raise SandboxError(f"{launch.failure}: {e}") from e
         pipes.spawned()
         outcome = _supervise(
             proc,
             ready_fd=ready_fd,
-            status_fd=status_fd,
+            status_fd=launch.status_fd,
             limits=limits,
             start=start,
             work_dir_fd=work_dir_fd,
@@ -338,13 +348,28 @@ def execute(
         )
     if not outcome.started and not outcome.timed_out and outcome.over_quota is None:
         detail = outcome.output.decode("utf-8", errors="replace").strip()
-        raise SandboxError(f"{failure} (exit {outcome.exit_code}): {detail}")
+        raise SandboxError(f"{launch.failure} (exit {outcome.exit_code}): {detail}")
     return _result(name, outcome, limits)
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """One run as a sandbox's ``_launch`` sees it."""
+
+    work_dir: WorkDir
+    """The opened ``work_dir``."""
+    limits: SandboxLimits
+    pipes: Pipes
+    ready_fd: int
+    """The launcher's end of the pipe on which it reports that the command starts."""
+    holders: Path | None
+    """What ``_confine`` yielded: the ``cgroup.procs`` of the run's own cgroup, if any."""
 
 
 class WorkDirSandbox(abc.ABC):
     """What both sandboxes share: check the command, open ``work_dir`` (:mod:`.workdir`) with
-    the sandbox's ``work_dir_guard``, then run the command there (``_run``)."""
+    the sandbox's ``work_dir_guard``, confine the run (``_confine``), then start the launch
+    the sandbox makes of the command (``_launch``) and supervise it (:func:`execute`)."""
 
     name: str
 
@@ -363,16 +388,34 @@ class WorkDirSandbox(abc.ABC):
     ) -> SandboxResult:
         """Run ``argv`` (looked up on the sandbox's PATH) in ``work_dir`` (see ``Sandbox``)."""
         command = check_argv(argv)
-        with open_work_dir(work_dir, guard=self.work_dir_guard) as opened:
-            return self._run(command, opened, stdin, limits)
+        with (
+            open_work_dir(work_dir, guard=self.work_dir_guard) as opened,
+            self._confine(opened, limits) as holders,
+            Pipes() as pipes,
+        ):
+            ready_read, ready_write = pipes.channel()
+            return execute(
+                self.name,
+                self._launch(command, RunSetup(opened, limits, pipes, ready_write, holders)),
+                stdin=stdin,
+                limits=limits,
+                pipes=pipes,
+                ready_fd=ready_read,
+                work_dir_fd=opened.fd,
+                holders=holders,
+            )
+
+    def _confine(self, work_dir: WorkDir, limits: SandboxLimits) -> contextlib.AbstractContextManager[Path | None]:
+        """Set up what holds the run for its length; yields the ``cgroup.procs`` of the
+        run's processes, if they have a cgroup of their own. None by default."""
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
-    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
-        """Run ``command`` in the opened ``work_dir``."""
+    def _launch(self, command: list[str], run: RunSetup) -> Launch:
+        """What to start for ``command`` in ``run``."""
 
 
 def check_argv(argv: Sequence[str]) -> list[str]:
     if isinstance(argv, str) or not argv or not all(isinstance(a, str) for a in argv):
         raise ValueError("argv must be a non-empty sequence of strings")
     return list(argv)
-

@@ -31,48 +31,57 @@ ALLOWED_SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 
 
 @dataclass(frozen=True)
-class _SyscallTable:
+class _Machine:
     audit_arch: int
-    clone: int
-    unshare: int
-    clone3: int
-    socket: int
-    socketpair: int
-    keyrings: tuple[int, ...]
-    """add_key, request_key, keyctl."""
-    io_uring: tuple[int, ...]
-    """io_uring_setup, io_uring_enter, io_uring_register."""
-    tracing: tuple[int, ...]
-    """bpf, perf_event_open, userfaultfd."""
+    """The ``AUDIT_ARCH_*`` value the kernel passes in ``seccomp_data.arch``."""
     has_x32: bool
+    """Whether the x32 ABI shares this architecture's value (its calls set a high bit)."""
 
 
-_SYSCALLS = {
-    "x86_64": _SyscallTable(
-        audit_arch=0xC000003E,
-        clone=56,
-        unshare=272,
-        clone3=435,
-        socket=41,
-        socketpair=53,
-        keyrings=(248, 249, 250),
-        io_uring=(425, 426, 427),
-        tracing=(321, 298, 323),
-        has_x32=True,
-    ),
-    "aarch64": _SyscallTable(
-        audit_arch=0xC00000B7,
-        clone=220,
-        unshare=97,
-        clone3=435,
-        socket=198,
-        socketpair=199,
-        keyrings=(217, 218, 219),
-        io_uring=(425, 426, 427),
-        tracing=(280, 241, 282),
-        has_x32=False,
-    ),
+_MACHINES = {
+    "x86_64": _Machine(audit_arch=0xC000003E, has_x32=True),
+    "aarch64": _Machine(audit_arch=0xC00000B7, has_x32=False),
 }
+"""The machines with a syscall table, in the order of the columns of :data:`_NUMBERS`."""
+
+_NUMBERS = {
+    # name: (x86_64, aarch64), from the kernel's syscall tables
+    "clone": (56, 220),
+    "unshare": (272, 97),
+    "clone3": (435, 435),
+    "socket": (41, 198),
+    "socketpair": (53, 199),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "bpf": (321, 280),
+    "perf_event_open": (298, 241),
+    "userfaultfd": (323, 282),
+}
+"""The number of each system call the filter names, one column per machine of :data:`_MACHINES`."""
+
+_ENOSYS_CALLS = ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register")
+_EPERM_CALLS = ("add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd")
+
+
+@dataclass(frozen=True)
+class _SyscallTable:
+    machine: _Machine
+    numbers: dict[str, int]
+    """Each name of :data:`_NUMBERS` to its number on this machine."""
+
+
+def _table(machine: str | None) -> _SyscallTable | None:
+    """The syscall table of ``machine`` (default: this one), or None on an unknown machine."""
+    name = machine or platform.machine()
+    if name not in _MACHINES:
+        return None
+    column = list(_MACHINES).index(name)
+    return _SyscallTable(_MACHINES[name], {call: numbers[column] for call, numbers in _NUMBERS.items()})
+
 
 # Classic BPF opcodes and seccomp return values (linux/filter.h, linux/seccomp.h).
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -98,14 +107,15 @@ def _program(table: _SyscallTable) -> tuple[list[_Insn], dict[str, int]]:
         at(label)
         code.append((_RET_K, None, None, value))
 
-    code += [(_LD_W_ABS, None, None, _OFFSET_ARCH), (_JEQ_K, None, "enosys", table.audit_arch)]
+    nr = table.numbers
+    code += [(_LD_W_ABS, None, None, _OFFSET_ARCH), (_JEQ_K, None, "enosys", table.machine.audit_arch)]
     code.append((_LD_W_ABS, None, None, _OFFSET_NR))
-    if table.has_x32:
+    if table.machine.has_x32:
         code.append((_JGE_K, "enosys", None, _X32_SYSCALL_BIT))
-    code += [(_JEQ_K, "enosys", None, nr) for nr in (table.clone3, *table.io_uring)]
-    code += [(_JEQ_K, "eperm", None, nr) for nr in (*table.keyrings, *table.tracing)]
-    code += [(_JEQ_K, "flags", None, table.unshare), (_JEQ_K, "flags", None, table.clone)]
-    code += [(_JEQ_K, "family", None, table.socket), (_JEQ_K, "family", "allow", table.socketpair)]
+    code += [(_JEQ_K, "enosys", None, nr[call]) for call in _ENOSYS_CALLS]
+    code += [(_JEQ_K, "eperm", None, nr[call]) for call in _EPERM_CALLS]
+    code += [(_JEQ_K, "flags", None, nr["unshare"]), (_JEQ_K, "flags", None, nr["clone"])]
+    code += [(_JEQ_K, "family", None, nr["socket"]), (_JEQ_K, "family", "allow", nr["socketpair"])]
     at("flags")
     code += [(_LD_W_ABS, None, None, _OFFSET_ARG0), (_JSET_K, "eperm", "allow", _CLONE_NEWUSER)]
     at("family")
@@ -120,14 +130,14 @@ def _program(table: _SyscallTable) -> tuple[list[_Insn], dict[str, int]]:
 
 def keyctl_syscall(machine: str | None = None) -> int | None:
     """The number of the ``keyctl`` system call here, or None on an unknown machine."""
-    table = _SYSCALLS.get(machine or platform.machine())
-    return None if table is None else table.keyrings[2]
+    table = _table(machine)
+    return None if table is None else table.numbers["keyctl"]
 
 
 def seccomp_filter(machine: str | None = None) -> bytes | None:
     """The BPF program for bubblewrap's ``--seccomp`` (rules: the module's docstring), or
     None on a machine without a known syscall table."""
-    table = _SYSCALLS.get(machine or platform.machine())
+    table = _table(machine)
     if table is None:
         return None
     code, labels = _program(table)

@@ -5,11 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .api import SandboxResult
 from .launcher import SANDBOX_LANG, launcher_argv, sandbox_path
-from .limits import SandboxLimits
-from .runner import Pipes, WorkDirSandbox, execute
-from .workdir import WorkDir
+from .runner import Launch, RunSetup, WorkDirSandbox
 
 
 class UnsandboxedExecutor(WorkDirSandbox):
@@ -26,22 +23,12 @@ class UnsandboxedExecutor(WorkDirSandbox):
     def __init__(self) -> None:
         self.python = os.path.abspath(sys.executable)
 
-    def _run(self, command: list[str], work_dir: WorkDir, stdin: bytes | None, limits: SandboxLimits) -> SandboxResult:
-        """Run ``command`` on the host in ``work_dir``; its process group is killed at the end."""
-        with Pipes() as pipes:
-            path = work_dir.path
-            ready_read, ready_write = pipes.channel()
-            return execute(
-                self.name,
-                [*launcher_argv(self.python, limits, ready_write), *command],
-                env={"PATH": sandbox_path(), "HOME": str(path), "LANG": SANDBOX_LANG},
-                cwd=str(path),
-                stdin=stdin,
-                limits=limits,
-                pipes=pipes,
-                ready_fd=ready_read,
-                status_fd=None,
-                failure="the launcher failed",
-                work_dir_fd=work_dir.fd,
-            )
-
+    def _launch(self, command: list[str], run: RunSetup) -> Launch:
+        """``command`` behind the launcher, on the host in ``work_dir``; its process group is killed at the end."""
+        path = run.work_dir.path
+        return Launch(
+            argv=[*launcher_argv(self.python, run.limits, run.ready_fd), *command],
+            env={"PATH": sandbox_path(), "HOME": str(path), "LANG": SANDBOX_LANG},
+            cwd=str(path),
+            failure="the launcher failed",
+        )
