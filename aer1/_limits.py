@@ -138,6 +138,14 @@ BUNDLE_PARALLEL_MIN_BYTES = 8 * _MiB
 QUICK_PARSE_MIN_BYTES = 1 * _MiB
 #: Steps are checked in blocks of ``2**BLOCK_LEVELS``, each a whole Merkle subtree, so blocks' nodes combine.
 BLOCK_LEVELS = 10
+# ------------------------------------------------------------------ transparency logs (spec/log.md, spec/witness.md)
+
+#: How far a trusted witness's cosignature may be dated after this machine's clock, in seconds
+#: (clocks drift; a cosignature dated later than that cannot have been made yet and is refused).
+MAX_COSIGNATURE_AHEAD_SECONDS = 600
+#: Longest receipt a log server takes in one ``POST /add``, in bytes.
+MAX_RECEIPT_POST_BYTES = 16 * _MiB
+
 # ------------------------------------------------------------------ object storage (spec/storage.md)
 
 #: Longest ``--storage-options`` JSON text, in bytes (fsspec keyword arguments: endpoint, profile...).

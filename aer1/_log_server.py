@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ._limits import MAX_RECEIPT_POST_BYTES
 from .errors import LogInvalid, LogMalformed, UsageError
 from .verifier._output import CliError
 
@@ -42,7 +43,6 @@ __all__ = [
     "DEFAULT_BATCH_MAX",
     "DEFAULT_BATCH_WAIT_S",
     "DEFAULT_QUEUE_SIZE",
-    "MAX_RECEIPT_POST_BYTES",
     "PROOF_CONTENT_TYPE",
     "Sequencer",
     "add_serve_arguments",
@@ -60,7 +60,6 @@ DEFAULT_BATCH_WAIT_S = 0.0
 #: Longest a POST waits for its entry to be in a checkpoint (seconds).
 DEFAULT_ANSWER_TIMEOUT_S = 30.0
 #: Largest receipt taken by POST (bytes); a larger one is logged by sending its entry instead.
-MAX_RECEIPT_POST_BYTES = 16 * 1024 * 1024
 #: The content type of the 200 answer to a POST: an offline inclusion proof.
 PROOF_CONTENT_TYPE = "text/plain; charset=utf-8"
 _FULL_CACHE = "public, max-age=31536000, immutable"

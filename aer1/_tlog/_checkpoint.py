@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .._limits import MAX_COSIGNATURE_AHEAD_SECONDS
 from ..errors import LogInvalid, LogMalformed
 from ._note import Note, Signature, Verifier, check_signatures, decode_text, open_note, parse_note
 from ._tree import HASH_SIZE, MAX_TREE_SIZE
@@ -126,4 +128,17 @@ def open_checkpoint(
                          f"{', '.join(sorted({s.name[:80] for _, s in signed}))}, want one named the origin")
     log_ids = {(v.name, v.key_id) for v in logs}
     cosigned = check_signatures(note, [w for w in witnesses if (w.name, w.key_id) not in log_ids])
+    _refuse_future(cosigned)
     return cp, note, named, cosigned
+
+
+def _refuse_future(cosigned: Sequence[tuple[Verifier, Signature]]) -> None:
+    """A verified cosignature dated after this clock (beyond the drift allowed) cannot have been made yet."""
+    from ._cosig import cosignature_timestamp
+
+    latest = int(time.time()) + MAX_COSIGNATURE_AHEAD_SECONDS
+    for w, s in cosigned:
+        ts = cosignature_timestamp(s.sig)
+        if ts > latest:
+            raise LogInvalid(f"cosignature by {w.name[:80]}: got timestamp {ts}, want at most {latest} (this clock "
+                             f"plus {MAX_COSIGNATURE_AHEAD_SECONDS} s): a witness cannot have cosigned in the future")

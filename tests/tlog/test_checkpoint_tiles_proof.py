@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from aer1._tlog import (
     Ed25519Signer,
     LogInvalid,
     LogMalformed,
+    Signature,
     TileHashReader,
     TlogProof,
     check_bundle,
@@ -218,3 +220,25 @@ def test_tampered_proofs() -> None:
                      (b"\n".join([lines[0], lines[1], b"AAAA", *lines[2:]]), "want 32")):
         with pytest.raises(LogMalformed, match=why):
             parse_tlog_proof(bad)
+
+
+class _AheadWitness(CosignatureSigner):
+    """A witness whose clock runs ``ahead`` seconds fast."""
+
+    def __init__(self, ahead: int) -> None:
+        super().__init__("w1.example", Ed25519PrivateKey.from_private_bytes(b"\x02" * 32))
+        self.ahead = ahead
+
+    def sign(self, text: bytes) -> Signature:
+        return self.sign_at(text, int(time.time()) + self.ahead)
+
+
+def test_a_cosignature_dated_in_the_future_is_refused() -> None:
+    """A trusted witness's cosignature dated a day ahead cannot have been made yet: the checkpoint fails."""
+    with pytest.raises(LogInvalid, match=r"cosignature by w1\.example: got timestamp \d+, want at most"):
+        open_checkpoint(_signed(5, EMPTY_ROOT, _AheadWitness(86_400)), [LOG.verifier()], [W1.verifier()])
+    # A clock a little fast is drift, not forgery; an untrusted witness's time is not read at all.
+    _, _, _, cos = open_checkpoint(_signed(5, EMPTY_ROOT, _AheadWitness(60)), [LOG.verifier()], [W1.verifier()])
+    assert [v.name for v, _ in cos] == ["w1.example"]
+    _, _, _, cos = open_checkpoint(_signed(5, EMPTY_ROOT, _AheadWitness(86_400)), [LOG.verifier()], [W2.verifier()])
+    assert cos == []
