@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from ._limits import MAX_RECEIPT_POST_BYTES
 from .errors import LogInvalid, LogMalformed, UsageError
 from .verifier._output import CliError
+from .verifier._storage_cli import add_storage_argument, use_storage_options
 
 if TYPE_CHECKING:  # http.server is loaded when a server starts, not for every `aer1 log` command
     from ._httpserve import BoundedHandler
@@ -323,6 +324,7 @@ def _serve(args: argparse.Namespace) -> int:
                           ("--stop-after", args.stop_after)):
         if value is not None and value <= 0:
             raise CliError(f"{option}: got {value}, want a positive number")
+    use_storage_options(args)
     try:
         host, port = parse_listen(args.listen)
         log = LogDir(args.dir)
@@ -351,7 +353,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     """``aer1 log serve`` arguments and handler."""
-    p.add_argument("dir", metavar="DIR", help="the log folder (made by `aer1 log init`)")
+    add_storage_argument(p)
+    p.add_argument("dir", metavar="DIR", help="the log folder or storage prefix (made by `aer1 log init`)")
     p.add_argument("--listen", default=_DEFAULT_LISTEN, metavar="HOST:PORT",
                    help=f"address to serve on (default {_DEFAULT_LISTEN}; port 0: any free port)")
     p.add_argument("--queue-size", type=int, default=DEFAULT_QUEUE_SIZE, metavar="N",

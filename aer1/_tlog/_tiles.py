@@ -49,7 +49,7 @@ from .._infile import NotRegularFile, open_regular
 from .._storage import is_url, join, read_bounded
 from ..errors import LogInvalid, LogMalformed, StorageError
 from ._note import check_length
-from ._tree import HASH_SIZE, MAX_TREE_SIZE, leaf_hash, root_hash, root_of
+from ._tree import HASH_SIZE, MAX_TREE_SIZE, NODE_PREFIX, leaf_hash, root_hash, root_of
 
 __all__ = [
     "MAX_BUNDLE_BYTES",
@@ -206,7 +206,7 @@ def _root(data: bytes) -> bytes:
         return root_of(_hashes(data))
     pair = 2 * HASH_SIZE
     while len(data) > HASH_SIZE:
-        data = b"".join([_sha256(b"\x01" + data[i : i + pair]).digest() for i in range(0, len(data), pair)])
+        data = b"".join([_sha256(NODE_PREFIX + data[i : i + pair]).digest() for i in range(0, len(data), pair)])
     return data
 
 

@@ -39,8 +39,10 @@ from ..errors import LogInvalid, LogMalformed
 __all__ = [
     "EMPTY_ROOT",
     "HASH_SIZE",
+    "LEAF_PREFIX",
     "MAX_PROOF_HASHES",
     "MAX_TREE_SIZE",
+    "NODE_PREFIX",
     "HashAt",
     "consistency_proof",
     "inclusion_proof",
@@ -70,14 +72,19 @@ HashAt = Callable[[int, int], bytes]
 _sha256 = hashlib.sha256
 
 
+#: RFC 6962's domain separation: the byte before an entry (a leaf) and before two child hashes (a node).
+LEAF_PREFIX = b"\x00"
+NODE_PREFIX = b"\x01"
+
+
 def leaf_hash(entry: bytes) -> bytes:
     """The RFC 6962 leaf hash of one entry."""
-    return _sha256(b"\x00" + entry).digest()
+    return _sha256(LEAF_PREFIX + entry).digest()
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """The RFC 6962 interior node over two child hashes."""
-    return _sha256(b"\x01" + left + right).digest()
+    return _sha256(NODE_PREFIX + left + right).digest()
 
 
 def _check_hash(h: bytes, what: str) -> None:

@@ -354,3 +354,32 @@ def test_a_signed_summary_written_to_s3_rechecks_the_objects_it_names(opts: str,
     _storage.write(f"{prefix}/seed-1.evidence.jsonl", b"")
     code, out, _ = _cli("aer1-verify", "--storage-options", opts, "--summary", summary, "--key", TRUSTED)
     assert code == 1 and "seed-1.evidence.jsonl changed" in out, out
+
+
+def test_a_log_in_s3_is_served_entries_in_proofs_out(opts: str, tmp_path: Path) -> None:
+    """``aer1 log serve s3://...``: POSTed entries reach the bucket's log, its files are served from it."""
+    from aer1 import _storage
+    from aer1._tlog import parse_tlog_proof, verify_tlog_proof
+    from aer1._tlog._entry import entry_for_receipt
+    from tests.helpers import make_receipt
+    from tests.witness.conftest import get, post, server_process
+
+    key = tmp_path / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    log = f"s3://{BUCKET}/{tmp_path.name}/served"
+    code, _, err = _cli("aer1", "log", "init", "--storage-options", opts, log, "--origin", ORIGIN, "--key", str(key))
+    assert code == 0, err
+    receipts = [make_receipt() for _ in range(3)]
+    with server_process(["log", "serve", "--storage-options", opts, log]) as server:
+        for i, receipt in enumerate(receipts):
+            status, _, body = post(server.url, "/add", json.dumps(receipt).encode(),
+                                   {"Content-Type": "application/json"})
+            assert status == 200, body
+            proof = verify_tlog_proof(parse_tlog_proof(body), entry_for_receipt(receipt).encode(),
+                                      [LogDir(log).verifier])
+            assert proof.index == i
+        status, _, served = get(server.url, "/checkpoint")
+        assert status == 200 and served == _storage.read_bounded(f"{log}/checkpoint", 1 << 16)
+        status, _, tile = get(server.url, "/tile/0/000.p/3")
+        assert status == 200 and tile == _storage.read_bounded(f"{log}/tile/0/000.p/3", 1 << 16)
+    assert LogDir(log).checkpoint()[0].size == 3
