@@ -129,12 +129,16 @@ def tag(span: Any, key: str, value: str) -> dict[str, Any] | None:
     plain string (the SDK's cleaning of it is skipped). At a span's start the span is handed
     to no one yet, so its own lock is not taken; the attributes' lock is.
     """
-    parts = _writable(span)
-    if parts is None:
+    attributes: Any = getattr(span, _SPAN_ATTRIBUTES, None)  # what _writable and _has_room check, inlined: every span
+    if type(attributes) is not _BOUNDED or attributes.max_value_len is not None:
         return None
-    attributes, data, lock = parts
+    data = getattr(attributes, _STORE, None)
+    lock = getattr(attributes, _STORE_LOCK, None)
+    if type(data) is not dict or lock is None:
+        return None
+    maxlen = attributes.maxlen
     with lock:
-        if not _has_room(attributes, data, 1):
+        if getattr(attributes, _IMMUTABLE, True) is not False or (maxlen is not None and len(data) >= maxlen):
             return None
         data.pop(key, None)  # a key set again moves to the end, as in the SDK's dict
         data[key] = value

@@ -126,11 +126,12 @@ class ReceiptSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """Forget which steps the span named (it can take no more attributes); remember an execute_tool span
         whose call id was set only after its start (AG2's middleware), for the step that follows it."""
-        if self._named:
+        named = self._named
+        if named:  # some open span names steps: is it this one? (the lock only when it is)
             ctx = span.get_span_context()
-            if ctx is not None:
+            if ctx is not None and ctx.span_id in named:
                 with self._lock:
-                    self._named.pop(ctx.span_id, None)
+                    named.pop(ctx.span_id, None)
         if self._collector.closed:
             return
         try:
