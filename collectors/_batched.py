@@ -67,13 +67,31 @@ class BatchedCollector(Collector):
                 ended_at = started_at
         with self._batch_lock:
             if not self._batching or watched(self):  # a bound span processor names steps on spans still open
-                self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
+                self._record_now(tool, content, started_at, ended_at, kwargs)
                 return
             batch = self._batch
             batch.append((tool, content, {"started_at": started_at, "ended_at": ended_at, **kwargs},
                           current_context()))
             if len(batch) >= DEFER_BATCH:
                 self._chain_batch()
+
+    def _record_now(self, tool: str, content: Any, started_at: Any, ended_at: Any, kwargs: dict[str, Any]) -> None:
+        """``safe_record`` of one step now (the caller holds the batch lock), the waiting steps first.
+
+        Every step while a span processor is bound goes this way: without a subclass's own
+        ``record`` or ``safe_record`` it calls :meth:`aer1.Collector.record` itself, as
+        :meth:`_chain_batch` does, instead of passing through both and the batch lock again.
+        """
+        if self._batch:
+            self._chain_batch()
+        cls = type(self)
+        if cls.record is not BatchedCollector.record or cls.safe_record is not Collector.safe_record:
+            self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
+            return
+        try:
+            Collector.record(self, tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
+        except Exception as e:
+            self._record_failed(tool, e)
 
     def _chain_batch(self) -> None:
         """Chain the waiting steps, in order (the caller holds the batch lock)."""

@@ -3,7 +3,7 @@
 A collector that relies on names its framework does not document (a private attribute, a
 method it patches) lists each of them once, as a :class:`Private` entry of its
 framework's :class:`Table` (``_agentchat_internals``, ``_legacy_internals``,
-``_af_internals``, ``_ag2_internals``): the kind of object that has it, the name, and what
+``_af_internals``, ``_ag2_internals``, ``_otel_internals``): the kind of object that has it, the name, and what
 the collector uses it for. Call sites read and write through the entries, never through a
 string, so the table is the whole list. Each framework has a canary test that checks every
 entry on the installed version (:meth:`Table.missing`), and :meth:`Table.warn_if_unchecked`

@@ -33,6 +33,8 @@ from aer1 import Collector
 from aer1 import _steps_vocab as vocab
 from aer1._trace import run_in_context, unwatch, watch
 
+from . import _otel_internals as sdk
+
 __all__ = [
     "ABSENT_CONTENT",
     "MAX_STEPS_PER_SPAN",
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("aer1")
+sdk.TABLE.warn_if_unchecked()  # logs once when the installed SDK is not one its private names were checked on
 
 #: Span attributes aer1 sets (and the only ones).
 WORKFLOW_ATTRIBUTE = "aer1.workflow_id"
@@ -108,8 +111,11 @@ class ReceiptSpanProcessor(SpanProcessor):
         if collector.closed:
             return
         try:
-            span.set_attribute(WORKFLOW_ATTRIBUTE, self._workflow_id)
-            attributes = _readable(span)
+            # The SDK's own span: tagged in its attribute dict (_otel_internals), else by the public call.
+            attributes: Mapping[str, Any] | None = sdk.tag(span, WORKFLOW_ATTRIBUTE, self._workflow_id)
+            if attributes is None:
+                span.set_attribute(WORKFLOW_ATTRIBUTE, self._workflow_id)
+                attributes = _readable(span)
             if attributes.get(_OPERATION) == _EXECUTE_TOOL:
                 call_id = attributes.get(_CALL_ID)
                 if isinstance(call_id, str) and call_id:
@@ -120,17 +126,22 @@ class ReceiptSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """Forget which steps the span named (it can take no more attributes); remember an execute_tool span
         whose call id was set only after its start (AG2's middleware), for the step that follows it."""
-        ctx = span.get_span_context()
-        if ctx is not None and self._named:
-            with self._lock:
-                self._named.pop(ctx.span_id, None)
+        named = self._named
+        if named:  # some open span names steps: is it this one? (the lock only when it is)
+            ctx = span.get_span_context()
+            if ctx is not None and ctx.span_id in named:
+                with self._lock:
+                    named.pop(ctx.span_id, None)
         if self._collector.closed:
             return
         try:
-            attributes = _readable(span)
+            attributes: Mapping[str, Any] | None = sdk.store(span)
+            if attributes is None:
+                attributes = _readable(span)
             if attributes.get(_OPERATION) != _EXECUTE_TOOL:
                 return
             call_id = attributes.get(_CALL_ID)
+            ctx = span.get_span_context()
             if isinstance(call_id, str) and call_id and ctx is not None and ctx.span_id not in self._remembered:
                 self._remember_tool_span(call_id, span)
         except Exception as e:
@@ -183,10 +194,10 @@ class ReceiptSpanProcessor(SpanProcessor):
                 named.append((seq, receipt_id))
                 seqs = [seq for seq, _ in named]
                 ids = [rid for _, rid in named]
-        if named is None:
-            span.set_attributes({STEP_SEQ_ATTRIBUTE: seq, STEP_ID_ATTRIBUTE: receipt_id})
-        else:
-            span.set_attributes({STEP_SEQ_ATTRIBUTE: seqs, STEP_ID_ATTRIBUTE: ids})
+        values: tuple[Any, Any] = (seq, receipt_id) if named is None else (seqs, ids)
+        # The SDK's own span: named in its attribute dict (_otel_internals), else by the public call.
+        if not sdk.name_step(span, *values, STEP_SEQ_ATTRIBUTE, STEP_ID_ATTRIBUTE):
+            span.set_attributes({STEP_SEQ_ATTRIBUTE: values[0], STEP_ID_ATTRIBUTE: values[1]})
 
     def _remember_tool_span(self, call_id: str, span: Any) -> None:
         with self._lock:

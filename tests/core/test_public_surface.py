@@ -64,6 +64,8 @@ DOCUMENTED_INTERNALS = frozenset({
     ("spec/legacy.md", "aer1.collectors._legacy_internals.NAMES"),
     ("spec/ag2.md", "collectors/_ag2_internals.py"),
     ("spec/ag2.md", "collectors/_bounded.py"),
+    ("spec/otel.md", "collectors/_otel_internals.py"),
+    ("bench/README.md", "collectors/_otel_internals.py"),
     ("spec/report.md", "aer1/_report/_content.py"),
     ("spec/report.md", "aer1/_vocabulary.py"),
 })

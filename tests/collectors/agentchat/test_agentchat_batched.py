@@ -167,8 +167,49 @@ async def test_a_team_run_records_the_same_steps_batched_or_not(
     assert shapes[0] == shapes[1], "got other steps from the batched run than from the step-by-step run"
 
 
-def test_a_subclass_recording_its_own_way_sees_every_batched_step() -> None:
-    """Batches go through a subclass's own ``record``: only the plain collector takes the direct path."""
+def test_steps_handed_over_with_a_span_processor_bound_are_recorded_at_once_as_safe_record_would(
+        tmp_path: Path) -> None:
+    """With a bound processor ``defer`` records each step at once (its own direct path): same bytes, same failure."""
+    from aer1._trace import unwatch, watch
+
+    class Watcher:
+        def tool_span(self, call_id: str) -> Any:
+            return None
+
+        def step_recorded(self, span: Any, step: dict[str, Any]) -> None:
+            return None
+
+    watcher = Watcher()
+    watched = AER1AutoGenCollector(goal="batch", session_id="s", _ids=_IDS)
+    watch(watched, watcher)
+    try:
+        _script(watched, watched.defer)
+        assert not watched._batch, "got steps waiting for a batch while a processor is bound, want none"
+    finally:
+        unwatch(watched, watcher)
+    at_once = AER1AutoGenCollector(goal="batch", session_id="s", _ids=_IDS, journal=tmp_path / "run.journal")
+    _script(at_once, at_once.safe_record)
+    got, want = _steps_and_evidence(watched, tmp_path, "watched"), _steps_and_evidence(at_once, tmp_path, "ref")
+    assert got == want, "got other steps, failures or evidence with a processor bound"
+    late = AER1AutoGenCollector(goal="bound mid-run")
+    late.defer("message", {"n": 0}, agent="bob", kind="message")  # waits for a batch
+    watch(late, watcher)
+    try:
+        late.defer("message", {"n": 1}, agent="bob", kind="message")  # at once, the waiting step first
+        assert not late._batch, "got a step still waiting after a step recorded at once, want it chained first"
+    finally:
+        unwatch(late, watcher)
+    plain = AER1AutoGenCollector(goal="bound mid-run")
+    for n in (0, 1):
+        plain.safe_record("message", {"n": n}, agent="bob", kind="message")
+    got_hashes = [s["receipt_hash"] for s in late.finalize()["steps"][:2]]
+    assert got_hashes == [s["receipt_hash"] for s in plain.finalize()["steps"][:2]], "got the steps out of order"
+
+
+@pytest.mark.parametrize("batching", [True, False], ids=["batched", "at once"])
+def test_a_subclass_recording_its_own_way_sees_every_batched_step(batching: bool) -> None:
+    """Batches, and steps recorded at once (a journal, a custom redactor, a bound span processor), go through a
+    subclass's own ``record``: only the plain collector takes the direct paths."""
     seen: list[Any] = []
 
     class Counting(AER1AutoGenCollector):
@@ -177,11 +218,13 @@ def test_a_subclass_recording_its_own_way_sees_every_batched_step() -> None:
             return super().record(tool, content, **kwargs)
 
     collector = Counting(goal="subclass")
+    collector._batching = batching
     for i in range(DEFER_BATCH + 3):
         collector.defer("message", {"n": i}, agent="alice", kind="message")
     receipt = collector.finalize()
     assert seen == list(range(DEFER_BATCH + 3)), f"got {len(seen)} steps through the subclass, want every one"
     assert len(receipt["steps"]) == DEFER_BATCH + 4
+
 
 
 async def test_a_turn_ending_in_its_text_message_records_the_step_the_turn_would(
