@@ -52,6 +52,11 @@ class Tally:
         self.unreadable_count = 0
         self.skipped: list[str] = []
         self.skipped_count = 0
+        #: workflow_id -> the first file that held it (at most MAX_FILES receipts a run), and the
+        #: files that held one again: a copy of a receipt is counted twice unless it is named.
+        self.first_with: dict[str, str] = {}
+        self.duplicates: list[str] = []
+        self.duplicates_count = 0
         #: Sections a sink adds when the run ends (``log``), and the exit code they ask for.
         self.sections: dict[str, dict[str, Any]] = {}
         self.section_text: list[str] = []
@@ -74,7 +79,18 @@ class Tally:
             b = r.basis()
             self.signers[b["key_id"] or b["signature"]] += 1
             self.statuses[o.status or "not checked"] += 1
+            self._note_workflow(r)
         self.rules.update(o.rules)
+
+    def _note_workflow(self, r: Report) -> None:
+        """Name a receipt whose workflow_id an earlier file of this run held (a copy, or two runs sharing one id)."""
+        if r.workflow_id is None or r.source is None:
+            return
+        first = self.first_with.setdefault(r.workflow_id, r.source)
+        if first != r.source:
+            self.duplicates_count += 1
+            if len(self.duplicates) < MAX_UNREADABLE_LISTED:
+                self.duplicates.append(one_line(f"{r.source}: the same workflow_id as {first}"))
 
     @property
     def total(self) -> int:
@@ -99,6 +115,7 @@ class Tally:
             "by_rule": dict(sorted(self.rules.items())),
             "unreadable": {"count": self.unreadable_count, "files": list(self.unreadable)},
             "skipped": {"count": self.skipped_count, "files": list(self.skipped)},
+            "same_workflow": {"count": self.duplicates_count, "files": list(self.duplicates)},
         }
 
     def text(self) -> list[str]:
@@ -119,6 +136,12 @@ class Tally:
             lines.extend(f"  {u}" for u in self.skipped)
             if self.skipped_count > len(self.skipped):
                 lines.append(f"  ... and {self.skipped_count - len(self.skipped)} more, each on its line above")
+        if self.duplicates_count:
+            lines.append(f"receipts whose workflow_id an earlier file holds (copies are counted again): "
+                         f"{self.duplicates_count}")
+            lines.extend(f"  {u}" for u in self.duplicates)
+            if self.duplicates_count > len(self.duplicates):
+                lines.append(f"  ... and {self.duplicates_count - len(self.duplicates)} more")
         if not self.total:
             lines.append("no receipt was verified: every file was skipped")
         lines.extend(self.section_text)
