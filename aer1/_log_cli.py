@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ._cli_json import add_json_argument, checkpoint_json, emit
 from ._cli_lazy import lazy_arguments
 from .verifier._output import CliError
 from .verifier._storage_cli import add_storage_argument, use_storage_options
+
+if TYPE_CHECKING:
+    from ._logdir import Logged
 
 __all__ = ["LOG_COMMANDS", "add_log_arguments"]
 
@@ -33,14 +37,23 @@ def _failing(command: str, log: str, refused: tuple[type[Exception], ...]) -> It
         raise CliError(f"{command} {log}: {where}{e.strerror or e}") from e
 
 
-def _logged(args: argparse.Namespace, command: str, done: list[tuple[str, int]], line: str) -> int:
-    """The result of ``append`` or ``prove``: each receipt's index and proof, and the log's checkpoint now."""
-    from ._logdir import LogDir
+def _logged(args: argparse.Namespace, command: str, done: Sequence[tuple[str, int] | Logged], line: str) -> int:
+    """The result of ``append`` or ``prove``: each receipt's index and proof, and the log's checkpoint now.
+
+    For ``append``, each receipt also says whether the log held it before (``logged_before``)."""
+    from ._logdir import LogDir, Logged
     from ._tlog import proof_path_for
 
-    receipts = [{"path": p, "index": i, "proof": proof_path_for(p)} for p, i in done]
+    receipts: list[dict[str, Any]] = []
+    lines = []
+    for d in done:
+        r: dict[str, Any] = {"path": d[0], "index": d[1], "proof": proof_path_for(d[0])}
+        if isinstance(d, Logged):
+            r["logged_before"] = d.before
+        receipts.append(r)
+        lines.append(line.format(**r) + ("; it was logged before: not logged again" if r.get("logged_before") else ""))
     doc = {"dir": args.dir, "checkpoint": checkpoint_json(LogDir(args.dir).checkpoint()[0]), "receipts": receipts}
-    return emit(args, command, doc, [line.format(**r) for r in receipts])
+    return emit(args, command, doc, lines)
 
 
 def _init(args: argparse.Namespace) -> int:

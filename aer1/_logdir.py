@@ -23,10 +23,12 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
         .append(entries) -> Appended               sequence a batch (takes the lock itself)
         .hash_reader() -> TileHashReader           over the current checkpoint's tiles
         .proofs(appended, indexes) -> [TlogProof]  inclusion proofs in ``appended``'s checkpoint
+        .proofs_at(note, indexes) -> [TlogProof]   the same in the checkpoint of ``note``
         .replace_checkpoint(note)                  under the lock: the same checkpoint body with more
                                                    signatures (a witness's cosignatures), atomically
-    append_receipts(dir, [(path, receipt)], key=None) -> [(path, index)]   log parsed receipts as one
-                                                   batch, then write each NAME.tlog-proof beside it
+    append_receipts(dir, [(path, receipt)], key=None) -> [Logged(path, index, before)]   log parsed
+                                                   receipts as one batch (those logged before: not again),
+                                                   then write each NAME.tlog-proof beside it
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
     prove_receipts(dir, [(path, receipt)]) -> [(path, index)]  NAME.tlog-proof again, against the current
                                                    (e.g. newly cosigned) checkpoint
@@ -46,7 +48,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -522,9 +524,13 @@ class LogDir:
 
     def proofs(self, appended: Appended, indexes: Sequence[int]) -> list[TlogProof]:
         """Inclusion proofs of ``indexes`` in the checkpoint ``appended`` wrote (read back from the tiles)."""
-        cp = parse_checkpoint(parse_note(appended.note).text)
+        return self.proofs_at(appended.note, indexes)
+
+    def proofs_at(self, note: bytes, indexes: Sequence[int]) -> list[TlogProof]:
+        """Inclusion proofs of ``indexes`` in the checkpoint whose note is ``note`` (read back from the tiles)."""
+        cp = parse_checkpoint(parse_note(note).text)
         reader = TileHashReader(cp.size, cp.root, dir_tile_reader(self.root))
-        return [TlogProof(i, tuple(inclusion_proof(i, cp.size, reader.hash_at)), appended.note) for i in indexes]
+        return [TlogProof(i, tuple(inclusion_proof(i, cp.size, reader.hash_at)), note) for i in indexes]
 
     def replace_checkpoint(self, note: bytes) -> None:
         """Replace the checkpoint with ``note``: the same body, the log's signature, more signatures.
@@ -596,24 +602,59 @@ def _vkey_public(path: Path | str, origin: str) -> bytes:
     return v.public
 
 
+class Logged(NamedTuple):
+    """One receipt of an append: its path, its entry's index, and whether the log held it already."""
+
+    path: str
+    log_index: int
+    before: bool = False
+
+
 def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[str, dict[str, Any]]],
-                    key: str | None = None) -> list[tuple[str, int]]:
+                    key: str | None = None) -> list[Logged]:
     """Log each (path, parsed receipt) as one batch, then write ``NAME.tlog-proof`` beside each.
 
-    The entries are durable in the log before any proof is written; a proof is written
-    whole (temporary file, rename).
+    A receipt whose proof beside it already names its entry in this log is not logged again
+    (running the same append twice adds nothing), nor is a receipt named twice in one batch;
+    every receipt gets its proof against the new checkpoint. The entries are durable in the
+    log before any proof is written; a proof is written whole (temporary file, rename).
     """
     log = LogDir(directory, key)
     entries = [entry_for_receipt(r).encode() for _, r in receipts]
-    done = log.append(entries)
-    indexes = [done.index(k) for k in range(len(receipts))]
-    for (path, _), proof in zip(receipts, log.proofs(done, indexes), strict=True):
+    cp, note = log.checkpoint()
+    reader = log.hash_reader(cp)
+    index: dict[bytes, int] = {}
+    for (path, _), entry in zip(receipts, entries, strict=True):
+        found = _index_by_proof(log, reader, path, entry)
+        if found is not None:
+            index.setdefault(entry, found)
+    before = set(index)
+    new = list(dict.fromkeys(e for e in entries if e not in before))
+    if new:
+        done = log.append(new)
+        index.update((e, done.index(k)) for k, e in enumerate(new))
+        note = done.note
+    indexes = [index[e] for e in entries]
+    for (path, _), proof in zip(receipts, log.proofs_at(note, indexes), strict=True):
         try:
             write_durable(proof_path_for(path), format_tlog_proof(proof))
         except OSError as e:  # the entries are in the log already: say so, and how to get the proofs
-            raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {indexes[0]} to {indexes[-1]}): "
-                          "`aer1 log prove` writes the proofs again", proof_path_for(path)) from e
-    return [(path, i) for (path, _), i in zip(receipts, indexes, strict=True)]
+            raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {min(indexes)} to "
+                          f"{max(indexes)}): `aer1 log prove` writes the proofs again", proof_path_for(path)) from e
+    return [Logged(path, i, e in before) for (path, _), i, e in zip(receipts, indexes, entries, strict=True)]
+
+
+def _index_by_proof(log: LogDir, reader: TileHashReader, path: str, entry: bytes) -> int | None:
+    """The index of ``entry`` in ``reader``'s tree when the proof beside ``path`` names it there; else None."""
+    from ._tlog import parse_tlog_proof
+
+    try:
+        index = parse_tlog_proof(read_file_bounded(proof_path_for(path), MAX_PROOF_BYTES)).index
+        if index < reader.size and _entry_at(log, reader, index) == entry:
+            return index
+    except (OSError, LogMalformed):
+        pass
+    return None
 
 
 def _entry_at(log: LogDir, reader: TileHashReader, index: int) -> bytes:
@@ -633,21 +674,15 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     the receipt's entry, else from a scan of the log. A receipt the log does not hold is
     refused (LogInvalid), and no proof is written for it.
     """
-    from ._tlog import parse_tlog_proof
-
     log = LogDir(directory)
     cp, note = log.checkpoint()
     reader = log.hash_reader(cp)
     wanted = {entry_for_receipt(r).encode(): path for path, r in receipts}
     found: dict[str, int] = {}
     for entry, path in wanted.items():
-        try:
-            with open(proof_path_for(path), "rb") as f:
-                index = parse_tlog_proof(f.read(MAX_PROOF_BYTES + 1)).index
-            if index < cp.size and _entry_at(log, reader, index) == entry:
-                found[path] = index
-        except (OSError, LogMalformed):
-            continue
+        index = _index_by_proof(log, reader, path, entry)
+        if index is not None:
+            found[path] = index
     left = {e: p for e, p in wanted.items() if p not in found}
     for t in range(-(-cp.size // TILE_WIDTH)) if left else ():
         from ._tlog import check_bundle

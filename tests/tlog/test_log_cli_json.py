@@ -55,6 +55,35 @@ def test_init_append_prove_as_json(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 0 and doc["command"] == "log prove" and doc["receipts"][0]["index"] == 1
 
 
+def test_appending_the_same_receipts_again_logs_nothing_new(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                            key: Path) -> None:
+    """Trial: ``aer1 log append`` run twice on one folder logged every receipt twice."""
+    log = tmp_path / "log"
+    assert main(["log", "init", str(log), "--origin", "example.com/json", "--key", str(key)]) == 0
+    capsys.readouterr()
+    paths = []
+    for i in range(2):
+        c = make_collector()
+        paths.append(c.save(tmp_path / f"r{i}.json", workflow=c.finalize(final_answer="ok")))
+    code, doc = run_json(capsys, "log", "append", log, *paths, paths[0])  # one named twice in one batch
+    assert code == 0 and [(r["index"], r["logged_before"]) for r in doc["receipts"]] == [(0, False), (1, False),
+                                                                                          (0, False)]
+    assert doc["checkpoint"]["size"] == 2
+    c = make_collector()
+    paths.append(c.save(tmp_path / "r2.json", workflow=c.finalize(final_answer="ok")))
+    code, doc = run_json(capsys, "log", "append", log, *paths)
+    assert code == 0 and doc["checkpoint"]["size"] == 3
+    assert [(r["index"], r["logged_before"]) for r in doc["receipts"]] == [(0, True), (1, True), (2, False)]
+    proof = Path(doc["receipts"][0]["proof"]).read_text()
+    assert "\n3\n" in proof  # every proof is against the new checkpoint
+    assert main(["log", "append", str(log), paths[1]]) == 0
+    assert "it was logged before: not logged again" in capsys.readouterr().out
+    assert LogDir(log).checkpoint()[0].size == 3
+    Path(doc["receipts"][1]["proof"]).unlink()  # no proof beside it: the receipt is logged again, as it says
+    code, doc = run_json(capsys, "log", "append", log, paths[1])
+    assert code == 0 and doc["receipts"][0] == {**doc["receipts"][0], "index": 3, "logged_before": False}
+
+
 @pytest.mark.parametrize("args, why", [
     (["log", "init", "LOG", "--origin", "has space", "--key", "KEY"], "no spaces"),
     (["log", "append", "NOTALOG", "RECEIPT"], "not a log"),
