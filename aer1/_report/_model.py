@@ -237,8 +237,11 @@ def short_id(value: str) -> str:
     return f"{value[: keep - keep // 3]}…{value[-(keep // 3):]}"
 
 
-def totals(rows: list[StepRow], key: str) -> list[dict[str, Any]]:
-    """Per agent or per tool (``key``): steps, those not ``ok``, and the time they took (seconds), most first."""
+def totals(rows: list[StepRow], key: str, reported: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+    """Per agent or per tool (``key``): steps, those not ``ok``, and the time they took (seconds), most first.
+
+    A step is not ok when its status is not ``ok`` or its seq is in ``reported`` (its content
+    reports a failure: an error, ``is_error``, ``success`` false...), as its row on the page shows it."""
     table: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r.kind == "close" or (key == "tool" and r.kind != "tool_call"):
@@ -247,7 +250,7 @@ def totals(rows: list[StepRow], key: str) -> list[dict[str, Any]]:
         t = table.setdefault(name, {"name": clip_name(name), "short": short_id(clip_name(name)), "calls": 0,
                                     "errors": 0, "time": 0.0})
         t["calls"] += 1
-        t["errors"] += r.status != "ok"
+        t["errors"] += r.status != "ok" or r.seq in reported
         t["time"] += r.duration or 0.0
     return sorted(table.values(), key=lambda t: (-t["calls"], t["name"]))
 
@@ -301,6 +304,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
     shown_as = shown_content(report)
     by_seq = {s.get("seq"): s for s in steps[:MAX_STEPS_SHOWN] if isinstance(s, Mapping)} if trace_url else {}
     budget = MAX_PAGE_CONTENT_CHARS
+    reported: set[int] = set()
     for r in rows:
         content = contents.get(r.seq) if r.seq is not None else None
         if shown_as is not None and r.seq is not None and content is not None:  # never a commitment's digest
@@ -311,6 +315,8 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
         held = len(text) <= budget
         budget -= len(text) if held else 0
         fields, reports_failure = _inline(r.kind, r, content) if r.seq in contents else ([], False)
+        if reports_failure and r.seq is not None:
+            reported.add(r.seq)
         is_failing = failing is not None and failing.seq == r.seq
         agent, to = clip_name(r.agent), None if r.to is None else clip_name(r.to)
         shown.append({
@@ -338,7 +344,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
     view.update(goal=clip(wf.get("goal", "")), status=clip(wf.get("status", "")), steps=shown,
                 total_steps=len(steps), timeline=_timeline(drawn, markers),
                 first_failing=failing.seq if failing is not None else None,
-                totals={"agent": totals(rows, "agent"), "tool": totals(rows, "tool")},
+                totals={key: totals(rows, key, frozenset(reported)) for key in ("agent", "tool")},
                 choices={k: sorted({s[k] for s in shown}) for k in ("agent", "kind", "tool", "status")})
     return view
 

@@ -106,3 +106,27 @@ def test_the_between_runs_kinds_show_what_happened() -> None:
     conflict = vocab.recording_conflict("agentchat", subject="team", name="team:t", other_workflow_ids=["w2", "w1"],
                                         detected="run")
     assert fields_of("recording_conflict", conflict) == ({"text": '["w1", "w2"]'}, False)
+
+
+def test_the_totals_count_a_step_whose_content_reports_a_failure_as_not_ok(tmp_path: Path) -> None:
+    """Trial: the totals' "not ok" counted by status only, so a call whose result says it failed was ok there."""
+    import re
+
+    from aer1 import Collector
+    from aer1._cli import main
+
+    c = Collector(goal="totals")
+    c.record("lookup", {"name": "lookup", "arguments": {}, "result": "found", "is_error": False},
+             agent="alice", kind="tool_call", call_id="c1")
+    c.record("lookup", {"name": "lookup", "arguments": {}, "result": "boom", "is_error": True},
+             agent="alice", kind="tool_call", call_id="c2")  # status ok, content reporting the failure
+    c.record("lookup", {"name": "lookup", "arguments": {}, "result": "late"}, agent="alice", kind="tool_call",
+             status="error", call_id="c3")
+    path = save(c, tmp_path)
+    out = tmp_path / "page.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    tool = re.search(r'<table id="totals-tool">.*?</table>', page, re.S)
+    assert tool is not None
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", tool.group(0).split('data-name="lookup"', 1)[1])
+    assert cells[1:3] == ["3", "2"], cells  # lookup: 3 calls, 2 not ok: the error status and the reported failure
