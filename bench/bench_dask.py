@@ -177,10 +177,17 @@ def _cluster(quiet: bool) -> Any:
 
     from aer1.verifier._dask import local_cluster
 
-    if quiet:
-        return local_cluster(WORKERS)
-    return distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                    dashboard_address=None)
+    environ = dict(os.environ)
+    try:
+        if quiet:
+            return local_cluster(WORKERS)
+        return distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address=None)
+    finally:
+        # each Nanny sets its workers' variables (MALLOC_TRIM_THRESHOLD_...) in this process's own
+        # environment: put it back, or every later run (--jobs 2 too) and cluster would inherit them
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> dict[str, Any]:
