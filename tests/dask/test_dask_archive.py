@@ -132,7 +132,7 @@ finally:
 """
 
 
-def test_dask_local_workers_keep_glibc_malloc_trimming() -> None:
+def test_dask_local_workers_get_no_malloc_trim_threshold() -> None:
     """Dask's Nanny sets MALLOC_TRIM_THRESHOLD_=65536 in each worker by default (memory handed back and
     faulted in again for every receipt); the workers ``--dask local`` starts are left glibc's own setting."""
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}  # a cluster here set it
