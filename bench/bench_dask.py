@@ -59,34 +59,35 @@ def _noop(batch: int) -> int:
     return batch
 
 
-def _cpu_seconds(procs: list[Any]) -> float:
-    """CPU seconds used so far by this process and ``procs`` (a cluster's worker processes, psutil)."""
+def _cluster_cpu(procs: list[Any]) -> tuple[float, float]:
+    """CPU seconds used so far by this process (the scheduler, the nannies) and by ``procs`` (its workers, psutil)."""
     self = resource.getrusage(resource.RUSAGE_SELF)
-    total = self.ru_utime + self.ru_stime
+    workers = 0.0
     for p in procs:
         t = p.cpu_times()
-        total += t.user + t.system
-    return total
+        workers += t.user + t.system
+    return self.ru_utime + self.ru_stime, workers
 
 
-def _run(argv: list[str], cluster: list[Any] | None = None) -> tuple[float, float]:
+def _run(argv: list[str], cluster: list[Any] | None = None) -> tuple[float, float, list[float]]:
     """Wall and CPU seconds of ``aer1-verify argv`` (output discarded); it must exit 0 (every receipt valid).
 
     CPU: the process and the processes it started, plus, with ``cluster``, what the cluster
-    (its workers, and its scheduler in this process) used meanwhile: the machine's whole cost of the run.
+    (its workers, and its scheduler in this process) used meanwhile: the machine's whole cost of
+    the run; and that CPU in parts: [the client and its children, the scheduler's process, the workers].
     """
-    before, side = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_seconds(cluster) if cluster else 0.0
+    before, side = resource.getrusage(resource.RUSAGE_CHILDREN), _cluster_cpu(cluster) if cluster else (0.0, 0.0)
     t = time.perf_counter()
     code = subprocess.run([sys.executable, "-m", "aer1.verifier._cli", *argv], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, timeout=_TIMEOUT_S).returncode
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    parts = [after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime]
     if cluster:
-        cpu += _cpu_seconds(cluster) - side
+        parts += [b - a for a, b in zip(side, _cluster_cpu(cluster), strict=True)]
     if code != 0:
         raise RuntimeError(f"aer1-verify {' '.join(argv[:4])}... exited {code}: not every receipt verified")
-    return wall, cpu
+    return wall, sum(parts), parts
 
 
 def _time(argv: list[str]) -> float:
@@ -94,12 +95,12 @@ def _time(argv: list[str]) -> float:
     return _run(argv)[0]
 
 
-def _pair(jobs2: list[str], dask: list[str], cluster: list[Any], **more: list[str]) -> dict[str, float]:
+def _pair(jobs2: list[str], dask: list[str], cluster: list[Any], **more: list[str]) -> dict[str, Any]:
     """``--jobs 2`` then Dask on ``cluster``'s processes (then each of ``more``): wall and CPU seconds of each."""
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for key, argv, procs in (("jobs2", jobs2, None), ("dask", dask, cluster),
                              *((k, v, None) for k, v in more.items())):
-        out[f"{key}_s"], out[f"{key}_cpu_s"] = _run(argv, procs)
+        out[f"{key}_s"], out[f"{key}_cpu_s"], out[f"{key}_cpu_parts"] = _run(argv, procs)
     return out
 
 
@@ -177,10 +178,17 @@ def _cluster(quiet: bool) -> Any:
 
     from aer1.verifier._dask import local_cluster
 
-    if quiet:
-        return local_cluster(WORKERS)
-    return distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                    dashboard_address=None)
+    environ = dict(os.environ)
+    try:
+        if quiet:
+            return local_cluster(WORKERS)
+        return distributed.LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address=None)
+    finally:
+        # each Nanny sets its workers' variables (MALLOC_TRIM_THRESHOLD_...) in this process's own
+        # environment: put it back, or every later run (--jobs 2 too) and cluster would inherit them
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def run(receipts: int, steps: int, s3_receipts: int, rounds: int = ROUNDS) -> dict[str, Any]:
@@ -251,6 +259,12 @@ def report(m: dict[str, Any]) -> str:
     for r in m["default"]:
         lines.append(f"| Dask's default worker settings | {r['jobs2_s']:.1f} / {r['jobs2_cpu_s']:.1f} | "
                      f"{cells(r, 'dask')} | | |")
+    lines += ["", "CPU seconds of the runs on the cluster already up: the client / the scheduler's process "
+              "(with the nannies) / the workers:", ""]
+    for name, r in (*((f"round {i}", r) for i, r in enumerate(m["rounds"], 1)), ("default settings", m["default"][0])):
+        client, sched, workers = r["dask_cpu_parts"]
+        lines.append(f"- {name}: {client:.2f} / {sched:.2f} / {workers:.2f} "
+                     f"(--jobs 2 just before: {r['jobs2_cpu_s']:.2f})")
     ratio = statistics.median(r["dask_s"] / r["jobs2_s"] for r in m["rounds"])
     cpu_ratio = statistics.median(r["dask_cpu_s"] / r["jobs2_cpu_s"] for r in m["rounds"])
     lines += ["", "Medians of the rounds:", "", "| run | wall (s) | receipts/s | / --jobs 2 |", "|---|---:|---:|---:|"]

@@ -121,6 +121,26 @@ def test_dask_local_starts_its_own_cluster(archive: Path) -> None:
     assert json.loads(local[1]) == json.loads(one[1])
 
 
+_WORKER_TRIM = """
+import os
+from aer1.verifier._dask import close, connect
+client = connect("local", 1)
+try:
+    print(list(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_", "unset")).values()))
+finally:
+    close(client)
+"""
+
+
+def test_dask_local_workers_get_no_malloc_trim_threshold() -> None:
+    """Dask's Nanny sets MALLOC_TRIM_THRESHOLD_=65536 in each worker by default (memory handed back and
+    faulted in again for every receipt); the workers ``--dask local`` starts are left glibc's own setting."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}  # a cluster here set it
+    done = subprocess.run([sys.executable, "-c", _WORKER_TRIM], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['unset']"
+
+
 def test_keyring_is_shipped_as_data_not_as_a_client_path(archive: Path, client: object, tmp_path: Path) -> None:
     ring = tmp_path / "keyring.json"
     opts = _dask.ArchiveOptions(keyring=str(ring), run_id="x")
