@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._dask import DASK_BATCH, dask_outcomes
+from ._dask import dask_outcomes
 from ._run_file import ArchiveOptions, Outcome
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ __all__ = ["Outcome", "verify_archive"]
 def verify_archive(client: Any, *paths: str | os.PathLike[str], trusted_key_ids: set[str] | None = None,
                    expected_root: str | None = None, keyring: str | None = None, tsa_roots: str | None = None,
                    tsa_policy: str | None = None, policy: Policy | None = None,
-                   batch: int = DASK_BATCH, storage_options: dict[str, Any] | None = None) -> Iterator[Outcome]:
+                   batch: int | None = None, storage_options: dict[str, Any] | None = None) -> Iterator[Outcome]:
     """Each file's :class:`Outcome` (``.report`` is its :class:`~aer1.verifier.Report`), in order.
 
     ``paths``: folders (every ``*.json`` under them), files, and storage URLs
