@@ -206,3 +206,20 @@ def test_the_log_completeness_walk_runs_on_dask(tmp_path: Path, client: object) 
     assert doc == json.loads(one[1])
     assert doc["log"]["complete"]["missing"]["count"] == 1
     assert [next(c for c in r["checks"] if c["name"] == "log")["status"] for r in doc["results"]] == ["PASS"] * 4
+
+
+def test_a_long_run_on_guided_task_sizes_keeps_every_file_once_in_order(archive: Path, client: object,
+                                                                        tmp_path: Path) -> None:
+    """1,300 files: the first tasks are larger than the smallest size; each file comes back once, in order."""
+    seed, tampered = archive / "seed-0.json", archive / "tampered-00.json"
+    big = tmp_path / "big"
+    big.mkdir()
+    for k in range(1300):
+        src = tampered if k % 97 == 5 else seed
+        shutil.copy(src, big / f"r{k:04}.json")
+    workers = len(client.scheduler_info()["workers"])  # type: ignore[attr-defined]
+    assert _dask.batch_size(1300, workers * 4) > _dask.DASK_BATCH  # the run does take larger tasks
+    outs = list(verify_archive(client, big, trusted_key_ids=None))
+    assert [Path(o.report.source or "").name for o in outs] == [f"r{k:04}.json" for k in range(1300)]
+    want = ["INVALID" if k % 97 == 5 else "VALID" for k in range(1300)]
+    assert [o.report.verdict for o in outs] == want
