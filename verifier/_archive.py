@@ -27,15 +27,16 @@ _WINDOW_CHUNKS = 8
 
 
 def outcomes(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, jobs: int,
-             client: Any = None) -> Iterator[Outcome]:
+             client: Any = None, dask_batch: int | None = None) -> Iterator[Outcome]:
     """Each file's outcome, in the order of ``tasks``; ``jobs`` > 1 verifies in worker processes.
 
-    ``client``: a ``distributed.Client``, to verify in batches on its Dask cluster instead.
+    ``client``: a ``distributed.Client``, to verify in batches on its Dask cluster instead
+    (``dask_batch`` receipts a task; None: sized by what is left).
     """
     if client is not None:
         from ._dask import dask_outcomes  # loaded only for --dask
 
-        yield from dask_outcomes(tasks, opts, client)
+        yield from dask_outcomes(tasks, opts, client, batch=dask_batch)
         return
     worker = Worker(opts)
     if len(tasks) > 1:
@@ -83,11 +84,12 @@ def _progress(total: int) -> Any:
 
 
 def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions, *, jobs: int, as_json: bool,
-                verbose: bool, only_failures: bool, out: IO[str], sinks: list[Any], client: Any = None) -> Tally:
+                verbose: bool, only_failures: bool, out: IO[str], sinks: list[Any], client: Any = None,
+                dask_batch: int | None = None) -> Tally:
     """Verify every file, stream each result to ``out`` (and each of ``sinks``), return the counts.
 
-    A sink has ``add(outcome)``; it sees every outcome, failures or not. ``client``: verify
-    on that Dask cluster (``outcomes``).
+    A sink has ``add(outcome)``; it sees every outcome, failures or not. ``client`` and
+    ``dask_batch``: verify on that Dask cluster (``outcomes``).
     """
     tally = Tally()
     bar = _progress(len(tasks))
@@ -96,7 +98,7 @@ def run_archive(tasks: list[tuple[str, bool, str | None]], opts: ArchiveOptions,
         out.write('{\n  "schema": "' + SCHEMA + '",\n  "results": [')
     try:
         judges = [j for j in (getattr(s, "judge", None) for s in sinks) if j is not None]
-        for o in outcomes(tasks, opts, jobs, client):
+        for o in outcomes(tasks, opts, jobs, client, dask_batch):
             for judge in judges:  # a sink that completes the report (the log check of a completeness run)
                 judge(o)
             tally.add(o)

@@ -33,6 +33,9 @@ def add_auditor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask", metavar="ADDRESS",
                    help="verify many receipts on a Dask cluster: a scheduler address (tcp://HOST:PORT), or local "
                         "for a local cluster of --jobs worker processes (needs aer1[dask])")
+    p.add_argument("--dask-batch", metavar="N", type=int, default=None,
+                   help="with --dask: receipts per task (default: 512 down to 64 as the run nears its end; a "
+                        "cluster of many machines wants more: spec/verifier.md)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="full reports, every failure listed (also for one receipt)")
     p.add_argument("--only-failures", action="store_true", help="print only receipts that are not VALID")
@@ -108,6 +111,9 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
     """Verify ``files`` against ``trust`` (one receipt: its full report; many: a line each and a summary)."""
     _check_outputs(args)
     jobs = _jobs(args)
+    if args.dask_batch is not None and (args.dask is None or args.dask_batch < 1):
+        raise CliError(f"--dask-batch: got {args.dask_batch}, want a positive number of receipts"
+                       if args.dask is not None else "--dask-batch goes with --dask")
     if args.dask is not None and single:
         raise CliError("--dask verifies many receipts (a folder or several files): one receipt is verified here")
     opts = ArchiveOptions.from_trust(trust, evidence=args.evidence, proof=args.proof, digests=args.attest is not None,
@@ -156,7 +162,8 @@ def auditor_run(args: argparse.Namespace, files: list[tuple[str, bool, str | Non
             raise CliError(str(e)) from e
         try:
             tally = run_archive(files, opts, jobs=jobs, as_json=args.json, verbose=args.verbose,
-                                only_failures=args.only_failures, out=sys.stdout, sinks=sinks, client=client)
+                                only_failures=args.only_failures, out=sys.stdout, sinks=sinks, client=client,
+                                dask_batch=args.dask_batch)
         finally:
             close(client)
     else:

@@ -91,6 +91,21 @@ def test_dask_json_equals_one_process_field_for_field(archive: Path, client: obj
     assert json.loads(on[1]) == json.loads(one[1])
 
 
+def test_a_fixed_task_size_gives_the_same_json(archive: Path, client: object) -> None:
+    address = client.scheduler.address  # type: ignore[attr-defined]
+    one = _cli("--json", "-j", "1", "--key", TRUSTED, str(archive))
+    on = _cli("--json", "--dask", address, "--dask-batch", "7", "--key", TRUSTED, str(archive))
+    assert on[0] == one[0] == 2 and json.loads(on[1]) == json.loads(one[1])
+
+
+@pytest.mark.parametrize("args, says", [(["--dask-batch", "5"], "--dask-batch goes with --dask"),
+                                        (["--dask", "local", "--dask-batch", "0"], "want a positive number")])
+def test_a_bad_task_size_is_one_line_and_exit_2(archive: Path, args: list[str], says: str) -> None:
+    done = subprocess.run([str(BIN / "aer1-verify"), *args, str(archive / "sub0")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_dask_lines_junit_and_signed_summary_equal_one_process(archive: Path, client: object,
                                                                tmp_path: Path) -> None:
     address = client.scheduler.address  # type: ignore[attr-defined]
