@@ -44,6 +44,7 @@ import functools
 import logging
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -621,6 +622,9 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     """
     log = LogDir(directory, key)
     entries = [entry_for_receipt(r).encode() for _, r in receipts]
+    log.signer  # noqa: B018 - a wrong or missing key is refused even when every receipt was logged before
+    for path, _ in receipts:
+        _refuse_unwritable_proof(proof_path_for(path))
     cp, note = log.checkpoint()
     reader = log.hash_reader(cp)
     index: dict[bytes, int] = {}
@@ -642,6 +646,21 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
             raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {min(indexes)} to "
                           f"{max(indexes)}): `aer1 log prove` writes the proofs again", proof_path_for(path)) from e
     return [Logged(path, i, e in before) for (path, _), i, e in zip(receipts, indexes, entries, strict=True)]
+
+
+def _refuse_unwritable_proof(proof: str) -> None:
+    """A local ``NAME.tlog-proof`` that exists but is not a regular file is refused before anything is logged
+    (else the receipt is logged, its proof cannot be written, and every retry logs it again)."""
+    if is_url(proof):
+        return
+    try:
+        mode = os.lstat(proof).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError(f"{proof}: cannot be written: {e.strerror or e}") from e
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{proof}: exists and is not a regular file: nothing was logged")
 
 
 def _index_by_proof(log: LogDir, reader: TileHashReader, path: str, entry: bytes) -> int | None:
@@ -677,28 +696,28 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     log = LogDir(directory)
     cp, note = log.checkpoint()
     reader = log.hash_reader(cp)
-    wanted = {entry_for_receipt(r).encode(): path for path, r in receipts}
-    found: dict[str, int] = {}
-    for entry, path in wanted.items():
-        index = _index_by_proof(log, reader, path, entry)
-        if index is not None:
-            found[path] = index
-    left = {e: p for e, p in wanted.items() if p not in found}
+    entry_of = {path: entry_for_receipt(r).encode() for path, r in receipts}
+    found: dict[bytes, int] = {}  # entry -> its index (a receipt named twice is looked for once)
+    for path, entry in entry_of.items():
+        if entry not in found:
+            index = _index_by_proof(log, reader, path, entry)
+            if index is not None:
+                found[entry] = index
+    left = {e: p for p, e in entry_of.items() if e not in found}
     for t in range(-(-cp.size // TILE_WIDTH)) if left else ():
         from ._tlog import check_bundle
 
         width = min(TILE_WIDTH, cp.size - t * TILE_WIDTH)
         for k, entry in enumerate(check_bundle(dir_bundle_reader(log.root)(t, width), reader.leaf_hashes(t))):
-            named = left.pop(entry, None)
-            if named is not None:
-                found[named] = t * TILE_WIDTH + k
+            if left.pop(entry, None) is not None:
+                found[entry] = t * TILE_WIDTH + k
         if not left:
             break
     if left:
         raise LogInvalid(f"{next(iter(left.values()))}: its entry is not in the log {log.root} (size {cp.size})")
     out = []
     for path, _ in receipts:
-        index = found[path]
+        index = found[entry_of[path]]
         proof = TlogProof(index, tuple(inclusion_proof(index, cp.size, reader.hash_at)), note)
         write_durable(proof_path_for(path), format_tlog_proof(proof))
         out.append((path, index))

@@ -86,11 +86,14 @@ class Tally:
         """Name a receipt whose workflow_id an earlier file of this run held (a copy, or two runs sharing one id)."""
         if r.workflow_id is None or r.source is None:
             return
-        first = self.first_with.setdefault(r.workflow_id, r.source)
-        if first != r.source:
-            self.duplicates_count += 1
-            if len(self.duplicates) < MAX_UNREADABLE_LISTED:
-                self.duplicates.append(one_line(f"{r.source}: the same workflow_id as {first}"))
+        first = self.first_with.get(r.workflow_id)
+        if first is None:
+            self.first_with[r.workflow_id] = r.source
+            return
+        self.duplicates_count += 1
+        if len(self.duplicates) < MAX_UNREADABLE_LISTED:
+            again = "named again in this run" if first == r.source else f"the same workflow_id as {first}"
+            self.duplicates.append(one_line(f"{r.source}: {again}"))
 
     @property
     def total(self) -> int:

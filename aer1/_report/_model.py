@@ -349,6 +349,23 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
     return view
 
 
+def _reported(path: str, outcome: Outcome, rows: list[StepRow]) -> frozenset[int]:
+    """The seqs of ``rows`` whose content (from the evidence the verification used) reports a failure,
+    read as the receipt's own page reads them, so the index's totals agree with that page."""
+    contents, _ = evidence_contents(evidence_for(path, outcome.evidence), MAX_STEPS_SHOWN)
+    shown_as = shown_content(outcome.report)
+    out = set()
+    for r in rows:
+        if r.seq is None or r.seq not in contents:
+            continue
+        content = contents[r.seq]
+        if shown_as is not None and content is not None:
+            content = shown_as(r.seq, content)
+        if _inline(r.kind, r, content)[1]:
+            out.add(r.seq)
+    return frozenset(out)
+
+
 def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str, Any]:
     """One receipt's row on an archive page: verdict, goal, status, agents, steps, signer, time."""
     report = outcome.report
@@ -364,9 +381,10 @@ def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str
         started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
     key = basis.get("key_id")
     rows = step_rows(wf) if wf is not None else []
+    reported = _reported(path, outcome, rows) if rows else frozenset()
     return {
         "violations": dict(Counter(clip(v.rule, 200) for v in _violations(report))),
-        "agent_totals": totals(rows, "agent"), "tool_totals": totals(rows, "tool"),
+        "agent_totals": totals(rows, "agent", reported), "tool_totals": totals(rows, "tool", reported),
         "verdict": report.verdict, "reason": verdict_line(report), "goal": clip(wf.get("goal", "") if wf else "", 300),
         "status": clip(outcome.status or (wf.get("status", "") if wf else "")), "agents": ", ".join(agents[:20]),
         "steps": report.steps if report.steps is not None else "", "time": started,

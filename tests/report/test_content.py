@@ -130,3 +130,10 @@ def test_the_totals_count_a_step_whose_content_reports_a_failure_as_not_ok(tmp_p
     assert tool is not None
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", tool.group(0).split('data-name="lookup"', 1)[1])
     assert cells[1:3] == ["3", "2"], cells  # lookup: 3 calls, 2 not ok: the error status and the reported failure
+
+    index = tmp_path / "site" / "index.html"  # the archive's index counts the same as the receipt's page
+    assert main(["report", str(tmp_path), "-o", str(index)]) == 0
+    table = re.search(r'<table id="totals-tool">.*?</table>', index.read_text(encoding="utf-8"), re.S)
+    assert table is not None
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table.group(0).split('data-name="lookup"', 1)[1])
+    assert cells[1:4] == ["1", "3", "2"], cells  # lookup: 1 receipt, 3 calls, 2 not ok

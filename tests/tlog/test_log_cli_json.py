@@ -84,6 +84,47 @@ def test_appending_the_same_receipts_again_logs_nothing_new(capsys: pytest.Captu
     assert code == 0 and doc["receipts"][0] == {**doc["receipts"][0], "index": 3, "logged_before": False}
 
 
+def test_one_receipt_under_two_names_is_proved_and_appended_under_both(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path, key: Path) -> None:
+    """Trial: ``aer1 log prove`` of a receipt and its copy failed with an internal KeyError."""
+    log = tmp_path / "log"
+    assert main(["log", "init", str(log), "--origin", "example.com/json", "--key", str(key)]) == 0
+    c = make_collector()
+    first = Path(c.save(tmp_path / "a.json", workflow=c.finalize(final_answer="ok")))
+    copy = tmp_path / "a2.json"
+    copy.write_bytes(first.read_bytes())
+    link = tmp_path / "alink.json"
+    link.symlink_to(first.name)
+    capsys.readouterr()
+    code, doc = run_json(capsys, "log", "append", log, first)
+    assert code == 0
+    code, doc = run_json(capsys, "log", "prove", log, first, copy, link)
+    assert code == 0 and [r["index"] for r in doc["receipts"]] == [0, 0, 0]
+    assert Path(doc["receipts"][1]["proof"]).is_file()
+
+
+def test_a_proof_path_that_is_not_a_regular_file_is_refused_before_logging(capsys: pytest.CaptureFixture[str],
+                                                                            tmp_path: Path, key: Path) -> None:
+    """Trial: a folder at NAME.tlog-proof made every append log the receipt again, then fail."""
+    log = tmp_path / "log"
+    assert main(["log", "init", str(log), "--origin", "example.com/json", "--key", str(key)]) == 0
+    c = make_collector()
+    path = c.save(tmp_path / "o.json", workflow=c.finalize(final_answer="ok"))
+    (tmp_path / "o.tlog-proof").mkdir()
+    capsys.readouterr()
+    for _ in range(2):
+        code, doc = run_json(capsys, "log", "append", log, path)
+        assert code == 2 and "not a regular file" in doc["error"]
+    assert LogDir(log).checkpoint()[0].size == 0  # nothing was logged
+    (tmp_path / "o.tlog-proof").rmdir()
+    assert main(["log", "append", str(log), path]) == 0
+    other = tmp_path / "other.key"
+    other.write_bytes(generate_key_pair()[0])
+    capsys.readouterr()
+    code, doc = run_json(capsys, "log", "append", log, path, "--key", other)  # nothing new: the key still counts
+    assert code == 2 and LogDir(log).checkpoint()[0].size == 1
+
+
 @pytest.mark.parametrize("args, why", [
     (["log", "init", "LOG", "--origin", "has space", "--key", "KEY"], "no spaces"),
     (["log", "append", "NOTALOG", "RECEIPT"], "not a log"),

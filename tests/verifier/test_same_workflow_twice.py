@@ -43,3 +43,12 @@ def test_distinct_runs_name_nothing(tmp_path: Path) -> None:
         c.save(tmp_path / f"{name}.json", workflow=c.finalize(final_answer="ok"))
     code, out = _run("--json", "-j", "1", str(tmp_path))
     assert code == 0 and json.loads(out)["breakdown"]["same_workflow"] == {"count": 0, "files": []}
+
+
+def test_a_file_named_twice_is_named_again(tmp_path: Path) -> None:
+    c = make_collector()
+    path = str(c.save(tmp_path / "a.json", workflow=c.finalize(final_answer="ok")))
+    code, out = _run("--json", "-j", "1", path, path)
+    doc = json.loads(out)
+    assert code == 0 and doc["summary"]["VALID"] == 2
+    assert doc["breakdown"]["same_workflow"] == {"count": 1, "files": [f"{path}: named again in this run"]}
