@@ -76,22 +76,14 @@ class BatchedCollector(Collector):
                 self._chain_batch()
 
     def _record_now(self, tool: str, content: Any, started_at: Any, ended_at: Any, kwargs: dict[str, Any]) -> None:
-        """``safe_record`` of one step now (the caller holds the batch lock), the waiting steps first.
+        """``safe_record`` of one step now, the waiting steps first (the caller holds the batch lock).
 
-        Every step while a span processor is bound goes this way: without a subclass's own
-        ``record`` or ``safe_record`` it calls :meth:`aer1.Collector.record` itself, as
-        :meth:`_chain_batch` does, instead of passing through both and the batch lock again.
+        Every step while a span processor is bound goes this way: as the last of a batch chained
+        at once, in this context, so it takes :meth:`_chain_batch`'s path (``Collector.record``
+        itself unless a subclass has its own ``record`` or ``safe_record``).
         """
-        if self._batch:
-            self._chain_batch()
-        cls = type(self)
-        if cls.record is not BatchedCollector.record or cls.safe_record is not Collector.safe_record:
-            self.safe_record(tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
-            return
-        try:
-            Collector.record(self, tool, content, started_at=started_at, ended_at=ended_at, **kwargs)
-        except Exception as e:
-            self._record_failed(tool, e)
+        self._batch.append((tool, content, {"started_at": started_at, "ended_at": ended_at, **kwargs}, None))
+        self._chain_batch()
 
     def _chain_batch(self) -> None:
         """Chain the waiting steps, in order (the caller holds the batch lock)."""
