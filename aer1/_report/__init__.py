@@ -72,13 +72,14 @@ def _frame_section(frame: Frame | None, items: list[dict[str, Any]] | None, log:
 
 def render_receipt(path: str, outcome: Outcome, evidence: str | None, back: str | None = None,
                    frame: Frame | None = None, trace_url: TraceUrl | None = None, log: LogFact | None = None,
-                   log_on: str | None = None) -> str:
+                   log_on: str | None = None, view: dict[str, Any] | None = None) -> str:
     """The HTML page of one verified receipt (with ``frame``: what was verified, mapped onto its obligations;
     with ``trace_url``: a link to the trace viewer on the run and on each step that has a span; with ``log``:
     the log walked over this receipt, shown in the frame's section; ``log_on``: the index page that shows the
-    log walked over the archive instead)."""
+    log walked over the archive instead; ``view``: its :func:`receipt_view`, when the caller made it already)."""
     items = assess_receipt(frame, outcome.report) if frame is not None else None
-    return _page("receipt.html.j2", _asset("receipt.js"), v=receipt_view(path, outcome, evidence, trace_url),
+    v = view if view is not None else receipt_view(path, outcome, evidence, trace_url)
+    return _page("receipt.html.j2", _asset("receipt.js"), v=v,
                  back=back,
                  kinds=_KINDS, max_content=MAX_CONTENT_CHARS, chunk_steps=CHUNK_STEPS,
                  frame=_frame_section(frame, items, log, log_on))
@@ -137,10 +138,12 @@ def write_archive(folder: str, tasks: list[tuple[str, bool, str | None]], opts: 
         outcome = verify_for_view(task, opts)
         if log is not None:
             log.see(outcome)
+        view = receipt_view(task[0], outcome, None, trace_url)
         _write(os.path.join(where, page), render_receipt(task[0], outcome, None, back=os.path.basename(output),
                                                          frame=frame, trace_url=trace_url,
-                                                         log_on=None if log is None else os.path.basename(output)))
-        rows.append(archive_row(task[0], outcome, page, folder))
+                                                         log_on=None if log is None else os.path.basename(output),
+                                                         view=view))
+        rows.append(archive_row(task[0], outcome, page, folder, frozenset(view["reported"])))
         outcomes.append(outcome)
     policy = None if opts.policy is None else (opts.policy.name or "given")
     fact = None if log is None else log.finish()

@@ -277,7 +277,7 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
         "source": clip(path), "verdict": report.verdict, "verdict_line": verdict_line(report),
         "basis": _basis(report), "checks": _checks(report), "notes": notes, "steps": [], "timeline": None,
         "goal": "", "status": "", "workflow_id": clip(report.workflow_id or ""), "total_steps": 0,
-        "violations": [], "first_failing": None, "traces": [],
+        "violations": [], "first_failing": None, "traces": [], "reported": [],
     }
     failing = next((f for f in report.failures if f.seq is not None and f.check != POLICY_CHECK), None)
     view["violations"] = [{"rule": clip(v.rule, 200), "message": clip(v.message), "seqs": list(v.seqs)}
@@ -345,29 +345,17 @@ def receipt_view(path: str, outcome: Outcome, evidence: str | None,
                 total_steps=len(steps), timeline=_timeline(drawn, markers),
                 first_failing=failing.seq if failing is not None else None,
                 totals={key: totals(rows, key, frozenset(reported)) for key in ("agent", "tool")},
+                reported=sorted(reported),
                 choices={k: sorted({s[k] for s in shown}) for k in ("agent", "kind", "tool", "status")})
     return view
 
 
-def _reported(path: str, outcome: Outcome, rows: list[StepRow]) -> frozenset[int]:
-    """The seqs of ``rows`` whose content (from the evidence the verification used) reports a failure,
-    read as the receipt's own page reads them, so the index's totals agree with that page."""
-    contents, _ = evidence_contents(evidence_for(path, outcome.evidence), MAX_STEPS_SHOWN)
-    shown_as = shown_content(outcome.report)
-    out = set()
-    for r in rows:
-        if r.seq is None or r.seq not in contents:
-            continue
-        content = contents[r.seq]
-        if shown_as is not None and content is not None:
-            content = shown_as(r.seq, content)
-        if _inline(r.kind, r, content)[1]:
-            out.add(r.seq)
-    return frozenset(out)
+def archive_row(path: str, outcome: Outcome, page: str, folder: str,
+                reported: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """One receipt's row on an archive page: verdict, goal, status, agents, steps, signer, time.
 
-
-def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str, Any]:
-    """One receipt's row on an archive page: verdict, goal, status, agents, steps, signer, time."""
+    ``reported``: the seqs whose content reports a failure, as the receipt's own page read them
+    (its view's ``reported``), so the index's totals agree with that page."""
     report = outcome.report
     wf, _ = load_receipt(path, report)
     basis = report.basis() if not report.malformed else {}
@@ -381,7 +369,6 @@ def archive_row(path: str, outcome: Outcome, page: str, folder: str) -> dict[str
         started = clip(min(starts, key=lambda t: parse_time(t) or 0.0), 64) if starts else ""
     key = basis.get("key_id")
     rows = step_rows(wf) if wf is not None else []
-    reported = _reported(path, outcome, rows) if rows else frozenset()
     return {
         "violations": dict(Counter(clip(v.rule, 200) for v in _violations(report))),
         "agent_totals": totals(rows, "agent", reported), "tool_totals": totals(rows, "tool", reported),
