@@ -129,22 +129,17 @@ class Tally:
                               ("by rule violated", self.rules)):
             if counts:
                 lines.append(f"{title}: " + ", ".join(f"{one_line(k)} {n}" for k, n in sorted(counts.items())))
-        if self.unreadable_count:
-            lines.append(f"unreadable: {self.unreadable_count}")
-            lines.extend(f"  {u}" for u in self.unreadable)
-            if self.unreadable_count > len(self.unreadable):
-                lines.append(f"  ... and {self.unreadable_count - len(self.unreadable)} more, each on its line above")
-        if self.skipped_count:
-            lines.append(f"skipped, not receipts (aer1's own files): {self.skipped_count}")
-            lines.extend(f"  {u}" for u in self.skipped)
-            if self.skipped_count > len(self.skipped):
-                lines.append(f"  ... and {self.skipped_count - len(self.skipped)} more, each on its line above")
-        if self.duplicates_count:
-            lines.append(f"receipts whose workflow_id an earlier file holds (copies are counted again): "
-                         f"{self.duplicates_count}")
-            lines.extend(f"  {u}" for u in self.duplicates)
-            if self.duplicates_count > len(self.duplicates):
-                lines.append(f"  ... and {self.duplicates_count - len(self.duplicates)} more")
+        for title, count, named, tail in (
+                ("unreadable", self.unreadable_count, self.unreadable, ", each on its line above"),
+                ("skipped, not receipts (aer1's own files)", self.skipped_count, self.skipped,
+                 ", each on its line above"),
+                ("receipts whose workflow_id an earlier file holds (copies are counted again)",
+                 self.duplicates_count, self.duplicates, "")):
+            if count:
+                lines.append(f"{title}: {count}")
+                lines.extend(f"  {u}" for u in named)
+                if count > len(named):
+                    lines.append(f"  ... and {count - len(named)} more{tail}")
         if not self.total:
             lines.append("no receipt was verified: every file was skipped")
         lines.extend(self.section_text)
