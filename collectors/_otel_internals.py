@@ -4,8 +4,9 @@ The processor tags every span of a run (``aer1.workflow_id``) and reads two attr
 each. Through the SDK's public calls that is its dominant cost: ``Span.set_attribute`` takes
 the span's lock, checks the key and cleans the value, and the attributes view answers a
 missing name by raising and catching ``KeyError``. On the SDK's own ``Span`` the processor
-instead reads the span's attribute dict and writes into it directly, under the same locks
-and limits the SDK's ``set_attribute`` honours (:func:`tag`, :func:`name_step`); any span that is not the SDK's
+instead reads the span's attribute dict and writes into it directly, within the limits the
+SDK's ``set_attribute`` honours and ordered as its writers are (:func:`tag` before anyone else
+has the span, :func:`name_step` under the span's lock); any span that is not the SDK's
 as checked here, or that a limit would touch, goes through the public calls, so what an
 exporter receives is the same either way.
 
@@ -20,7 +21,10 @@ from typing import Any
 
 from ._internals import Private, Table, resolve_owner
 
-__all__ = ["DISTRIBUTION", "NAMES", "PINNED", "TABLE", "Name", "missing", "name_step", "store", "tag"]
+__all__ = [
+    "DISTRIBUTION", "EXECUTE_TOOL", "NAMES", "NOT_SDK", "OPERATION", "PINNED", "TABLE", "TOOL_CALL_ID", "Name",
+    "missing", "name_step", "store", "tag", "tool_call_id",
+]
 
 #: The distribution of the SDK and the version the names were checked on.
 DISTRIBUTION = "opentelemetry-sdk"
@@ -38,17 +42,16 @@ SPAN_LOCK = Name(_SPAN, "_lock", "naming a step: held while the span is checked 
 SPAN_END_TIME = Name(_SPAN, "_end_time", "naming a step: None while the span is open", instance=True)
 STORE = Name(_ATTRIBUTES, "_dict", "the attributes themselves: read without a KeyError, written without checks",
              instance=True)
-STORE_LOCK = Name(_ATTRIBUTES, "_lock", "held while the attributes are written, as the SDK does", instance=True)
 IMMUTABLE = Name(_ATTRIBUTES, "_immutable", "True once the span ended: nothing is written then", instance=True)
 
-NAMES: tuple[Name, ...] = (SPAN_ATTRIBUTES, SPAN_LOCK, SPAN_END_TIME, STORE, STORE_LOCK, IMMUTABLE)
+NAMES: tuple[Name, ...] = (SPAN_ATTRIBUTES, SPAN_LOCK, SPAN_END_TIME, STORE, IMMUTABLE)
 
 #: The table of the SDK (its canary: ``tests/collectors/otel/test_otel_internals.py``).
 TABLE = Table("OpenTelemetry SDK", NAMES, {DISTRIBUTION: (PINNED,)})
 
 # The names as the accessors below read them (each one an entry above).
 _SPAN_ATTRIBUTES, _SPAN_LOCK, _SPAN_END_TIME = SPAN_ATTRIBUTES.attr, SPAN_LOCK.attr, SPAN_END_TIME.attr
-_STORE, _STORE_LOCK, _IMMUTABLE = STORE.attr, STORE_LOCK.attr, IMMUTABLE.attr
+_STORE, _IMMUTABLE = STORE.attr, IMMUTABLE.attr
 
 
 def _resolve(name: Private, owner: str) -> Any:
@@ -86,6 +89,14 @@ def _bounded_attributes() -> type | None:
     return found if isinstance(found, type) else None
 
 
+#: The GenAI semantic conventions' names :func:`tool_call_id` reads.
+OPERATION = "gen_ai.operation.name"
+EXECUTE_TOOL = "execute_tool"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+#: :func:`tool_call_id`'s answer for a span whose attributes are not the SDK's.
+NOT_SDK: Any = object()
+
+
 class _Unmatched:
     """Stands for ``BoundedAttributes`` when the SDK lacks it: no span's attributes are of this type."""
 
@@ -103,14 +114,13 @@ def store(span: Any) -> dict[str, Any] | None:
     return found if type(found) is dict else None
 
 
-def _writable(span: Any) -> tuple[Any, dict[str, Any], Any] | None:
-    """(attributes, their dict, their lock) of an SDK span whose values no length limit cuts, else None."""
+def _writable(span: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(attributes, their dict) of an SDK span whose values no length limit cuts, else None."""
     attributes: Any = getattr(span, _SPAN_ATTRIBUTES, None)
     if type(attributes) is not _BOUNDED or attributes.max_value_len is not None:
         return None  # not the SDK's, or a string may be cut: the SDK's cleaning does it (and logs it)
     data = getattr(attributes, _STORE, None)
-    lock = getattr(attributes, _STORE_LOCK, None)
-    return (attributes, data, lock) if type(data) is dict and lock is not None else None
+    return (attributes, data) if type(data) is dict else None
 
 
 def _has_room(attributes: Any, data: dict[str, Any], added: int) -> bool:
@@ -126,41 +136,56 @@ def tag(span: Any, key: str, value: str) -> dict[str, Any] | None:
 
     Written only where the SDK would write the same: the span is the SDK's, its attributes
     mutable, no value length limit, and room under the attribute count limit. ``value`` is a
-    plain string (the SDK's cleaning of it is skipped). At a span's start the span is handed
-    to no one yet, so its own lock is not taken; the attributes' lock is.
+    plain string (the SDK's cleaning of it is skipped). No lock is taken: at its start the
+    span is still inside the SDK's ``start_span`` (no other thread has it, nothing can end
+    it), and what is written is one store into a dict, which the SDK's lock would only
+    order against other writers.
     """
-    attributes: Any = getattr(span, _SPAN_ATTRIBUTES, None)  # what _writable and _has_room check, inlined: every span
+    attributes: Any = getattr(span, _SPAN_ATTRIBUTES, None)  # what _writable and _has_room check, inlined
     if type(attributes) is not _BOUNDED or attributes.max_value_len is not None:
         return None
     data = getattr(attributes, _STORE, None)
-    lock = getattr(attributes, _STORE_LOCK, None)
-    if type(data) is not dict or lock is None:
+    if type(data) is not dict or getattr(attributes, _IMMUTABLE, True) is not False:
         return None
-    maxlen = attributes.maxlen
-    with lock:
-        if getattr(attributes, _IMMUTABLE, True) is not False or (maxlen is not None and len(data) >= maxlen):
-            return None
-        data.pop(key, None)  # a key set again moves to the end, as in the SDK's dict
-        data[key] = value
+    if key in data:  # set again: the key moves to the end, as in the SDK's dict
+        del data[key]
+    elif attributes.maxlen is not None and len(data) >= attributes.maxlen:
+        return None  # the SDK would drop the oldest attribute: let it
+    data[key] = value
     return data
+
+
+def tool_call_id(span: Any) -> Any:
+    """``gen_ai.tool.call.id`` of an ended ``execute_tool`` span (None for any other span), read from the SDK's
+    dict; :data:`NOT_SDK` when the span's attributes are not the SDK's as checked: read the public view."""
+    attributes = getattr(span, _SPAN_ATTRIBUTES, None)
+    if type(attributes) is not _BOUNDED:
+        return NOT_SDK
+    data = getattr(attributes, _STORE, None)
+    if type(data) is not dict:
+        return NOT_SDK
+    return data.get(TOOL_CALL_ID) if data.get(OPERATION) == EXECUTE_TOOL else None
 
 
 def name_step(span: Any, seq: int | list[int], receipt_id: str | list[str], seq_key: str, id_key: str) -> bool:
     """``span.set_attributes({seq_key: seq, id_key: receipt_id})`` on a span another thread may end, written into
     the SDK's dict under the span's lock; False when not written (not an SDK span as checked, ended, a limit
-    in reach): then use the public call. Lists are kept as tuples, as the SDK keeps them."""
+    in reach): then use the public call. Lists are kept as tuples, as the SDK keeps them.
+
+    The span's lock is the one ``Span.end`` and ``Span.set_attributes`` hold while they end the
+    span or write its attributes, so under it the span is checked open and written with no
+    other writer; the attributes' own lock is not taken again.
+    """
     parts = _writable(span)
     span_lock = getattr(span, _SPAN_LOCK, None)
     if parts is None or span_lock is None:
         return False
-    attributes, data, lock = parts
+    attributes, data = parts
     with span_lock:
-        if getattr(span, _SPAN_END_TIME, 0) is not None:
-            return False  # ended (or not a span as checked): the public call does what it always did
-        with lock:
-            if not _has_room(attributes, data, 2):
-                return False
-            for key, value in ((seq_key, seq), (id_key, receipt_id)):
-                data.pop(key, None)
-                data[key] = tuple(value) if type(value) is list else value
+        if getattr(span, _SPAN_END_TIME, 0) is not None or not _has_room(attributes, data, 2):
+            return False  # ended (or not a span as checked), or near the count limit: the public call does it
+        for key, value in ((seq_key, seq), (id_key, receipt_id)):
+            if key in data:
+                del data[key]
+            data[key] = tuple(value) if type(value) is list else value
     return True

@@ -53,11 +53,11 @@ WORKFLOW_ATTRIBUTE = "aer1.workflow_id"
 STEP_SEQ_ATTRIBUTE = "aer1.step.seq"
 STEP_ID_ATTRIBUTE = "aer1.step.receipt_id"
 #: GenAI semantic convention names read here.
-_OPERATION = "gen_ai.operation.name"
+_OPERATION = sdk.OPERATION
 _TOOL_NAME = "gen_ai.tool.name"
-_CALL_ID = "gen_ai.tool.call.id"
+_CALL_ID = sdk.TOOL_CALL_ID
 _AGENT_NAME = "gen_ai.agent.name"
-_EXECUTE_TOOL = "execute_tool"
+_EXECUTE_TOOL = sdk.EXECUTE_TOOL
 _INVOKE_AGENT = "invoke_agent"
 #: Operations that are a model's reply: their steps carry a ``model`` member.
 _MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -132,17 +132,16 @@ class ReceiptSpanProcessor(SpanProcessor):
             if ctx is not None and ctx.span_id in named:
                 with self._lock:
                     named.pop(ctx.span_id, None)
-        if self._collector.closed:
-            return
         try:
-            attributes: Mapping[str, Any] | None = sdk.store(span)
-            if attributes is None:
+            # The SDK's own span: read in its attribute dict (_otel_internals), else in the public view.
+            call_id = sdk.tool_call_id(span)
+            if call_id is sdk.NOT_SDK:
                 attributes = _readable(span)
-            if attributes.get(_OPERATION) != _EXECUTE_TOOL:
-                return
-            call_id = attributes.get(_CALL_ID)
+                call_id = attributes.get(_CALL_ID) if attributes.get(_OPERATION) == _EXECUTE_TOOL else None
+            if not call_id or not isinstance(call_id, str) or self._collector.closed:
+                return  # not a tool's span (nearly every span), or the run is over
             ctx = span.get_span_context()
-            if isinstance(call_id, str) and call_id and ctx is not None and ctx.span_id not in self._remembered:
+            if ctx is not None and ctx.span_id not in self._remembered:
                 self._remember_tool_span(call_id, span)
         except Exception as e:
             self._collector.count_recording_failure("a span's end", e)

@@ -99,3 +99,15 @@ def test_the_processor_tags_as_the_public_calls_would(limits: SpanLimits | None)
     span.end()
     assert dict(keep.ended[0].attributes) == dict(ref_keep.ended[0].attributes)
     collector.finalize()
+
+
+def test_the_call_id_of_an_ended_span_is_read_from_the_sdk_dict() -> None:
+    """An execute_tool span gives its call id, any other span None, a span not the SDK's NOT_SDK."""
+    provider, keep = _provider()
+    tracer = provider.get_tracer("t")
+    tracer.start_span("execute_tool add", attributes={internals.OPERATION: internals.EXECUTE_TOOL,
+                                                      internals.TOOL_CALL_ID: "call-1"}).end()
+    tracer.start_span("chat", attributes={internals.OPERATION: "chat", internals.TOOL_CALL_ID: "call-2"}).end()
+    tracer.start_span("execute_tool late").end()
+    assert [internals.tool_call_id(span) for span in keep.ended] == ["call-1", None, None]
+    assert internals.tool_call_id(NonRecordingSpan(SpanContext(1, 2, False))) is internals.NOT_SDK
