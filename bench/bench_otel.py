@@ -1,6 +1,6 @@
 """Benchmark: what aer1's span processors add to a traced AgentChat run.
 
-    python bench/bench_otel.py [--messages 200] [--runs 15] [--quick]
+    python bench/bench_otel.py [--messages 200] [--runs 15] [--quick] [--inside]
 
 A RoundRobinGroupChat of two ``AssistantAgent``s on ``ReplayChatCompletionClient``s takes
 ``--messages`` turns with tracing on: an OpenTelemetry SDK tracer provider (global, and the
@@ -19,6 +19,12 @@ processes only ever add time; with few pairs the fastest runs still differ by ch
 warm-up left alive is frozen out of the garbage collector's scans (``gc.freeze``), so a
 collection during a run costs what that run allocated, whichever variant it is. Numbers,
 not assertions: nothing here fails on time.
+
+``--inside`` times the parts instead, in the same paired runs without and with
+``ReceiptSpanProcessor``: the processor's ``on_start`` and ``on_end`` (beside an empty
+processor's, which is what the calls and the timing cost), its naming of steps on spans, and
+``Collector.record`` (batched off the turn without the processor, at once inside it with it).
+Process-wide sums a run, fastest and median over the runs; the timers add their own cost.
 """
 
 from __future__ import annotations
@@ -168,6 +174,85 @@ def report(times: dict[str, list[tuple[float, float]]], messages: int, runs: int
     return "\n".join(lines)
 
 
+class _Timed(SpanProcessor):
+    """Hands each call on to ``inner``, adding the time it took to ``sums``."""
+
+    def __init__(self, inner: SpanProcessor, sums: dict[str, int], prefix: str) -> None:
+        self.inner, self.sums, self.start, self.end = inner, sums, f"{prefix}on_start", f"{prefix}on_end"
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        t = time.perf_counter_ns()
+        self.inner.on_start(span, parent_context)
+        self.sums[self.start] += time.perf_counter_ns() - t
+
+    def on_end(self, span: ReadableSpan) -> None:
+        t = time.perf_counter_ns()
+        self.inner.on_end(span)
+        self.sums[self.end] += time.perf_counter_ns() - t
+
+
+def _timed_method(owner: Any, name: str, sums: dict[str, int], key: str) -> Callable[[], None]:
+    """Wrap ``owner.name`` to add its time to ``sums[key]``; returns the undo."""
+    original = owner.__dict__[name]
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter_ns()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sums[key] += time.perf_counter_ns() - t
+
+    setattr(owner, name, timed)
+    return lambda: setattr(owner, name, original)
+
+
+INSIDE_PARTS = ("empty on_start", "empty on_end", "on_start", "on_end", "naming steps", "record")
+
+
+async def measure_inside(messages: int, runs: int) -> dict[str, dict[str, list[float]]]:
+    """``--inside``: ms a run spent in each part, per variant (without / with the processor)."""
+    from aer1 import Collector
+
+    sums = dict.fromkeys(INSIDE_PARTS, 0)
+    undo = [_timed_method(Collector, "record", sums, "record"),
+            _timed_method(ReceiptSpanProcessor, "step_recorded", sums, "naming steps")]
+    variants: dict[str, Callable[[AER1AutoGenCollector], list[SpanProcessor]]] = {
+        BASE: lambda c: [_Timed(SpanProcessor(), sums, "empty ")],
+        JOINED: lambda c: [_Timed(ReceiptSpanProcessor(c), sums, "")],
+    }
+    traced = Traced()
+    out: dict[str, dict[str, list[float]]] = {name: {part: [] for part in INSIDE_PARTS} for name in variants}
+    try:
+        for name in variants:  # warm-up
+            await traced.run(messages, variants[name])
+        gc.collect()
+        gc.freeze()
+        for i in range(runs):
+            for name in (list(variants) if i % 2 else list(variants)[::-1]):
+                gc.collect()
+                for part in sums:
+                    sums[part] = 0
+                await traced.run(messages, variants[name])
+                for part in INSIDE_PARTS:
+                    out[name][part].append(sums[part] / 1e6)
+    finally:
+        gc.unfreeze()
+        for u in undo:
+            u()
+    return out
+
+
+def report_inside(parts: dict[str, dict[str, list[float]]], messages: int, runs: int) -> str:
+    lines = [f"Inside a {messages}-message run, ms a run (fastest / median of {runs} runs a variant; "
+             "record includes naming its step)", "",
+             "| part | " + " | ".join(parts) + " |", "|---|" + "---:|" * len(parts)]
+    for part in INSIDE_PARTS:
+        cells = [f"{min(v[part]):.2f} / {statistics.median(v[part]):.2f}" if any(v[part]) else "-"
+                 for v in parts.values()]
+        lines.append(f"| {part} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def run(quick: bool) -> list[dict[str, Any]]:
     """Rows for ``run_all.py``: CPU time with each processor relative to the run without one."""
     from _table import make_row
@@ -184,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_RUNS} paired runs")
+    parser.add_argument("--inside", action="store_true", help="time the processor's parts instead")
     args = parser.parse_args(argv)
     if args.messages < 2 or args.runs < 1:
         parser.error("--messages must be at least 2 and --runs at least 1")
     runs = QUICK_RUNS if args.quick else args.runs
+    if args.inside:
+        print(report_inside(asyncio.run(measure_inside(args.messages, runs)), args.messages, runs))
+        return 0
     times, spans = asyncio.run(measure(args.messages, runs))
     print(report(times, args.messages, runs, spans))
     return 0
