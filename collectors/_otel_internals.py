@@ -5,8 +5,8 @@ each. Through the SDK's public calls that is its dominant cost: ``Span.set_attri
 the span's lock, checks the key and cleans the value, and the attributes view answers a
 missing name by raising and catching ``KeyError``. On the SDK's own ``Span`` the processor
 instead reads the span's attribute dict and writes into it directly, within the limits the
-SDK's ``set_attribute`` honours and ordered as its writers are (:func:`tag` before anyone else
-has the span, :func:`name_step` under the span's lock); any span that is not the SDK's
+SDK's ``set_attribute`` honours and under the lock its writers hold (:func:`tag` the attributes'
+lock, :func:`name_step` the span's); any span that is not the SDK's
 as checked here, or that a limit would touch, goes through the public calls, so what an
 exporter receives is the same either way.
 
@@ -42,16 +42,18 @@ SPAN_LOCK = Name(_SPAN, "_lock", "naming a step: held while the span is checked 
 SPAN_END_TIME = Name(_SPAN, "_end_time", "naming a step: None while the span is open", instance=True)
 STORE = Name(_ATTRIBUTES, "_dict", "the attributes themselves: read without a KeyError, written without checks",
              instance=True)
+STORE_LOCK = Name(_ATTRIBUTES, "_lock", "held while a span's start is tagged, as the SDK's own writes hold it",
+                  instance=True)
 IMMUTABLE = Name(_ATTRIBUTES, "_immutable", "True once the span ended: nothing is written then", instance=True)
 
-NAMES: tuple[Name, ...] = (SPAN_ATTRIBUTES, SPAN_LOCK, SPAN_END_TIME, STORE, IMMUTABLE)
+NAMES: tuple[Name, ...] = (SPAN_ATTRIBUTES, SPAN_LOCK, SPAN_END_TIME, STORE, STORE_LOCK, IMMUTABLE)
 
 #: The table of the SDK (its canary: ``tests/collectors/otel/test_otel_internals.py``).
 TABLE = Table("OpenTelemetry SDK", NAMES, {DISTRIBUTION: (PINNED,)})
 
 # The names as the accessors below read them (each one an entry above).
 _SPAN_ATTRIBUTES, _SPAN_LOCK, _SPAN_END_TIME = SPAN_ATTRIBUTES.attr, SPAN_LOCK.attr, SPAN_END_TIME.attr
-_STORE, _IMMUTABLE = STORE.attr, IMMUTABLE.attr
+_STORE, _STORE_LOCK, _IMMUTABLE = STORE.attr, STORE_LOCK.attr, IMMUTABLE.attr
 
 
 def _resolve(name: Private, owner: str) -> Any:
@@ -136,22 +138,25 @@ def tag(span: Any, key: str, value: str) -> dict[str, Any] | None:
 
     Written only where the SDK would write the same: the span is the SDK's, its attributes
     mutable, no value length limit, and room under the attribute count limit. ``value`` is a
-    plain string (the SDK's cleaning of it is skipped). No lock is taken: at its start the
-    span is still inside the SDK's ``start_span`` (no other thread has it, nothing can end
-    it), and what is written is one store into a dict, which the SDK's lock would only
-    order against other writers.
+    plain string (the SDK's cleaning of it is skipped). The attributes' lock is held, as the
+    SDK's own writes hold it: a ``ConcurrentMultiSpanProcessor`` runs the other processors'
+    ``on_start`` in other threads at the same time, and one of them may set attributes.
     """
     attributes: Any = getattr(span, _SPAN_ATTRIBUTES, None)  # what _writable and _has_room check, inlined
     if type(attributes) is not _BOUNDED or attributes.max_value_len is not None:
         return None
     data = getattr(attributes, _STORE, None)
-    if type(data) is not dict or getattr(attributes, _IMMUTABLE, True) is not False:
+    lock = getattr(attributes, _STORE_LOCK, None)
+    if type(data) is not dict or lock is None:
         return None
-    if key in data:  # set again: the key moves to the end, as in the SDK's dict
-        del data[key]
-    elif attributes.maxlen is not None and len(data) >= attributes.maxlen:
-        return None  # the SDK would drop the oldest attribute: let it
-    data[key] = value
+    with lock:
+        if getattr(attributes, _IMMUTABLE, True) is not False:
+            return None
+        if key in data:  # set again: the key moves to the end, as in the SDK's dict
+            del data[key]
+        elif attributes.maxlen is not None and len(data) >= attributes.maxlen:
+            return None  # the SDK would drop the oldest attribute: let it
+        data[key] = value
     return data
 
 

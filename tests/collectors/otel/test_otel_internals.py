@@ -7,6 +7,7 @@ a name, or keeps attributes differently, fails here instead of as spans that lac
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -111,3 +112,16 @@ def test_the_call_id_of_an_ended_span_is_read_from_the_sdk_dict() -> None:
     tracer.start_span("execute_tool late").end()
     assert [internals.tool_call_id(span) for span in keep.ended] == ["call-1", None, None]
     assert internals.tool_call_id(NonRecordingSpan(SpanContext(1, 2, False))) is internals.NOT_SDK
+
+
+def test_tagging_waits_for_a_writer_holding_the_attributes_lock() -> None:
+    """A ConcurrentMultiSpanProcessor runs other processors' on_start at the same time: the tag waits its turn."""
+    provider, _ = _provider()
+    span: Any = provider.get_tracer("t").start_span("s")
+    done = threading.Event()
+    with span._attributes._lock:  # another processor's write, in progress
+        writer = threading.Thread(target=lambda: (internals.tag(span, WORKFLOW_ATTRIBUTE, "wf"), done.set()))
+        writer.start()
+        assert not done.wait(0.2), "got the tag written while the lock was held, want it to wait"
+    writer.join(5)
+    assert done.is_set() and span.attributes[WORKFLOW_ATTRIBUTE] == "wf"
