@@ -329,6 +329,7 @@ class SpanReceiptCollector(SpanProcessor):
         self._root: int | None = None
         self._nodes: dict[int, _Node] = {}
         self._waiting = 0
+        self._end_order = False  # past MAX_WAITING_SPANS: spans are recorded as they end
         self._receipt: dict[str, Any] | None = None
 
     @property
@@ -389,7 +390,8 @@ class SpanReceiptCollector(SpanProcessor):
             if parent is not None and parent not in self._nodes:
                 parent = None  # a parent outside what was seen (another process, before this processor)
             self._nodes[ctx.span_id] = _Node(parent, span)
-            if parent is not None:
+            if parent is not None and not self._end_order and not self._nodes[parent].done:
+                # (a span started under a span already recorded is placed as a root; its agent is still looked up)
                 self._nodes[parent].children.append(ctx.span_id)
 
     def _ended(self, span: ReadableSpan) -> None:
@@ -403,29 +405,63 @@ class SpanReceiptCollector(SpanProcessor):
                 return
             node.ended = span
             self._waiting += 1
-            if node.parent is None:
+            if self._end_order:
                 self._emit(node)
             else:
-                self._release(node.parent)
-            if self._waiting > MAX_WAITING_SPANS:
+                root = self._reachable_root(ctx.span_id)
+                if root is not None:
+                    self._drain(root)
+            if self._waiting > MAX_WAITING_SPANS and not self._end_order:
                 log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
                             self._waiting)
-                self._flush_all()
+                self._flush_all(final=False)  # the spans still open are recorded when they end
+                self._end_order = True
             finish = ctx.span_id == self._root
         if finish:
             self.finalize()
 
-    def _release(self, parent_id: int) -> None:
-        """Record the parent's children from the first on, while each has ended (start order kept)."""
-        parent = self._nodes[parent_id]
-        children = parent.children
-        while children:
-            child = self._nodes.get(children[0])
-            if child is not None and child.ended is None:
-                return
+    def _placed_under(self, node: _Node) -> _Node | None:
+        """The node whose children the span is among, or None for a root of its own tree."""
+        if node.parent is None:
+            return None
+        parent = self._nodes.get(node.parent)
+        return None if parent is None or parent.done else parent
+
+    def _reachable_root(self, span_id: int) -> int | None:
+        """The root of the span's tree when the span is on its first path still to record (the first unrecorded
+        child of the first unrecorded child ... of the root), else None: an earlier span must be recorded first."""
+        seen = 0
+        while seen <= len(self._nodes):
+            node = self._nodes[span_id]
+            parent = self._placed_under(node)
+            if parent is None:
+                return span_id
+            self._skip_recorded(parent)
+            if not parent.children or parent.children[0] != span_id:
+                return None
+            span_id = node.parent  # type: ignore[assignment]  # not None: it has a parent
+            seen += 1
+        return None
+
+    def _skip_recorded(self, node: _Node) -> None:
+        children = node.children
+        while children and (children[0] not in self._nodes or self._nodes[children[0]].done):
             children.popleft()
-            if child is not None:
-                self._emit(child)
+
+    def _drain(self, root: int) -> None:
+        """Record the tree's spans in order (each parent's children in start order, a span after the spans it
+        contains), from the first on, while each has ended."""
+        path = [root]
+        while path:
+            node = self._nodes[path[-1]]
+            self._skip_recorded(node)
+            if node.children:
+                path.append(node.children[0])  # its first child still to record comes first
+                continue
+            if node.ended is None:
+                return  # still open: it and every span after it wait
+            self._emit(node)
+            path.pop()
 
     def _emit(self, node: _Node) -> None:
         if node.done or node.ended is None:
@@ -434,20 +470,18 @@ class SpanReceiptCollector(SpanProcessor):
         self._waiting -= 1
         self._record(node.ended, node)
 
-    def _flush_all(self) -> None:
-        """Record every ended span not yet recorded, in start order; count the spans that never ended."""
+    def _flush_all(self, final: bool = True) -> None:
+        """Record every ended span not yet recorded, in start order; when ``final`` (the receipt is being finalized),
+        count the spans that never ended."""
         unended = 0
         for node in list(self._nodes.values()):  # dicts keep insertion order: start order
             if node.ended is not None:
-                if not node.done:
-                    node.done = True
-                    self._waiting -= 1
-                    self._record(node.ended, node)
+                self._emit(node)
             else:
                 unended += 1
         for node in self._nodes.values():
             node.children.clear()
-        if unended:
+        if unended and final:
             self.collector.count_recording_failure(
                 f"{unended} span(s) of the trace", RuntimeError("they had not ended when the receipt was finalized"))
 

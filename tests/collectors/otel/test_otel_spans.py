@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
+from aer1.collectors import otel
 from aer1.collectors.otel import SpanReceiptCollector
 
 from ...receipts import Peers, evidence_contents, verify_everywhere
@@ -113,3 +116,65 @@ def test_hostile_attribute_values_are_data(tracing: Tracing, tmp_path: Path) -> 
     for i, text in enumerate(weird):
         assert contents[i + 1]["arguments"] == text and contents[i + 1]["arguments_malformed"] is True
         assert contents[i + 1]["result"] == text
+
+
+def _tool(tracer: Any, name: str, parent: Any) -> Any:
+    """An execute_tool span started (not ended) under ``parent``."""
+    return tracer.start_span(f"execute_tool {name}", context=trace.set_span_in_context(parent), attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, "gen_ai.tool.call.id": f"c_{name}"})
+
+
+def _run(tracing: Tracing, goal: str) -> tuple[SpanReceiptCollector, Any, Any]:
+    """A collector on the provider, a tracer, and the root span ``run`` started (ended by the test)."""
+    from_spans = SpanReceiptCollector(goal, root="run")
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    return from_spans, tracer, tracer.start_span("run")
+
+
+@pytest.mark.parametrize("ends", [("b1", "b", "a"), ("a", "b1", "b"), ("b1", "a", "b")])
+def test_a_span_inside_a_later_sibling_no_longer_comes_before_an_earlier_sibling(
+        ends: tuple[str, ...], tracing: Tracing, tmp_path: Path, peers: Peers | None) -> None:
+    """run holds a then b, b holds b1: in every end order the receipt keeps a, b1, b (each subtree after the earlier
+    siblings' subtrees); b1 used to come first whenever it ended before a."""
+    from_spans, tracer, run = _run(tracing, "nested")
+    a = _tool(tracer, "a", run)
+    b = _tool(tracer, "b", run)
+    spans = {"a": a, "b": b, "b1": _tool(tracer, "b1", b)}
+    for name in ends:
+        spans[name].end()
+    run.end()
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    assert [s["tool"] for s in receipt["steps"]] == ["a", "b1", "b", "close"]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+def test_a_parent_that_ends_before_its_child_no_longer_comes_before_it(tracing: Tracing) -> None:
+    """A span after the spans it contains, also when it ended first (a task it started outlived it)."""
+    from_spans, tracer, run = _run(tracing, "outlived")
+    parent = _tool(tracer, "parent", run)
+    child = _tool(tracer, "child", parent)
+    parent.end()
+    child.end()
+    run.end()
+    receipt = from_spans.receipt
+    assert receipt is not None and [s["tool"] for s in receipt["steps"]] == ["child", "parent", "close"]
+
+
+def test_passing_max_waiting_spans_no_longer_counts_open_spans_as_never_ended(
+        tracing: Tracing, tmp_path: Path, peers: Peers | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the waiting limit the spans are recorded as they end: the spans still open then end later and are
+    recorded, so the receipt is complete (it used to count them as not ended, and record none after in end order)."""
+    monkeypatch.setattr(otel, "MAX_WAITING_SPANS", 3)
+    from_spans, tracer, run = _run(tracing, "many")
+    first = _tool(tracer, "first", run)
+    rest = [_tool(tracer, f"s{i}", run) for i in range(6)]
+    for span in rest:
+        span.end()
+    first.end()
+    run.end()
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt and receipt["status"] == "ok"
+    assert [s["tool"] for s in receipt["steps"]] == ["s0", "s1", "s2", "s3", "s4", "s5", "first", "close"]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
