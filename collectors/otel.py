@@ -408,9 +408,10 @@ class SpanReceiptCollector(SpanProcessor):
             if self._end_order:
                 self._emit(node)
             else:
-                root = self._reachable_root(ctx.span_id)
-                if root is not None:
-                    self._drain(root)
+                self._skip_recorded(node)
+                path = None if node.children else self._path_to(ctx.span_id)  # a span it contains is still open
+                if path is not None:
+                    self._drain(path)
             if self._waiting > MAX_WAITING_SPANS and not self._end_order:
                 log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
                             self._waiting)
@@ -427,20 +428,22 @@ class SpanReceiptCollector(SpanProcessor):
         parent = self._nodes.get(node.parent)
         return None if parent is None or parent.done else parent
 
-    def _reachable_root(self, span_id: int) -> int | None:
-        """The root of the span's tree when the span is on its first path still to record (the first unrecorded
-        child of the first unrecorded child ... of the root), else None: an earlier span must be recorded first."""
-        seen = 0
-        while seen <= len(self._nodes):
+    def _path_to(self, span_id: int) -> list[int] | None:
+        """The ids from the root of the span's tree down to the span when it is on the tree's first path still to
+        record (the first unrecorded child of the first unrecorded child ... of the root), else None: an earlier
+        span is to be recorded first. The span has no unrecorded child."""
+        path = [span_id]
+        while len(path) <= len(self._nodes):
             node = self._nodes[span_id]
             parent = self._placed_under(node)
             if parent is None:
-                return span_id
+                path.reverse()
+                return path
             self._skip_recorded(parent)
             if not parent.children or parent.children[0] != span_id:
                 return None
-            span_id = node.parent  # type: ignore[assignment]  # not None: it has a parent
-            seen += 1
+            span_id = node.parent  # type: ignore[assignment]  # not None: it is placed under its parent
+            path.append(span_id)
         return None
 
     def _skip_recorded(self, node: _Node) -> None:
@@ -448,10 +451,9 @@ class SpanReceiptCollector(SpanProcessor):
         while children and (children[0] not in self._nodes or self._nodes[children[0]].done):
             children.popleft()
 
-    def _drain(self, root: int) -> None:
-        """Record the tree's spans in order (each parent's children in start order, a span after the spans it
-        contains), from the first on, while each has ended."""
-        path = [root]
+    def _drain(self, path: list[int]) -> None:
+        """Record the spans of a tree in order (each parent's children in start order, a span after the spans it
+        contains) from the last span of ``path`` (from :meth:`_path_to`) on, while each has ended."""
         while path:
             node = self._nodes[path[-1]]
             self._skip_recorded(node)
