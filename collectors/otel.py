@@ -268,6 +268,22 @@ def _json_list(value: Any) -> list[str] | None:
     return None
 
 
+def _arguments_text(value: Any) -> Any:
+    """``gen_ai.tool.call.arguments`` as :func:`aer1._steps_vocab.parse_arguments` is to read them: text, an object and
+    None as the span holds them, bytes as their UTF-8 text; any other value the span holds (an array, a number, a
+    boolean) as its JSON text, kept as text and marked malformed there, rather than as Python's ``repr`` of it
+    (text no span carried). None for a value without such a text (bytes that are not UTF-8): the span's value is
+    still under ``otel.attributes``."""
+    if value is None or isinstance(value, (str, Mapping)):
+        return value
+    try:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8")
+        return json.dumps(value, ensure_ascii=False)  # NaN and infinities as JSON's common extension writes them
+    except (TypeError, ValueError):  # bytes inside, not UTF-8, or an integer of too many digits
+        return None
+
+
 def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
     """An opt-in content attribute as data: JSON text parsed when it is JSON, else as the span holds it."""
     value = attributes.get(name)
@@ -540,7 +556,8 @@ class SpanReceiptCollector(SpanProcessor):
         }
         if is_tool and isinstance(tool_name, str):
             content = vocab.tool_call(
-                "otel", name=tool_name, call_id=call_id, arguments=attributes.get("gen_ai.tool.call.arguments"),
+                "otel", name=tool_name, call_id=call_id,
+                arguments=_arguments_text(attributes.get("gen_ai.tool.call.arguments")),
                 result=None if failed else _opt_in(attributes, "gen_ai.tool.call.result"), error=error,
                 extras=extras)
             label = tool_name

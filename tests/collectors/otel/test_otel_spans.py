@@ -178,3 +178,31 @@ def test_passing_max_waiting_spans_no_longer_counts_open_spans_as_never_ended(
     assert receipt is not None and "recording_failures" not in receipt and receipt["status"] == "ok"
     assert [s["tool"] for s in receipt["steps"]] == ["s0", "s1", "s2", "s3", "s4", "s5", "first", "close"]
     verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+@pytest.mark.parametrize("value, arguments, malformed", [
+    (True, "true", True),
+    (7, "7", True),
+    (2.5, "2.5", True),
+    (("a", "b"), '["a", "b"]', True),
+    ((1, "x", None), '[1, "x", null]', True),
+    (b'{"id": 7}', {"id": 7}, False),
+    (b"\xff\x00", None, False),  # bytes with no text: no arguments made up (the span's value is under otel)
+], ids=repr)
+def test_arguments_that_are_not_text_are_no_longer_python_repr_of_them(
+        value: Any, arguments: Any, malformed: bool, tracing: Tracing, tmp_path: Path, peers: Peers | None) -> None:
+    """A span's arguments given as a value, not text: the step held ``repr`` (``['a', 'b']``, ``True``), and bytes
+    decoded with replacement characters, text the span never carried."""
+    from_spans, tracer, run = _run(tracing, "structured arguments")
+    with trace.use_span(run, end_on_exit=True):
+        with tracer.start_as_current_span("execute_tool t", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.id": "c",
+                "gen_ai.tool.call.arguments": value}):
+            pass
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    path = from_spans.save(tmp_path / "r.json")
+    verify_everywhere(path, receipt, peers)
+    content = evidence_contents(path)[1]
+    assert content["arguments"] == arguments and content.get("arguments_malformed", False) is malformed
+    assert "gen_ai.tool.call.arguments" in content["otel"]["attributes"]
