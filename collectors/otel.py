@@ -295,17 +295,22 @@ def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
     return value
 
 
-class _Node:
-    """A span of the recorded trace, while it or a sibling before it is open."""
+_NO_CHILDREN: deque[int] = deque(maxlen=0)  # the children of every span recorded: nothing is ever added
 
-    __slots__ = ("children", "done", "ended", "parent", "span")
+
+class _Node:
+    """A span of the recorded trace: its place in the tree; once recorded, only its agent name (the span itself is
+    let go, so a long run holds a few dozen bytes per span recorded, not the spans)."""
+
+    __slots__ = ("agent", "children", "done", "ended", "parent", "span")
 
     def __init__(self, parent: int | None, span: Span) -> None:
         self.parent = parent
         self.span: Span | None = span  # while open: its agent name may be set after its start
         self.children: deque[int] = deque()  # span ids, in start order, not yet recorded
-        self.ended: ReadableSpan | None = None
+        self.ended: ReadableSpan | None = None  # from its end until it is recorded
         self.done = False
+        self.agent: str | None = None  # once recorded (the span let go): its own gen_ai.agent.name, for spans inside it
 
 
 class SpanReceiptCollector(SpanProcessor):
@@ -482,17 +487,24 @@ class SpanReceiptCollector(SpanProcessor):
             path.pop()
 
     def _emit(self, node: _Node) -> None:
-        if node.done or node.ended is None:
+        ended = node.ended
+        if node.done or ended is None:
             return
+        agent = _readable(ended).get(_AGENT_NAME)  # ended: its attributes are final
+        node.agent = _text(agent) if isinstance(agent, str) and agent else None
         node.done = True
+        node.ended = node.span = None
+        node.children = _NO_CHILDREN  # none are added to a span recorded (its own deque is most of a node's size)
         self._waiting -= 1
-        self._record(node.ended, node)
+        self._record(ended, node)
 
     def _flush_all(self, final: bool = True) -> None:
         """Record every ended span not yet recorded, in start order; when ``final`` (the receipt is being finalized),
         count the spans that never ended."""
         unended = 0
         for node in list(self._nodes.values()):  # dicts keep insertion order: start order
+            if node.done:
+                continue
             if node.ended is not None:
                 self._emit(node)
             else:
@@ -509,7 +521,7 @@ class SpanReceiptCollector(SpanProcessor):
         current: _Node | None = node
         while current is not None and seen <= len(self._nodes):
             span = current.ended if current.ended is not None else current.span
-            agent = _readable(span).get(_AGENT_NAME) if span is not None else None
+            agent = current.agent if current.done else _readable(span).get(_AGENT_NAME) if span is not None else None
             if isinstance(agent, str) and agent:
                 return _text(agent)
             current = self._nodes.get(current.parent) if current.parent is not None else None
@@ -524,7 +536,6 @@ class SpanReceiptCollector(SpanProcessor):
         return target if isinstance(target, str) and target else None
 
     def _record(self, span: ReadableSpan, node: _Node) -> None:
-        node.span = None
         attributes = _attributes(span)
         operation = None if attributes is None else attributes.get(_OPERATION)
         if attributes is None or not isinstance(operation, str) or not operation:

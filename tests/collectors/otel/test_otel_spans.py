@@ -7,11 +7,14 @@ spans for tool calls (with or without the opt-in arguments and results).
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from aer1.collectors import otel
@@ -206,3 +209,40 @@ def test_arguments_that_are_not_text_are_no_longer_python_repr_of_them(
     content = evidence_contents(path)[1]
     assert content["arguments"] == arguments and content.get("arguments_malformed", False) is malformed
     assert "gen_ai.tool.call.arguments" in content["otel"]["attributes"]
+
+
+class _Weak(SpanProcessor):
+    """Keeps a weak reference to each span handed to processors at its end."""
+
+    def __init__(self) -> None:
+        self.ended: list[weakref.ref[ReadableSpan]] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.ended.append(weakref.ref(span))
+
+
+def test_recorded_spans_are_no_longer_held_until_the_receipt_is_finalized(tmp_path: Path, peers: Peers | None) -> None:
+    """Every span of a long run (most of them not GenAI's) was kept whole until finalize(): now a span recorded is let
+    go, and only its agent name is kept, for a span started under it later."""
+    provider = TracerProvider()  # no exporter here: nothing else keeps the spans
+    from_spans = SpanReceiptCollector("long run", root="run")
+    weak = _Weak()
+    provider.add_span_processor(from_spans)
+    provider.add_span_processor(weak)
+    tracer = provider.get_tracer("some.framework")
+    run = tracer.start_span("run")
+    agent = tracer.start_span("invoke_agent a", context=trace.set_span_in_context(run), attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"})
+    for i in range(50):
+        with tracer.start_as_current_span(f"message {i}", context=trace.set_span_in_context(agent)):
+            pass
+    agent.end()
+    _tool(tracer, "late", agent).end()  # started under a span already recorded: its agent is still found
+    gc.collect()
+    assert len(weak.ended) == 52 and all(ref() is None for ref in weak.ended)
+    run.end()
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    assert [(s["tool"], s["agent"]) for s in receipt["steps"]] == [
+        ("invoke_agent", "a"), ("late", "a"), ("close", "aer1")]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
