@@ -405,8 +405,6 @@ class SpanReceiptCollector(SpanProcessor):
         with self._lock:
             if self._receipt is not None:
                 return
-            if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
-                self._root = ctx.span_id
             parent = span.parent.span_id if span.parent is not None else None
             if parent is not None and parent not in self._nodes:
                 parent = None  # a parent outside what was seen (another process, before this processor)
@@ -414,6 +412,9 @@ class SpanReceiptCollector(SpanProcessor):
             if parent is not None and not self._end_order and not self._nodes[parent].done:
                 # (a span started under a span already recorded is placed as a root; its agent is still looked up)
                 self._nodes[parent].children.append(ctx.span_id)
+            # the user's rule last: when it raises (counted), the span is still in the tree and gives its step
+            if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
+                self._root = ctx.span_id
 
     def _ended(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()

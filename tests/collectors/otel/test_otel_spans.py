@@ -246,3 +246,20 @@ def test_recorded_spans_are_no_longer_held_until_the_receipt_is_finalized(tmp_pa
     assert [(s["tool"], s["agent"]) for s in receipt["steps"]] == [
         ("invoke_agent", "a"), ("late", "a"), ("close", "aer1")]
     verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+def test_a_root_rule_that_raises_no_longer_loses_the_span_it_was_asked_about(tracing: Tracing) -> None:
+    """The rule's failure is counted (receipt incomplete), and the span is still recorded: its step used to be lost."""
+    def rule(span: Any) -> bool:
+        return bool(span.attributes["kind"] == "run")  # KeyError on a root span without "kind"
+
+    from_spans = SpanReceiptCollector("rule", root=rule)
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}):
+        pass
+    with tracer.start_as_current_span("run", attributes={"kind": "run"}):
+        pass
+    receipt = from_spans.receipt
+    assert receipt is not None and receipt["recording_failures"] == 1
+    assert [s["tool"] for s in receipt["steps"]] == ["chat", "close"]
