@@ -421,27 +421,29 @@ class SpanReceiptCollector(SpanProcessor):
         if ctx is None:
             return
         finish = False
-        with self._lock:
-            node = self._nodes.get(ctx.span_id)
-            if node is None or self._receipt is not None:
-                return
-            node.ended = span
-            self._waiting += 1
-            if self._end_order:
-                self._emit(node)
-            else:
-                self._skip_recorded(node)
-                path = None if node.children else self._path_to(ctx.span_id)  # a span it contains is still open
-                if path is not None:
-                    self._drain(path)
-            if self._waiting > MAX_WAITING_SPANS and not self._end_order:
-                log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
-                            self._waiting)
-                self._flush_all(final=False)  # the spans still open are recorded when they end
-                self._end_order = True
-            finish = ctx.span_id == self._root
-        if finish:
-            self.finalize()
+        try:
+            with self._lock:
+                node = self._nodes.get(ctx.span_id)
+                if node is None or self._receipt is not None:
+                    return
+                node.ended = span
+                self._waiting += 1
+                finish = ctx.span_id == self._root  # the root's end finalizes, whatever recording it gives
+                if self._end_order:
+                    self._emit(node)
+                else:
+                    self._skip_recorded(node)
+                    path = None if node.children else self._path_to(ctx.span_id)  # a span it contains is still open
+                    if path is not None:
+                        self._drain(path)
+                if self._waiting > MAX_WAITING_SPANS and not self._end_order:
+                    log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
+                                self._waiting)
+                    self._flush_all(final=False)  # the spans still open are recorded when they end
+                    self._end_order = True
+        finally:
+            if finish:
+                self.finalize()
 
     def _placed_under(self, node: _Node) -> _Node | None:
         """The node whose children the span is among, or None for a root of its own tree."""
@@ -497,7 +499,10 @@ class SpanReceiptCollector(SpanProcessor):
         node.ended = node.span = None
         node.children = _NO_CHILDREN  # none are added to a span recorded (its own deque is most of a node's size)
         self._waiting -= 1
-        self._record(ended, node)
+        try:
+            self._record(ended, node)
+        except Exception as e:  # counted, and the spans after it are still recorded
+            self.collector.count_recording_failure(f"span {getattr(ended, 'name', '?')!r} at its end", e)
 
     def _flush_all(self, final: bool = True) -> None:
         """Record every ended span not yet recorded, in start order; when ``final`` (the receipt is being finalized),

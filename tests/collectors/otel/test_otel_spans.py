@@ -263,3 +263,22 @@ def test_a_root_rule_that_raises_no_longer_loses_the_span_it_was_asked_about(tra
     receipt = from_spans.receipt
     assert receipt is not None and receipt["recording_failures"] == 1
     assert [s["tool"] for s in receipt["steps"]] == ["chat", "close"]
+
+
+def test_a_root_span_whose_recording_fails_no_longer_leaves_the_receipt_open(
+        tracing: Tracing, tmp_path: Path, peers: Peers | None) -> None:
+    """A handoff rule that raises on the root's own tool call: counted, and the root's end still finalizes (it used to
+    leave the receipt open, every later span of the provider recorded into it)."""
+    def handoffs(tool: str) -> str | None:
+        raise RuntimeError("a broken rule")
+
+    from_spans = SpanReceiptCollector("rule", root="run", handoffs=handoffs)
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    with tracer.start_as_current_span("run", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "transfer", "gen_ai.tool.call.id": "h"}):
+        pass
+    receipt = from_spans.receipt
+    assert receipt is not None and receipt["recording_failures"] == 1
+    assert [s["tool"] for s in receipt["steps"]] == ["transfer", "close"]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
