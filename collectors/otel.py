@@ -295,7 +295,9 @@ def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
     return value
 
 
-_NO_CHILDREN: deque[int] = deque(maxlen=0)  # the children of every span recorded: nothing is ever added
+#: A span's place: (trace id, span id).
+_Key = tuple[int, int]
+_NO_CHILDREN: deque[_Key] = deque(maxlen=0)  # the children of every span recorded: nothing is ever added
 
 
 class _Node:
@@ -304,10 +306,10 @@ class _Node:
 
     __slots__ = ("agent", "children", "done", "ended", "parent", "span")
 
-    def __init__(self, parent: int | None, span: Span) -> None:
+    def __init__(self, parent: _Key | None, span: Span) -> None:
         self.parent = parent
         self.span: Span | None = span  # while open: its agent name may be set after its start
-        self.children: deque[int] = deque()  # span ids, in start order, not yet recorded
+        self.children: deque[_Key] = deque()  # in start order, not yet recorded
         self.ended: ReadableSpan | None = None  # from its end until it is recorded
         self.done = False
         self.agent: str | None = None  # once recorded (the span let go): its own gen_ai.agent.name, for spans inside it
@@ -347,10 +349,11 @@ class SpanReceiptCollector(SpanProcessor):
         self._root_rule: Callable[[Span], bool] | None = (
             root if callable(root) or root is None else lambda span: span.name == root)
         self._lock = threading.RLock()
-        self._root: int | None = None
-        self._nodes: dict[int, _Node] = {}
+        self._root: _Key | None = None
+        self._nodes: dict[_Key, _Node] = {}  # by (trace id, span id): span ids may repeat across traces
         self._waiting = 0
         self._end_order = False  # past MAX_WAITING_SPANS: spans are recorded as they end
+        self._ambiguous: set[_Key] = set()  # ids that two spans of the run had: none of those is recorded
         self._receipt: dict[str, Any] | None = None
 
     @property
@@ -405,16 +408,20 @@ class SpanReceiptCollector(SpanProcessor):
         with self._lock:
             if self._receipt is not None:
                 return
-            parent = span.parent.span_id if span.parent is not None else None
+            key = (ctx.trace_id, ctx.span_id)
+            if key in self._nodes:
+                self._ambiguous_id(key)
+                return
+            parent = (span.parent.trace_id, span.parent.span_id) if span.parent is not None else None
             if parent is not None and parent not in self._nodes:
                 parent = None  # a parent outside what was seen (another process, before this processor)
-            self._nodes[ctx.span_id] = _Node(parent, span)
+            self._nodes[key] = _Node(parent, span)
             if parent is not None and not self._end_order and not self._nodes[parent].done:
                 # (a span started under a span already recorded is placed as a root; its agent is still looked up)
-                self._nodes[parent].children.append(ctx.span_id)
+                self._nodes[parent].children.append(key)
             # the user's rule last: when it raises (counted), the span is still in the tree and gives its step
             if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
-                self._root = ctx.span_id
+                self._root = key
 
     def _ended(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
@@ -423,17 +430,18 @@ class SpanReceiptCollector(SpanProcessor):
         finish = False
         try:
             with self._lock:
-                node = self._nodes.get(ctx.span_id)
-                if node is None or self._receipt is not None:
+                key = (ctx.trace_id, ctx.span_id)
+                node = self._nodes.get(key)
+                if node is None or self._receipt is not None or key in self._ambiguous:
                     return
                 node.ended = span
                 self._waiting += 1
-                finish = ctx.span_id == self._root  # the root's end finalizes, whatever recording it gives
+                finish = key == self._root  # the root's end finalizes, whatever recording it gives
                 if self._end_order:
                     self._emit(node)
                 else:
                     self._skip_recorded(node)
-                    path = None if node.children else self._path_to(ctx.span_id)  # a span it contains is still open
+                    path = None if node.children else self._path_to(key)  # a span it contains is still open
                     if path is not None:
                         self._drain(path)
                 if self._waiting > MAX_WAITING_SPANS and not self._end_order:
@@ -445,6 +453,24 @@ class SpanReceiptCollector(SpanProcessor):
             if finish:
                 self.finalize()
 
+    def _ambiguous_id(self, key: _Key) -> None:
+        """A second span with the id of a span seen (an id generator that repeats itself): the ends of the two cannot
+        be told apart, so neither is recorded, and each such span is counted; the spans placed under the first are
+        recorded as roots of their own trees."""
+        self.collector.count_recording_failure(
+            f"span {format(key[1], '016x')}", RuntimeError("another span of the run has the same span id"))
+        if key in self._ambiguous:
+            return
+        self._ambiguous.add(key)
+        node = self._nodes[key]
+        if not node.done:
+            self.collector.count_recording_failure(
+                f"span {format(key[1], '016x')}", RuntimeError("a later span of the run has the same span id"))
+            if node.ended is not None:
+                self._waiting -= 1
+            node.done = True
+            node.ended = node.span = None
+
     def _placed_under(self, node: _Node) -> _Node | None:
         """The node whose children the span is among, or None for a root of its own tree."""
         if node.parent is None:
@@ -452,22 +478,22 @@ class SpanReceiptCollector(SpanProcessor):
         parent = self._nodes.get(node.parent)
         return None if parent is None or parent.done else parent
 
-    def _path_to(self, span_id: int) -> list[int] | None:
+    def _path_to(self, key: _Key) -> list[_Key] | None:
         """The ids from the root of the span's tree down to the span when it is on the tree's first path still to
         record (the first unrecorded child of the first unrecorded child ... of the root), else None: an earlier
         span is to be recorded first. The span has no unrecorded child."""
-        path = [span_id]
+        path = [key]
         while len(path) <= len(self._nodes):
-            node = self._nodes[span_id]
+            node = self._nodes[key]
             parent = self._placed_under(node)
             if parent is None:
                 path.reverse()
                 return path
             self._skip_recorded(parent)
-            if not parent.children or parent.children[0] != span_id:
+            if not parent.children or parent.children[0] != key:
                 return None
-            span_id = node.parent  # type: ignore[assignment]  # not None: it is placed under its parent
-            path.append(span_id)
+            key = node.parent  # type: ignore[assignment]  # not None: it is placed under its parent
+            path.append(key)
         return None
 
     def _skip_recorded(self, node: _Node) -> None:
@@ -475,7 +501,7 @@ class SpanReceiptCollector(SpanProcessor):
         while children and (children[0] not in self._nodes or self._nodes[children[0]].done):
             children.popleft()
 
-    def _drain(self, path: list[int]) -> None:
+    def _drain(self, path: list[_Key]) -> None:
         """Record the spans of a tree in order (each parent's children in start order, a span after the spans it
         contains) from the last span of ``path`` (from :meth:`_path_to`) on, while each has ended."""
         while path:

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import StatusCode
 
 from aer1.collectors import otel
@@ -281,4 +284,61 @@ def test_a_root_span_whose_recording_fails_no_longer_leaves_the_receipt_open(
     receipt = from_spans.receipt
     assert receipt is not None and receipt["recording_failures"] == 1
     assert [s["tool"] for s in receipt["steps"]] == ["transfer", "close"]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+class _Scripted(IdGenerator):
+    """Gives the span ids and trace ids listed, in order (an id generator that repeats ids)."""
+
+    def __init__(self, span_ids: list[int], trace_ids: list[int]) -> None:
+        self._span_ids, self._trace_ids = iter(span_ids), iter(trace_ids)
+
+    def generate_span_id(self) -> int:
+        return next(self._span_ids)
+
+    def generate_trace_id(self) -> int:
+        return next(self._trace_ids)
+
+
+def _scripted(span_ids: list[int], trace_ids: list[int]) -> tuple[SpanReceiptCollector, Any, InMemorySpanExporter]:
+    """A provider of the real SDK with those ids, exporting to memory, and a collector on it."""
+    provider = TracerProvider(id_generator=_Scripted(span_ids, trace_ids))
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from_spans = SpanReceiptCollector("ids")
+    provider.add_span_processor(from_spans)
+    return from_spans, provider.get_tracer("some.framework"), exporter
+
+
+def _agent_span(tracer: Any, name: str, parent: Any = None) -> Any:
+    return tracer.start_span(name, context=trace.set_span_in_context(parent) if parent is not None else None,
+                             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name})
+
+
+def test_span_ids_repeated_across_traces_no_longer_lose_one_trace_silently(tmp_path: Path, peers: Peers | None) -> None:
+    """Span ids are unique within a trace; a generator numbering each trace's spans gave two traces' spans one place
+    in the tree: half of them were lost and the receipt said nothing was."""
+    from_spans, tracer, exporter = _scripted([1, 1, 2, 2], [0xA, 0xB])
+    ra, rb = _agent_span(tracer, "ra"), _agent_span(tracer, "rb")
+    ca, cb = _agent_span(tracer, "ca", ra), _agent_span(tracer, "cb", rb)
+    for span in (cb, ca, rb, ra):
+        span.end()
+    receipt = from_spans.finalize()
+    assert len(exporter.get_finished_spans()) == 4 and "recording_failures" not in receipt
+    assert sorted(s["agent"] for s in receipt["steps"][:-1]) == ["ca", "cb", "ra", "rb"]
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+def test_two_spans_of_one_trace_with_one_span_id_are_no_longer_recorded_as_one_silently(
+        tmp_path: Path, peers: Peers | None) -> None:
+    """Their ends cannot be told apart: neither is recorded and both are counted; the other spans are recorded."""
+    from_spans, tracer, _ = _scripted([1, 2, 2, 3], [0xA])
+    run = tracer.start_span("run")
+    first, second = _agent_span(tracer, "first", run), _agent_span(tracer, "second", run)
+    third = _agent_span(tracer, "third", run)
+    for span in (second, first, third, run):
+        span.end()
+    receipt = from_spans.finalize()
+    assert receipt["recording_failures"] == 2 and receipt["status"] == "incomplete"
+    assert [s["agent"] for s in receipt["steps"]] == ["third", "aer1"]
     verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
