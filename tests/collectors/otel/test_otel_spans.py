@@ -8,6 +8,7 @@ spans for tool calls (with or without the opt-in arguments and results).
 from __future__ import annotations
 
 import gc
+import random
 import weakref
 from pathlib import Path
 from typing import Any
@@ -342,3 +343,38 @@ def test_two_spans_of_one_trace_with_one_span_id_are_no_longer_recorded_as_one_s
     assert receipt["recording_failures"] == 2 and receipt["status"] == "incomplete"
     assert [s["agent"] for s in receipt["steps"]] == ["third", "aer1"]
     verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+def _random_run(tracer: Any, rnd: random.Random, spans: int) -> dict[str, list[str]]:
+    """Spans started under random open spans and ended in random order, then ``run`` ended; returns the tree."""
+    run = tracer.start_span("run")
+    live, children = {"run": run}, {"run": []}
+    started = 0
+    while started < spans or len(live) > 1:
+        if started < spans and (len(live) == 1 or rnd.random() < 0.6):
+            parent, name = rnd.choice(list(live)), f"s{started}"
+            live[name] = _tool(tracer, name, live[parent])
+            children[name] = []
+            children[parent].append(name)
+            started += 1
+        else:
+            live.pop(rnd.choice([name for name in live if name != "run"])).end()
+    run.end()
+    return children
+
+
+def _after_what_it_holds(children: dict[str, list[str]], name: str) -> list[str]:
+    """The spans inside ``name``, each parent's children in start order, each span after the spans inside it."""
+    inside = [step for child in children[name] for step in _after_what_it_holds(children, child)]
+    return inside if name == "run" else [*inside, name]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_order_kept_no_longer_depends_on_the_order_spans_end_in(seed: int, tracing: Tracing) -> None:
+    """Random trees ended in random orders: the receipt's order is the one of the tree as started, every time."""
+    from_spans = SpanReceiptCollector("random", root="run")
+    tracing.provider.add_span_processor(from_spans)
+    children = _random_run(tracing.provider.get_tracer("some.framework"), random.Random(seed), 30)
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    assert [s["tool"] for s in receipt["steps"][:-1]] == _after_what_it_holds(children, "run")
