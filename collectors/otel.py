@@ -332,7 +332,7 @@ class SpanReceiptCollector(SpanProcessor):
     that hand the conversation over: their call is followed by a ``handoff`` step. The order
     kept is each parent's children in start order, a span after the spans it contains (spec/otel.md).
     The receipt is finalized when the root span ends (``root``: a span name or a predicate;
-    the first span without a parent that it accepts), at the provider's shutdown, or by
+    the first span without a parent seen that it accepts), at the provider's shutdown, or by
     :meth:`finalize`; ``collector_options`` are :class:`aer1.Collector`'s (signing key,
     evidence, journal, redaction, timestamps, ...).
     """
@@ -420,7 +420,8 @@ class SpanReceiptCollector(SpanProcessor):
                 # (a span started under a span already recorded is placed as a root; its agent is still looked up)
                 self._nodes[parent].children.append(key)
             # the user's rule last: when it raises (counted), the span is still in the tree and gives its step
-            if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
+            # a root: no parent seen (none, or a remote one: a service continuing its caller's trace)
+            if self._root is None and self._root_rule is not None and parent is None and self._root_rule(span):
                 self._root = key
 
     def _ended(self, span: ReadableSpan) -> None:

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from aer1.collectors import otel
 from aer1.collectors.otel import SpanReceiptCollector
@@ -378,3 +379,24 @@ def test_the_order_kept_no_longer_depends_on_the_order_spans_end_in(seed: int, t
     receipt = from_spans.receipt
     assert receipt is not None and "recording_failures" not in receipt
     assert [s["tool"] for s in receipt["steps"][:-1]] == _after_what_it_holds(children, "run")
+
+
+def test_a_root_span_continuing_a_remote_trace_now_finalizes_the_receipt(
+        tracing: Tracing, tmp_path: Path, peers: Peers | None) -> None:
+    """A service's ``run`` span continues its caller's trace (a remote parent, from ``traceparent``): it was never
+    taken as the root, so its end finalized nothing."""
+    from_spans = SpanReceiptCollector("service", root="run")
+    tracing.provider.add_span_processor(from_spans)
+    tracer = tracing.provider.get_tracer("some.framework")
+    caller = TraceContextTextMapPropagator().extract(
+        {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+    with tracer.start_as_current_span("run", context=caller):
+        with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}):
+            pass
+        with tracer.start_as_current_span("run"):  # a span of that name inside the root is not a root
+            pass
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    assert [s["tool"] for s in receipt["steps"]] == ["chat", "close"]
+    assert receipt["steps"][0]["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
+    verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
