@@ -100,6 +100,7 @@ class ReceiptSpanProcessor(SpanProcessor):
         self._tool_span_count = 0
         self._remembered: set[int] = set()  # span ids of the execute_tool spans in _tool_spans
         self._named: dict[int, list[tuple[int, str]]] = {}  # span id -> (seq, receipt_id) of its steps
+        self._claimed_open: set[int] = set()  # span ids of execute_tool spans given to a step before they ended
         self._shut = False
         watch(collector, self)
 
@@ -141,8 +142,15 @@ class ReceiptSpanProcessor(SpanProcessor):
             if not call_id or not isinstance(call_id, str) or self._collector.closed:
                 return  # not a tool's span (nearly every span), or the run is over
             ctx = span.get_span_context()
-            if ctx is not None and ctx.span_id not in self._remembered:
-                self._remember_tool_span(call_id, span)
+            if ctx is None:
+                return
+            with self._lock:
+                if ctx.span_id in self._claimed_open:  # given to a step while open: never to a second one
+                    self._claimed_open.discard(ctx.span_id)
+                    return
+                if ctx.span_id in self._remembered:
+                    return
+            self._remember_tool_span(call_id, span)
         except Exception as e:
             self._collector.count_recording_failure("a span's end", e)
 
@@ -171,7 +179,11 @@ class ReceiptSpanProcessor(SpanProcessor):
                 return None
             span = spans.popleft()
             self._tool_span_count -= 1
-            self._remembered.discard(span.get_span_context().span_id)
+            span_id = span.get_span_context().span_id
+            self._remembered.discard(span_id)
+            recording = getattr(span, "is_recording", None)
+            if recording is not None and recording():  # its end must not offer it again (on_end)
+                self._claimed_open.add(span_id)
             if not spans:
                 del self._tool_spans[call_id]
             return span
