@@ -400,3 +400,41 @@ def test_a_root_span_continuing_a_remote_trace_now_finalizes_the_receipt(
     assert [s["tool"] for s in receipt["steps"]] == ["chat", "close"]
     assert receipt["steps"][0]["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
     verify_everywhere(from_spans.save(tmp_path / "r.json"), receipt, peers)
+
+
+class _Text(str):
+    """A str subclass whose ``str()`` is another text (enumerations and such are set as attribute values)."""
+
+    def __str__(self) -> str:
+        return "not the value"
+
+
+_EVERY_TYPE: dict[str, Any] = {
+    "bool": True, "nan": float("nan"), "inf": float("-inf"), "big": 2**70, "seq": ("a", "b"),
+    "mixed": (1, "x", None, 2.5), "nested": ((1, 2), (3,)), "bytes": b"\xff\x00", "none": None,
+    "map": {"k": b"\x01", "n": float("nan")}, "text": _Text("plain"), "long": "x" * 100_000,
+}
+
+
+def test_attribute_values_of_every_otel_type_give_steps_that_verify(
+        tracing: Tracing, tmp_path: Path, peers: Peers | None) -> None:
+    """Every value the SDK keeps (extended attributes included) gives its step, the attribute kept under ``otel``."""
+    from_spans, tracer, run = _run(tracing, "every type")
+    with trace.use_span(run, end_on_exit=True):
+        for name, value in _EVERY_TYPE.items():
+            for operation in ("execute_tool", "chat"):
+                with tracer.start_as_current_span(f"{operation} {name}", attributes={
+                        "gen_ai.operation.name": operation, "gen_ai.tool.name": name, "gen_ai.x": value,
+                        "gen_ai.tool.call.arguments": value, "gen_ai.tool.call.result": value,
+                        "gen_ai.output.messages": value, "gen_ai.usage.input_tokens": value,
+                        "gen_ai.response.finish_reasons": value}):
+                    pass
+    receipt = from_spans.receipt
+    assert receipt is not None and "recording_failures" not in receipt
+    assert len(receipt["steps"]) == 2 * len(_EVERY_TYPE) + 1
+    path = from_spans.save(tmp_path / "r.json")
+    verify_everywhere(path, receipt, peers)
+    contents = evidence_contents(path)
+    text = next(s["seq"] for s in receipt["steps"] if s["tool"] == "text")
+    assert contents[text]["otel"]["attributes"]["gen_ai.x"] == "plain"  # the text it holds, not its str()
+    assert contents[text]["arguments"] == "plain" and contents[text]["arguments_malformed"] is True
