@@ -468,8 +468,8 @@ class SpanReceiptCollector(SpanProcessor):
 
     def _ambiguous_id(self, key: _Key) -> None:
         """A second span with the id of a span seen (an id generator that repeats itself): the ends of the two cannot
-        be told apart, so neither is recorded, and each such span is counted; the spans placed under the first are
-        recorded as roots of their own trees."""
+        be told apart, so the later one is not recorded, nor the first unless it was already; each span not recorded
+        is counted, and the spans placed under the first are recorded as roots of their own trees."""
         self.collector.count_recording_failure(
             f"span {format(key[1], '016x')}", RuntimeError("another span of the run has the same span id"))
         if key in self._ambiguous:
