@@ -100,6 +100,7 @@ class ReceiptSpanProcessor(SpanProcessor):
         self._tool_span_count = 0
         self._remembered: set[int] = set()  # span ids of the execute_tool spans in _tool_spans
         self._named: dict[int, list[tuple[int, str]]] = {}  # span id -> (seq, receipt_id) of its steps
+        self._claimed_open: set[int] = set()  # span ids of execute_tool spans given to a step before they ended
         self._shut = False
         watch(collector, self)
 
@@ -141,8 +142,15 @@ class ReceiptSpanProcessor(SpanProcessor):
             if not call_id or not isinstance(call_id, str) or self._collector.closed:
                 return  # not a tool's span (nearly every span), or the run is over
             ctx = span.get_span_context()
-            if ctx is not None and ctx.span_id not in self._remembered:
-                self._remember_tool_span(call_id, span)
+            if ctx is None:
+                return
+            with self._lock:
+                if ctx.span_id in self._claimed_open:  # given to a step while open: never to a second one
+                    self._claimed_open.discard(ctx.span_id)
+                    return
+                if ctx.span_id in self._remembered:
+                    return
+            self._remember_tool_span(call_id, span)
         except Exception as e:
             self._collector.count_recording_failure("a span's end", e)
 
@@ -171,7 +179,11 @@ class ReceiptSpanProcessor(SpanProcessor):
                 return None
             span = spans.popleft()
             self._tool_span_count -= 1
-            self._remembered.discard(span.get_span_context().span_id)
+            span_id = span.get_span_context().span_id
+            self._remembered.discard(span_id)
+            recording = getattr(span, "is_recording", None)
+            if recording is not None and recording():  # its end must not offer it again (on_end)
+                self._claimed_open.add(span_id)
             if not spans:
                 del self._tool_spans[call_id]
             return span
@@ -268,6 +280,22 @@ def _json_list(value: Any) -> list[str] | None:
     return None
 
 
+def _arguments_text(value: Any) -> Any:
+    """``gen_ai.tool.call.arguments`` as :func:`aer1._steps_vocab.parse_arguments` is to read them: text, an object and
+    None as the span holds them, bytes as their UTF-8 text; any other value the span holds (an array, a number, a
+    boolean) as its JSON text, kept as text and marked malformed there, rather than as Python's ``repr`` of it
+    (text no span carried). None for a value without such a text (bytes that are not UTF-8): the span's value is
+    still under ``otel.attributes``."""
+    if value is None or isinstance(value, (str, Mapping)):
+        return value
+    try:
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value).decode("utf-8")
+        return json.dumps(value, ensure_ascii=False)  # NaN and infinities as JSON's common extension writes them
+    except (TypeError, ValueError):  # bytes inside, not UTF-8, or an integer of too many digits
+        return None
+
+
 def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
     """An opt-in content attribute as data: JSON text parsed when it is JSON, else as the span holds it."""
     value = attributes.get(name)
@@ -279,17 +307,24 @@ def _opt_in(attributes: Mapping[str, Any], name: str) -> Any:
     return value
 
 
+#: A span's place: (trace id, span id).
+_Key = tuple[int, int]
+_NO_CHILDREN: deque[_Key] = deque(maxlen=0)  # the children of every span recorded: nothing is ever added
+
+
 class _Node:
-    """A span of the recorded trace, while it or a sibling before it is open."""
+    """A span of the recorded trace: its place in the tree; once recorded, only its agent name (the span itself is
+    let go, so a long run holds a few dozen bytes per span recorded, not the spans)."""
 
-    __slots__ = ("children", "done", "ended", "parent", "span")
+    __slots__ = ("agent", "children", "done", "ended", "parent", "span")
 
-    def __init__(self, parent: int | None, span: Span) -> None:
+    def __init__(self, parent: _Key | None, span: Span) -> None:
         self.parent = parent
         self.span: Span | None = span  # while open: its agent name may be set after its start
-        self.children: deque[int] = deque()  # span ids, in start order, not yet recorded
-        self.ended: ReadableSpan | None = None
+        self.children: deque[_Key] = deque()  # in start order, not yet recorded
+        self.ended: ReadableSpan | None = None  # from its end until it is recorded
         self.done = False
+        self.agent: str | None = None  # once recorded (the span let go): its own gen_ai.agent.name, for spans inside it
 
 
 class SpanReceiptCollector(SpanProcessor):
@@ -309,7 +344,7 @@ class SpanReceiptCollector(SpanProcessor):
     that hand the conversation over: their call is followed by a ``handoff`` step. The order
     kept is each parent's children in start order, a span after the spans it contains (spec/otel.md).
     The receipt is finalized when the root span ends (``root``: a span name or a predicate;
-    the first span without a parent that it accepts), at the provider's shutdown, or by
+    the first span without a parent seen that it accepts), at the provider's shutdown, or by
     :meth:`finalize`; ``collector_options`` are :class:`aer1.Collector`'s (signing key,
     evidence, journal, redaction, timestamps, ...).
     """
@@ -326,9 +361,11 @@ class SpanReceiptCollector(SpanProcessor):
         self._root_rule: Callable[[Span], bool] | None = (
             root if callable(root) or root is None else lambda span: span.name == root)
         self._lock = threading.RLock()
-        self._root: int | None = None
-        self._nodes: dict[int, _Node] = {}
+        self._root: _Key | None = None
+        self._nodes: dict[_Key, _Node] = {}  # by (trace id, span id): span ids may repeat across traces
         self._waiting = 0
+        self._end_order = False  # past MAX_WAITING_SPANS: spans are recorded as they end
+        self._ambiguous: set[_Key] = set()  # ids that two spans of the run had: none of those is recorded
         self._receipt: dict[str, Any] | None = None
 
     @property
@@ -383,71 +420,143 @@ class SpanReceiptCollector(SpanProcessor):
         with self._lock:
             if self._receipt is not None:
                 return
-            if self._root is None and self._root_rule is not None and span.parent is None and self._root_rule(span):
-                self._root = ctx.span_id
-            parent = span.parent.span_id if span.parent is not None else None
+            key = (ctx.trace_id, ctx.span_id)
+            if key in self._nodes:
+                self._ambiguous_id(key)
+                return
+            parent = (span.parent.trace_id, span.parent.span_id) if span.parent is not None else None
             if parent is not None and parent not in self._nodes:
                 parent = None  # a parent outside what was seen (another process, before this processor)
-            self._nodes[ctx.span_id] = _Node(parent, span)
-            if parent is not None:
-                self._nodes[parent].children.append(ctx.span_id)
+            self._nodes[key] = _Node(parent, span)
+            if parent is not None and not self._end_order and not self._nodes[parent].done:
+                # (a span started under a span already recorded is placed as a root; its agent is still looked up)
+                self._nodes[parent].children.append(key)
+            # the user's rule last: when it raises (counted), the span is still in the tree and gives its step
+            # a root: no parent seen (none, or a remote one: a service continuing its caller's trace)
+            if self._root is None and self._root_rule is not None and parent is None and self._root_rule(span):
+                self._root = key
 
     def _ended(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
         if ctx is None:
             return
         finish = False
-        with self._lock:
-            node = self._nodes.get(ctx.span_id)
-            if node is None or self._receipt is not None:
-                return
-            node.ended = span
-            self._waiting += 1
-            if node.parent is None:
-                self._emit(node)
-            else:
-                self._release(node.parent)
-            if self._waiting > MAX_WAITING_SPANS:
-                log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
-                            self._waiting)
-                self._flush_all()
-            finish = ctx.span_id == self._root
-        if finish:
-            self.finalize()
+        try:
+            with self._lock:
+                key = (ctx.trace_id, ctx.span_id)
+                node = self._nodes.get(key)
+                if node is None or self._receipt is not None or key in self._ambiguous:
+                    return
+                node.ended = span
+                self._waiting += 1
+                finish = key == self._root  # the root's end finalizes, whatever recording it gives
+                if self._end_order:
+                    self._emit(node)
+                else:
+                    self._skip_recorded(node)
+                    path = None if node.children else self._path_to(key)  # a span it contains is still open
+                    if path is not None:
+                        self._drain(path)
+                if self._waiting > MAX_WAITING_SPANS and not self._end_order:
+                    log.warning("aer1: %d ended spans wait for an earlier sibling: recorded in end order from here",
+                                self._waiting)
+                    self._flush_all(final=False)  # the spans still open are recorded when they end
+                    self._end_order = True
+        finally:
+            if finish:
+                self.finalize()
 
-    def _release(self, parent_id: int) -> None:
-        """Record the parent's children from the first on, while each has ended (start order kept)."""
-        parent = self._nodes[parent_id]
-        children = parent.children
-        while children:
-            child = self._nodes.get(children[0])
-            if child is not None and child.ended is None:
-                return
+    def _ambiguous_id(self, key: _Key) -> None:
+        """A second span with the id of a span seen (an id generator that repeats itself): the ends of the two cannot
+        be told apart, so the later one is not recorded, nor the first unless it was already; each span not recorded
+        is counted, and the spans placed under the first are recorded as roots of their own trees."""
+        self.collector.count_recording_failure(
+            f"span {format(key[1], '016x')}", RuntimeError("another span of the run has the same span id"))
+        if key in self._ambiguous:
+            return
+        self._ambiguous.add(key)
+        node = self._nodes[key]
+        if not node.done:
+            self.collector.count_recording_failure(
+                f"span {format(key[1], '016x')}", RuntimeError("a later span of the run has the same span id"))
+            if node.ended is not None:
+                self._waiting -= 1
+            node.done = True
+            node.ended = node.span = None
+
+    def _placed_under(self, node: _Node) -> _Node | None:
+        """The node whose children the span is among, or None for a root of its own tree."""
+        if node.parent is None:
+            return None
+        parent = self._nodes.get(node.parent)
+        return None if parent is None or parent.done else parent
+
+    def _path_to(self, key: _Key) -> list[_Key] | None:
+        """The ids from the root of the span's tree down to the span when it is on the tree's first path still to
+        record (the first unrecorded child of the first unrecorded child ... of the root), else None: an earlier
+        span is to be recorded first. The span has no unrecorded child."""
+        path = [key]
+        while len(path) <= len(self._nodes):
+            node = self._nodes[key]
+            parent = self._placed_under(node)
+            if parent is None:
+                path.reverse()
+                return path
+            self._skip_recorded(parent)
+            if not parent.children or parent.children[0] != key:
+                return None
+            key = node.parent  # type: ignore[assignment]  # not None: it is placed under its parent
+            path.append(key)
+        return None
+
+    def _skip_recorded(self, node: _Node) -> None:
+        children = node.children
+        while children and (children[0] not in self._nodes or self._nodes[children[0]].done):
             children.popleft()
-            if child is not None:
-                self._emit(child)
+
+    def _drain(self, path: list[_Key]) -> None:
+        """Record the spans of a tree in order (each parent's children in start order, a span after the spans it
+        contains) from the last span of ``path`` (from :meth:`_path_to`) on, while each has ended."""
+        while path:
+            node = self._nodes[path[-1]]
+            self._skip_recorded(node)
+            if node.children:
+                path.append(node.children[0])  # its first child still to record comes first
+                continue
+            if node.ended is None:
+                return  # still open: it and every span after it wait
+            self._emit(node)
+            path.pop()
 
     def _emit(self, node: _Node) -> None:
-        if node.done or node.ended is None:
+        ended = node.ended
+        if node.done or ended is None:
             return
+        agent = _readable(ended).get(_AGENT_NAME)  # ended: its attributes are final
+        node.agent = _text(agent) if isinstance(agent, str) and agent else None
         node.done = True
+        node.ended = node.span = None
+        node.children = _NO_CHILDREN  # none are added to a span recorded (its own deque is most of a node's size)
         self._waiting -= 1
-        self._record(node.ended, node)
+        try:
+            self._record(ended, node)
+        except Exception as e:  # counted, and the spans after it are still recorded
+            self.collector.count_recording_failure(f"span {getattr(ended, 'name', '?')!r} at its end", e)
 
-    def _flush_all(self) -> None:
-        """Record every ended span not yet recorded, in start order; count the spans that never ended."""
+    def _flush_all(self, final: bool = True) -> None:
+        """Record every ended span not yet recorded, in start order; when ``final`` (the receipt is being finalized),
+        count the spans that never ended."""
         unended = 0
         for node in list(self._nodes.values()):  # dicts keep insertion order: start order
+            if node.done:
+                continue
             if node.ended is not None:
-                if not node.done:
-                    node.done = True
-                    self._waiting -= 1
-                    self._record(node.ended, node)
+                self._emit(node)
             else:
                 unended += 1
         for node in self._nodes.values():
             node.children.clear()
-        if unended:
+        if unended and final:
             self.collector.count_recording_failure(
                 f"{unended} span(s) of the trace", RuntimeError("they had not ended when the receipt was finalized"))
 
@@ -457,7 +566,7 @@ class SpanReceiptCollector(SpanProcessor):
         current: _Node | None = node
         while current is not None and seen <= len(self._nodes):
             span = current.ended if current.ended is not None else current.span
-            agent = _readable(span).get(_AGENT_NAME) if span is not None else None
+            agent = current.agent if current.done else _readable(span).get(_AGENT_NAME) if span is not None else None
             if isinstance(agent, str) and agent:
                 return _text(agent)
             current = self._nodes.get(current.parent) if current.parent is not None else None
@@ -472,7 +581,6 @@ class SpanReceiptCollector(SpanProcessor):
         return target if isinstance(target, str) and target else None
 
     def _record(self, span: ReadableSpan, node: _Node) -> None:
-        node.span = None
         attributes = _attributes(span)
         operation = None if attributes is None else attributes.get(_OPERATION)
         if attributes is None or not isinstance(operation, str) or not operation:
@@ -504,7 +612,8 @@ class SpanReceiptCollector(SpanProcessor):
         }
         if is_tool and isinstance(tool_name, str):
             content = vocab.tool_call(
-                "otel", name=tool_name, call_id=call_id, arguments=attributes.get("gen_ai.tool.call.arguments"),
+                "otel", name=tool_name, call_id=call_id,
+                arguments=_arguments_text(attributes.get("gen_ai.tool.call.arguments")),
                 result=None if failed else _opt_in(attributes, "gen_ai.tool.call.result"), error=error,
                 extras=extras)
             label = tool_name

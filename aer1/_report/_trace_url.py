@@ -2,8 +2,9 @@
 
 The template is the user's (``https://jaeger.example/trace/{trace_id}``); the ids come from
 the receipt, which is untrusted. So the template is checked once (an absolute ``http`` or
-``https`` URL, no character that could leave an attribute or start markup, only the two
-placeholders), and an id enters a link only when it has the exact W3C form (lowercase hex
+``https`` URL, no character that could leave an attribute or start markup nor any other
+character that is not printable, only the two placeholders and only after the host, so that
+they never make the link's scheme or host), and an id enters a link only when it has the exact W3C form (lowercase hex
 of the right length, not all zero): anything else gives no link. The page's escaping then
 applies to the link as to every other value (spec/report.md).
 """
@@ -26,7 +27,8 @@ _TRACE = "{trace_id}"
 _SPAN = "{span_id}"
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
-#: Characters refused anywhere in a template: whitespace, controls, quotes, markup and backslash.
+#: ASCII characters refused anywhere in a template: whitespace, controls, quotes, markup and backslash (with every
+#: other character that is not printable).
 _UNSAFE = re.compile(r"[\x00-\x20\x7f-\x9f\"'<>`\\]")
 
 
@@ -37,6 +39,16 @@ def _id(value: Any, form: re.Pattern[str]) -> str | None:
     return value
 
 
+def _unsafe_character(template: str) -> tuple[int, str] | None:
+    """(position, character) of the first character refused in a template, else None: those of ``_UNSAFE``, and
+    any other a browser would not keep as written (Unicode spaces, line and paragraph separators, format characters
+    such as bidirectional overrides, lone surrogates): every character that is not printable."""
+    found = _UNSAFE.search(template)
+    if found is not None:
+        return found.start(), found.group()
+    return next(((i, ch) for i, ch in enumerate(template) if not ch.isprintable()), None)
+
+
 class TraceUrl:
     """A checked template; :meth:`link` fills it with a step's ids, or gives None for ids of the wrong form."""
 
@@ -45,18 +57,21 @@ class TraceUrl:
             raise ValueError("the template is empty")
         if len(template) > MAX_TRACE_URL_CHARS:
             raise ValueError(f"the template has {len(template)} characters; at most {MAX_TRACE_URL_CHARS}")
-        bad = _UNSAFE.search(template)
+        bad = _unsafe_character(template)
         if bad is not None:
-            raise ValueError(f"the template holds {bad.group()!r} at {bad.start()}: whitespace, controls, quotes, "
+            raise ValueError(f"the template holds {bad[1]!r} at {bad[0]}: whitespace, controls, quotes, "
                              "< > ` and \\ are not allowed (percent-encode them)")
         rest = template.replace(_TRACE, "").replace(_SPAN, "")
         if "{" in rest or "}" in rest:
             raise ValueError("the template may hold only the placeholders {trace_id} and {span_id}")
         if _TRACE not in template:
             raise ValueError("the template must hold {trace_id}")
-        parts = urllib.parse.urlsplit(rest)
+        parts = urllib.parse.urlsplit(template)  # the placeholders in place: they must not make the scheme or host
         if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
             raise ValueError("the template must be an absolute http:// or https:// URL")
+        if "{" in parts.netloc:
+            raise ValueError("the placeholders go after the host (in the path, query or fragment)")
+        _ = parts.port  # a port out of range or not a number raises ValueError: refused in one line
         self.template = template
         self.uses_span = _SPAN in template
 

@@ -84,6 +84,16 @@ def test_an_archive_page_passes_the_template_to_every_receipt_page(tmp_path: Pat
     assert len(pages) == 1 and len(links(pages[0])) == 3
 
 
+def _refused(template: str, tmp_path: Path) -> str:
+    """The one line ``aer1 report --trace-url template`` exits 2 with (no page written)."""
+    path, _ = traced(tmp_path)
+    out = tmp_path / "page.html"
+    code, _, err = run(["report", str(path), "-o", str(out), "--trace-url", template])
+    assert code == 2 and "--trace-url" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and not out.exists()
+    return err
+
+
 @pytest.mark.parametrize("template", [
     "javascript:alert(1)//{trace_id}",
     "https://x.example/{trace_id}\" onmouseover=\"alert(1)",
@@ -99,11 +109,7 @@ def test_an_archive_page_passes_the_template_to_every_receipt_page(tmp_path: Pat
     "https://x.example/{trace_id}/" + "a" * MAX_TRACE_URL_CHARS,
 ], ids=lambda t: t[:40] or "empty")
 def test_a_bad_template_is_refused_in_one_line(template: str, tmp_path: Path) -> None:
-    path, _ = traced(tmp_path)
-    out = tmp_path / "page.html"
-    code, _, err = run(["report", str(path), "-o", str(out), "--trace-url", template])
-    assert code == 2 and "--trace-url" in err and len(err.strip().splitlines()) == 1, err
-    assert "Traceback" not in err and not out.exists()
+    _refused(template, tmp_path)
 
 
 @pytest.mark.parametrize("trace_id, span_id", [
@@ -133,3 +139,38 @@ def test_a_template_without_span_id_links_every_traced_step_to_its_trace() -> No
     assert url.link("0123456789abcdef0123456789abcdef") == "https://t.example/trace/0123456789abcdef0123456789abcdef"
     assert url.link("0123456789abcdef0123456789abcdef", "bad") is None  # a span id is checked when given
     assert TraceUrl("https://t.example/{trace_id}?s={span_id}").link("0123456789abcdef0123456789abcdef") is None
+
+
+@pytest.mark.parametrize("template", [
+    "{trace_id}https://x.example/",  # a link of scheme '<hex>https', or relative, to nowhere the user wrote
+    "https:{trace_id}//x.example/",  # a browser reads the trace id as the host
+    "https://{trace_id}.x.example/",
+    "https://{trace_id}@x.example/",
+    "https://x.example{span_id}/{trace_id}",
+])
+def test_a_placeholder_before_the_path_is_refused_rather_than_making_the_scheme_or_host(
+        template: str, tmp_path: Path) -> None:
+    _refused(template, tmp_path)
+    with pytest.raises(ValueError):
+        TraceUrl(template)
+
+
+@pytest.mark.parametrize("character", ["\u2028", "\u2029", "\u00a0", "\u3000", "\u200b", "\u202e", "\ufeff",
+                                       "\udcff", "\u0085"], ids=ascii)
+def test_a_character_that_is_not_printable_is_refused_rather_than_altered_in_the_link(
+        character: str, tmp_path: Path) -> None:
+    """Unicode whitespace (which the refusal names) went into the link unseen, and a format character such as U+202E
+    was written into it as the page's visible escape (``\\u202e``), a link the template does not give."""
+    err = _refused(f"https://x.example/{{trace_id}}?q={character}", tmp_path)
+    assert ascii(character)[1:-1] in err
+
+
+@pytest.mark.parametrize("template", ["https://x.example:99999/{trace_id}", "https://x.example:port/{trace_id}"])
+def test_a_port_that_is_not_one_is_refused_in_one_line(template: str, tmp_path: Path) -> None:
+    assert "Port" in _refused(template, tmp_path)
+
+
+def test_printable_non_ascii_characters_and_a_port_stay_in_the_link() -> None:
+    url = TraceUrl("https://ü.example:8443/trace/{trace_id}?q=é")
+    assert url.link("0123456789abcdef0123456789abcdef") == (
+        "https://ü.example:8443/trace/0123456789abcdef0123456789abcdef?q=é")
