@@ -203,16 +203,17 @@ def _tile_request(path: str) -> tuple[int | None, int, int]:
 
 
 def _receipt_entry(body: bytes) -> bytes:
-    """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one)."""
+    """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one, or its hash
+    chain does not verify, as ``aer1 log append`` refuses it)."""
     from ._httpserve import HttpFailure
-    from ._tlog._entry import entry_for_receipt
+    from ._logdir import loggable_entry
     from .verifier._parse import MalformedInput, parse_strict
 
     try:
         receipt = parse_strict(body, what="the receipt")
         if not isinstance(receipt, dict):
             raise LogMalformed("not a JSON object")
-        return entry_for_receipt(receipt).encode()
+        return loggable_entry(receipt, "the receipt")
     except (MalformedInput, LogMalformed) as e:
         raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
 

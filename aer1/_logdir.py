@@ -28,7 +28,9 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
                                                    signatures (a witness's cosignatures), atomically
     append_receipts(dir, [(path, receipt)], key=None) -> [Logged(path, index, before)]   log parsed
                                                    receipts as one batch (those logged before: not again),
-                                                   then write each NAME.tlog-proof beside it
+                                                   then write each NAME.tlog-proof beside it; a receipt
+                                                   whose hash chain does not verify is refused first
+    loggable_entry(receipt, what) -> bytes         its entry, LogMalformed unless its chain verifies
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
     prove_receipts(dir, [(path, receipt)]) -> [(path, index)]  NAME.tlog-proof again, against the current
                                                    (e.g. newly cosigned) checkpoint
@@ -46,7 +48,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -106,6 +108,7 @@ __all__ = [
     "ReceiptLog",
     "append_receipts",
     "init_log",
+    "loggable_entry",
     "prove_receipts",
     "write_durable",
 ]
@@ -621,7 +624,7 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     log before any proof is written; a proof is written whole (temporary file, rename).
     """
     log = LogDir(directory, key)
-    entries = [entry_for_receipt(r).encode() for _, r in receipts]
+    entries = [loggable_entry(r, path) for path, r in receipts]
     log.signer  # noqa: B018 - a wrong or missing key is refused even when every receipt was logged before
     for path, _ in receipts:
         _refuse_unwritable_proof(proof_path_for(path))
@@ -646,6 +649,37 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
             raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {min(indexes)} to "
                           f"{max(indexes)}): `aer1 log prove` writes the proofs again", proof_path_for(path)) from e
     return [Logged(path, i, e in before) for (path, _), i, e in zip(receipts, indexes, entries, strict=True)]
+
+
+def loggable_entry(receipt: Mapping[str, Any], what: str) -> bytes:
+    """The entry of a receipt that may be logged: its members, sequence, ``merkle_root`` and hash chain verified.
+
+    The entry binds the receipt through ``chain_head`` and states its ``merkle_root``; when the
+    chain does not verify (a step, a workflow member or ``chain_head`` changed after the run)
+    the entry binds nothing, the verifier's log check cannot pass for it, and an append-only
+    log would keep it for ever. So such a receipt is refused (LogMalformed) before anything is
+    written, naming ``what`` and the first failure: checks 2 to 5, those that need nothing
+    but the receipt. The signature is not checked here: the entry names the key the receipt
+    names, and whether that key signed and is trusted is the verifier's to say (checks 6, 10).
+    """
+    from .verifier._checks import claims_profile
+    from .verifier._report import CheckResult
+    from .verifier._steps import check_members
+
+    entry = entry_for_receipt(receipt).encode()
+    members = CheckResult(2, "members")
+    checker = check_members(receipt, claims_profile(receipt), members)
+    if checker is None:
+        raise LogMalformed(f"{what} is not a well-formed receipt: {members.failures[0].reason}: nothing was logged")
+    sequence, root, chain = CheckResult(3, "sequence"), CheckResult(4, "merkle_root"), CheckResult(5, "chain")
+    checker.sequence_result(sequence)
+    checker.merkle_result(receipt, root)
+    checker.chain_result(receipt, chain)
+    for check in (sequence, root, chain):
+        if check.failures:
+            raise LogMalformed(f"{what}: its hash chain does not verify ({check.failures[0].reason}): "
+                               "its entry would bind nothing; nothing was logged")
+    return entry
 
 
 def _refuse_unwritable_proof(proof: str) -> None:

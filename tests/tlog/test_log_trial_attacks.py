@@ -104,3 +104,67 @@ def test_a_proof_that_cannot_be_written_is_named_and_nothing_is_logged(
     assert str(paths[0].with_suffix(".tlog-proof")) in doc["error"], doc
     assert "nothing was logged" in doc["error"], doc
     assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == size
+
+
+def _edited(receipt: dict[str, Any], how: str) -> dict[str, Any]:
+    """``receipt`` with one thing changed after the run: its goal, a step's tool, its chain_head or its root."""
+    out = json.loads(json.dumps(receipt))
+    if how == "goal":
+        out["goal"] = f"{out['goal']} (edited)"
+    elif how == "step":
+        out["steps"][1]["tool"] = "edited"
+    elif how == "chain_head":
+        out["chain_head"] = "0" * 64
+    else:
+        out["merkle_root"] = "1" * 64
+    return out
+
+
+@pytest.mark.parametrize("how", ["goal", "step", "chain_head", "merkle_root"])
+def test_append_refuses_a_receipt_whose_hash_chain_does_not_verify(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, how: str
+) -> None:
+    """Trial: `aer1 log append` logged a receipt whose hash chain fails (a goal, a step or chain_head edited
+    after the run): its entry binds nothing and would stay in the log for ever. It is now refused (exit 2, one
+    line naming the receipt and the broken link, nothing of the batch logged); with --json, one JSON error."""
+    from aer1._cli import main as aer1_main
+
+    from ..helpers import make_receipt
+
+    log, _, archive, _ = make_log(tmp_path, 0)
+    good, bad = archive / "good.json", archive / "bad.json"
+    receipt = make_receipt()
+    good.write_text(json.dumps(make_receipt()))
+    bad.write_text(json.dumps(_edited(receipt, how)))
+    size = parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size
+    code = aer1_main(["log", "append", str(log), str(good), str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{bad}: its hash chain does not verify" in err and "nothing was logged" in err, err
+    code = aer1_main(["log", "append", str(log), str(bad), "--json"])
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert code == 2 and doc["exit_code"] == 2 and "its hash chain does not verify" in doc["error"], doc
+    assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == size
+    assert not good.with_suffix(".tlog-proof").exists() and not bad.with_suffix(".tlog-proof").exists()
+
+
+def test_append_still_logs_unsigned_and_wrongly_signed_receipts(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    """The refusal of a broken chain leaves the signature to the verifier: an unsigned receipt is logged with
+    signer none, one whose signature does not verify with the key ID it names (its signature check fails)."""
+    from aer1._cli import main as aer1_main
+
+    from ..helpers import KEYS, make_receipt
+
+    log, _, archive, _ = make_log(tmp_path, 0)
+    unsigned = make_receipt()
+    assert "signature" not in unsigned
+    wrong = make_receipt(signing_key=str(KEYS / "trusted.key"))
+    value = wrong["signature"]["value"]
+    wrong["signature"]["value"] = ("A" if value[0] != "A" else "B") + value[1:]
+    (archive / "unsigned.json").write_text(json.dumps(unsigned))
+    (archive / "wrong.json").write_text(json.dumps(wrong))
+    code = aer1_main(["log", "append", str(log), str(archive / "unsigned.json"), str(archive / "wrong.json")])
+    assert code == 0, capsys.readouterr().err
+    assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == 2
