@@ -242,9 +242,9 @@ class LogDir:
         if not isinstance(config, dict) or config.get("format") != LOG_FORMAT:
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: want format {LOG_FORMAT!r}")
         origin, key_file = config.get("origin"), key or config.get("key")
-        check_key_name(origin)
         if not isinstance(origin, str):
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no origin named")
+        check_key_name(origin)
         if not isinstance(key_file, str):
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no signing key file named")
         self.origin: str = origin

@@ -168,3 +168,22 @@ def test_append_still_logs_unsigned_and_wrongly_signed_receipts(capsys: pytest.C
     code = aer1_main(["log", "append", str(log), str(archive / "unsigned.json"), str(archive / "wrong.json")])
     assert code == 0, capsys.readouterr().err
     assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == 2
+
+
+@pytest.mark.parametrize(("config", "want"), [
+    ({"key": "log\u0000.key"}, "cannot read key file 'log\\x00.key': embedded null byte"),
+    ({"origin": [1]}, "no origin named"),
+])
+def test_a_hand_edited_log_config_is_one_line_naming_what_is_wrong(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config: dict[str, Any], want: str
+) -> None:
+    """Trial: a log-config.json whose key path holds a NUL byte made `aer1 log append` say "internal error:
+    ValueError: embedded null byte", and one whose origin is not a string said "got an empty name"."""
+    from aer1._cli import main as aer1_main
+
+    log, _, _, paths = make_log(tmp_path, 1)
+    (log / "log-config.json").write_text(json.dumps({**json.loads((log / "log-config.json").read_text()),
+                                                     **config}))
+    code = aer1_main(["log", "append", str(log), str(paths[0])])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and want in err and "internal error" not in err, err
