@@ -187,3 +187,33 @@ def test_a_hand_edited_log_config_is_one_line_naming_what_is_wrong(
     code = aer1_main(["log", "append", str(log), str(paths[0])])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and want in err and "internal error" not in err, err
+
+
+def test_one_witness_key_trusted_under_two_names_counts_once(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """Trial: a cosignature's message holds no name, so with one witness key trusted under two names
+    (`--witness A+id1+KEY --witness B+id2+KEY --min-witnesses 2`), its line copied under the other name and
+    key ID verified, and the proof passed as "cosigned by 2 of 2 trusted witnesses": one key, counted once."""
+    from aer1._tlog import CosignatureSigner, Signature
+    from aer1._tlog._note import key_id_for
+
+    log, vkey, _, paths = make_log(tmp_path, 1)
+    witness = CosignatureSigner("witness.example/a", Ed25519PrivateKey.generate())
+    twin_id = key_id_for("witness.example/b", witness.key_type, witness.public)
+    twin = f"witness.example/b+{twin_id:08x}+{witness.verifier().vkey.split('+')[2]}"
+    note = (log / "checkpoint").read_bytes()
+    line = witness.sign(parse_note(note).text.encode())
+    cosigned = sign_note(parse_note(note).text, [], [*parse_note(note).signatures, line,
+                                                     Signature("witness.example/b", twin_id, line.sig)])
+    (log / "checkpoint").write_bytes(cosigned)
+    proof_file = paths[0].with_suffix(".tlog-proof")
+    proof = parse_tlog_proof(proof_file.read_bytes())
+    proof_file.write_bytes(format_tlog_proof(TlogProof(proof.index, proof.path, cosigned)))
+    trust = ["--log-key", vkey, "--witness", witness.verifier().vkey, "--witness", twin]
+    code, doc = _run_json(capsys, paths[0], *trust, "--min-witnesses", "2")
+    log_check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 1 and log_check["status"] == "FAIL" and "got 1 by trusted witnesses" in json.dumps(log_check)
+    code, doc = _run_json(capsys, "--log", log, *trust, "--min-witnesses", "2")
+    assert code == 1 and doc["log"]["verdict"] == "INVALID", doc["log"]
+    code, doc = _run_json(capsys, paths[0], *trust, "--min-witnesses", "1")
+    assert code == 0, doc
