@@ -318,15 +318,15 @@ def log_handler(log: LogDir, sequencer: Sequencer[bytes],
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ._httpserve import BoundedServer, parse_listen, serve_until_stopped
+    from ._httpserve import BoundedServer, check_seconds, parse_listen, serve_until_stopped
     from ._logdir import LogDir
 
-    for option, value in (("--queue-size", args.queue_size), ("--timeout", args.timeout),
-                          ("--stop-after", args.stop_after)):
-        if value is not None and value <= 0:
-            raise CliError(f"{option}: got {value}, want a positive number")
+    if args.queue_size <= 0:
+        raise CliError(f"--queue-size: got {args.queue_size}, want a positive number")
     use_storage_options(args)
     try:
+        check_seconds("--timeout", args.timeout)
+        check_seconds("--stop-after", args.stop_after)
         host, port = parse_listen(args.listen)
         log = LogDir(args.dir)
         log.checkpoint()  # a log that cannot be read is refused now, not at the first request
