@@ -206,16 +206,22 @@ def _receipt_entry(body: bytes) -> bytes:
     """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one, or its hash
     chain does not verify, as ``aer1 log append`` refuses it)."""
     from ._httpserve import HttpFailure
-    from ._logdir import loggable_entry
+    from ._logdir import refuse_unchained
+    from ._tlog._entry import entry_for_receipt
     from .verifier._parse import MalformedInput, parse_strict
 
     try:
         receipt = parse_strict(body, what="the receipt")
         if not isinstance(receipt, dict):
             raise LogMalformed("not a JSON object")
-        return loggable_entry(receipt, "the receipt")
+        entry = entry_for_receipt(receipt).encode()
     except (MalformedInput, LogMalformed) as e:
         raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
+    try:
+        refuse_unchained(receipt, "the receipt")
+    except LogMalformed as e:  # it names the receipt itself
+        raise HttpFailure(HTTPStatus.BAD_REQUEST, str(e)) from e
+    return entry
 
 
 def _posted_entry(body: bytes) -> bytes:

@@ -30,7 +30,7 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
                                                    receipts as one batch (those logged before: not again),
                                                    then write each NAME.tlog-proof beside it; a receipt
                                                    whose hash chain does not verify is refused first
-    loggable_entry(receipt, what) -> bytes         its entry, LogMalformed unless its chain verifies
+    refuse_unchained(receipt, what)                LogMalformed unless its hash chain verifies
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
     prove_receipts(dir, [(path, receipt)]) -> [(path, index)]  NAME.tlog-proof again, against the current
                                                    (e.g. newly cosigned) checkpoint
@@ -108,8 +108,8 @@ __all__ = [
     "ReceiptLog",
     "append_receipts",
     "init_log",
-    "loggable_entry",
     "prove_receipts",
+    "refuse_unchained",
     "write_durable",
 ]
 
@@ -624,7 +624,9 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     log before any proof is written; a proof is written whole (temporary file, rename).
     """
     log = LogDir(directory, key)
-    entries = [loggable_entry(r, path) for path, r in receipts]
+    entries = [entry_for_receipt(r).encode() for _, r in receipts]
+    for path, r in receipts:
+        refuse_unchained(r, path)
     log.signer  # noqa: B018 - a wrong or missing key is refused even when every receipt was logged before
     for path, _ in receipts:
         _refuse_unwritable_proof(proof_path_for(path))
@@ -651,22 +653,21 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     return [Logged(path, i, e in before) for (path, _), i, e in zip(receipts, indexes, entries, strict=True)]
 
 
-def loggable_entry(receipt: Mapping[str, Any], what: str) -> bytes:
-    """The entry of a receipt that may be logged: its members, sequence, ``merkle_root`` and hash chain verified.
+def refuse_unchained(receipt: Mapping[str, Any], what: str) -> None:
+    """Refuse (LogMalformed) a receipt whose members, sequence, ``merkle_root`` or hash chain do not verify.
 
     The entry binds the receipt through ``chain_head`` and states its ``merkle_root``; when the
     chain does not verify (a step, a workflow member or ``chain_head`` changed after the run)
     the entry binds nothing, the verifier's log check cannot pass for it, and an append-only
-    log would keep it for ever. So such a receipt is refused (LogMalformed) before anything is
-    written, naming ``what`` and the first failure: checks 2 to 5, those that need nothing
-    but the receipt. The signature is not checked here: the entry names the key the receipt
-    names, and whether that key signed and is trusted is the verifier's to say (checks 6, 10).
+    log would keep it for ever. So such a receipt is refused before anything is written,
+    naming ``what`` and the first failure of checks 2 to 5, those that need nothing but the
+    receipt. The signature is not checked here: the entry names the key the receipt names,
+    and whether that key signed and is trusted is the verifier's to say (checks 6 and 10).
     """
     from .verifier._checks import claims_profile
     from .verifier._report import CheckResult
     from .verifier._steps import check_members
 
-    entry = entry_for_receipt(receipt).encode()
     members = CheckResult(2, "members")
     checker = check_members(receipt, claims_profile(receipt), members)
     if checker is None:
@@ -679,7 +680,6 @@ def loggable_entry(receipt: Mapping[str, Any], what: str) -> bytes:
         if check.failures:
             raise LogMalformed(f"{what}: its hash chain does not verify ({check.failures[0].reason}): "
                                "its entry would bind nothing; nothing was logged")
-    return entry
 
 
 def _refuse_unwritable_proof(proof: str) -> None:
