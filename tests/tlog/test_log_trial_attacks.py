@@ -200,7 +200,7 @@ def test_one_witness_key_trusted_under_two_names_counts_once(capsys: pytest.Capt
     log, vkey, _, paths = make_log(tmp_path, 1)
     witness = CosignatureSigner("witness.example/a", Ed25519PrivateKey.generate())
     twin_id = key_id_for("witness.example/b", witness.key_type, witness.public)
-    twin = f"witness.example/b+{twin_id:08x}+{witness.verifier().vkey.split('+')[2]}"
+    twin = f"witness.example/b+{twin_id:08x}+{witness.verifier().vkey.split('+', 2)[2]}"
     note = (log / "checkpoint").read_bytes()
     line = witness.sign(parse_note(note).text.encode())
     cosigned = sign_note(parse_note(note).text, [], [*parse_note(note).signatures, line,
