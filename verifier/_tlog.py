@@ -140,8 +140,8 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes |
     except FileNotFoundError:
         result.skip(f"no {name} beside the receipt")
         return result
-    except LogMalformed as e:
-        return _failed(result, f"{proof_path}: {e}")
+    except LogMalformed as e:  # it names the proof file
+        return _failed(result, str(e))
     if entry is None:
         return _failed(result, f"the receipt has no log entry: {why}")
     logs, witnesses = trust.verifiers

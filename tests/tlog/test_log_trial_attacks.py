@@ -217,3 +217,18 @@ def test_one_witness_key_trusted_under_two_names_counts_once(capsys: pytest.Capt
     assert code == 1 and doc["log"]["verdict"] == "INVALID", doc["log"]
     code, doc = _run_json(capsys, paths[0], *trust, "--min-witnesses", "1")
     assert code == 0, doc
+
+
+def test_an_unreadable_proof_file_is_named_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Trial: a NAME.tlog-proof that is a FIFO failed the log check as "log: P: P: a FIFO, not a regular
+    file", its path said twice."""
+    import os
+
+    _, vkey, _, paths = make_log(tmp_path, 1)
+    proof_file = paths[0].with_suffix(".tlog-proof")
+    proof_file.unlink()
+    os.mkfifo(proof_file)
+    code, doc = _run_json(capsys, paths[0], "--log-key", vkey)
+    log = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 1 and log["status"] == "FAIL" and "a FIFO, not a regular file" in log["detail"], log
+    assert log["detail"].count(str(proof_file)) == 1, log
