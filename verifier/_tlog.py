@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._receipt import is_uuid
 from .._tlog import (
     HASH_SIZE,
     MAX_PROOF_BYTES,
@@ -54,6 +55,7 @@ __all__ = [
     "LogWalk",
     "check_receipt_log",
     "receipt_entry",
+    "receipt_ids",
     "walk_log",
 ]
 
@@ -123,6 +125,15 @@ def receipt_entry(workflow: dict[str, Any] | None) -> tuple[bytes | None, str]:
         return receipt_entry_bytes(workflow), ""
     except LogMalformed as e:
         return None, str(e)
+
+
+def receipt_ids(workflow: Any) -> bytes | None:
+    """``b"<workflow_id>/<receipt_id>"`` of a parsed receipt whose entry cannot be computed, when both are
+    lowercase UUIDs; else None."""
+    if not isinstance(workflow, dict):
+        return None
+    wf, rid = workflow.get("workflow_id"), workflow.get("receipt_id")
+    return f"{wf}/{rid}".encode("ascii") if is_uuid(wf) and is_uuid(rid) else None
 
 
 def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes | None, why: str = "") -> CheckResult:
@@ -447,7 +458,13 @@ class Completeness:
         entry: bytes | None = getattr(outcome, "log_entry", None)
         if entry is None:
             why = getattr(outcome, "log_why", "") or "its entry could not be computed"
-            self.problems["not_listed"].add(f"{r.source} ({why})")
+            ids: bytes | None = getattr(outcome, "log_ids", None)
+            if ids is None:
+                self.problems["not_listed"].add(f"{r.source} ({why})")
+                return
+            # its ids are readable: the log's entry for them is not missing, it does not match (finish says which)
+            key = _key(ids)
+            self.unmatched.append((self.seen.setdefault(key, len(self.seen)), key, f"{r.source} ({why})"))
             return
         key = _closed_key(entry)
         order = self.seen.setdefault(key, len(self.seen))

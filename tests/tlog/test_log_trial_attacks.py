@@ -232,3 +232,20 @@ def test_an_unreadable_proof_file_is_named_once(capsys: pytest.CaptureFixture[st
     log = next(c for c in doc["checks"] if c["name"] == "log")
     assert code == 1 and log["status"] == "FAIL" and "a FIFO, not a regular file" in log["detail"], log
     assert log["detail"].count(str(proof_file)) == 1, log
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_receipt_edited_in_place_is_not_matching_not_missing(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path, jobs: str) -> None:
+    """Trial: a logged receipt whose goal was edited in the archive (its chain broken) was counted both
+    "listed in the log, missing from the archive" and "in the archive, not listed", though it is in the
+    archive under the ids the log lists: it is now one receipt not matching its entry, and nothing missing."""
+    log, vkey, archive, paths = make_log(tmp_path, 2, opened=False)
+    wf = json.loads(paths[0].read_text())
+    wf["goal"] += " (edited)"
+    paths[0].write_text(json.dumps(wf))
+    code, doc = _run_json(capsys, "--log", log, "--log-key", vkey, "--complete", archive, "-j", jobs)
+    complete = doc["log"]["complete"]
+    counts = {k: complete[k]["count"] for k in ("missing", "not_matching", "not_listed", "never_closed")}
+    assert code == 1 and counts == {"missing": 0, "not_matching": 1, "not_listed": 0, "never_closed": 0}, complete
+    assert complete["not_matching"]["named"][0].startswith(f"{paths[0]} (its chain check did not pass)"), complete
