@@ -627,6 +627,7 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     entries = [entry_for_receipt(r).encode() for _, r in receipts]
     for path, r in receipts:
         refuse_unchained(r, path)
+    _refuse_shared_proofs([path for path, _ in receipts], entries, "nothing was logged")
     log.signer  # noqa: B018 - a wrong or missing key is refused even when every receipt was logged before
     for path, _ in receipts:
         _refuse_unwritable_proof(proof_path_for(path))
@@ -682,6 +683,20 @@ def refuse_unchained(receipt: Mapping[str, Any], what: str) -> None:
                                "its entry would bind nothing; nothing was logged")
 
 
+def _refuse_shared_proofs(paths: Sequence[str], entries: Sequence[bytes], nothing: str) -> None:
+    """Two receipts of one batch whose ``NAME.tlog-proof`` is one file (``x.json`` and ``x``, or one path
+    spelt two ways) are refused (UsageError) unless they are the same receipt: else the second proof
+    replaces the first, and the first receipt's log check fails though the command said it was logged."""
+    first: dict[str, tuple[str, bytes]] = {}
+    for path, entry in zip(paths, entries, strict=True):
+        proof = proof_path_for(path)
+        key = proof if is_url(proof) else os.path.realpath(proof)
+        seen = first.setdefault(key, (path, entry))
+        if seen[1] != entry:
+            raise UsageError(f"{seen[0]} and {path} are two receipts whose proof would be one file, {proof}: "
+                             f"rename one; {nothing}")
+
+
 def _refuse_unwritable_proof(proof: str) -> None:
     """A local ``NAME.tlog-proof`` that exists but is not a regular file is refused before anything is logged
     (else the receipt is logged, its proof cannot be written, and every retry logs it again)."""
@@ -731,6 +746,7 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     cp, note = log.checkpoint()
     reader = log.hash_reader(cp)
     entry_of = {path: entry_for_receipt(r).encode() for path, r in receipts}
+    _refuse_shared_proofs(list(entry_of), list(entry_of.values()), "no proof was written")
     found: dict[bytes, int] = {}  # entry -> its index (a receipt named twice is looked for once)
     for path, entry in entry_of.items():
         if entry not in found:

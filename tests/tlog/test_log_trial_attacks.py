@@ -249,3 +249,28 @@ def test_a_receipt_edited_in_place_is_not_matching_not_missing(capsys: pytest.Ca
     counts = {k: complete[k]["count"] for k in ("missing", "not_matching", "not_listed", "never_closed")}
     assert code == 1 and counts == {"missing": 0, "not_matching": 1, "not_listed": 0, "never_closed": 0}, complete
     assert complete["not_matching"]["named"][0].startswith(f"{paths[0]} (its chain check did not pass)"), complete
+
+
+@pytest.mark.parametrize("command", ["append", "prove"])
+def test_two_receipts_whose_proof_is_one_file_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                          command: str) -> None:
+    """Trial: `aer1 log append LOG x.json x` (two receipts) logged both and said "proof x.tlog-proof" for
+    each, but the second proof replaced the first, so x.json's log check failed; `aer1 log prove` likewise
+    (and said "internal error: UsageError" once refused). Both are refused now, before anything is written;
+    one receipt named twice is still fine."""
+    from aer1._cli import main as aer1_main
+
+    log, _, archive, paths = make_log(tmp_path, 2)
+    other = archive / "r0"
+    other.write_bytes(paths[1].read_bytes())
+    proof = archive / "r0.tlog-proof"
+    before = proof.read_bytes()
+    size = parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size
+    code = aer1_main(["log", command, str(log), str(paths[0]), str(other)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "internal error" not in err, err
+    assert f"{paths[0]} and {other} are two receipts whose proof would be one file" in err, err
+    assert proof.read_bytes() == before
+    assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == size
+    spelt = archive / "." / paths[0].name
+    assert aer1_main(["log", command, str(log), str(paths[0]), str(spelt)]) == 0, capsys.readouterr().err
