@@ -186,10 +186,10 @@ def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> s
         raise UsageError(f"{root}: not empty (a log is created under a new or empty prefix)")
     signer = Ed25519Signer(origin, load_private_key(key_path))
     config = {"format": LOG_FORMAT, "origin": origin, "key": os.path.abspath(key_path)}
-    write_durable(at(root, LOG_CONFIG), orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
     vkey = signer.verifier().vkey
-    write_durable(at(root, LOG_VKEY), vkey.encode("ascii") + b"\n")
-    note = sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer])
+    note = sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer])  # all made before anything is written
+    write_durable(at(root, LOG_CONFIG), orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    write_durable(at(root, LOG_VKEY), vkey.encode("utf-8") + b"\n")  # a key name (the origin) is UTF-8
     if isinstance(root, Path):
         write_durable(root / CHECKPOINT, note)
     else:  # created only if absent: two inits of one prefix cannot both win
@@ -599,7 +599,7 @@ def _decode_queued(data: bytes) -> list[bytes]:
 
 
 def _vkey_public(path: Path | str, origin: str) -> bytes:
-    text = read_file_bounded(path, 8192).decode("ascii", "replace").strip()
+    text = read_file_bounded(path, 8192).decode("utf-8", "replace").strip()
     v = parse_vkey(text)
     if not isinstance(v, Ed25519Verifier) or v.name != origin:
         raise LogMalformed(f"{path}: want the Ed25519 verifier key of {origin!r}")

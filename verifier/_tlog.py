@@ -110,7 +110,7 @@ def load_vkey(text_or_path: str) -> str:
     text = text_or_path
     if os.path.isfile(text_or_path):
         try:
-            text = read_file_bounded(text_or_path, 8192).decode("ascii").strip()
+            text = read_file_bounded(text_or_path, 8192).decode("utf-8").strip()  # a key name is UTF-8
         except (UnicodeDecodeError, FileNotFoundError) as e:
             raise LogMalformed(f"{text_or_path}: not a verifier key file") from e
     parse_vkey(text)

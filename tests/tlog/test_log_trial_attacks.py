@@ -274,3 +274,28 @@ def test_two_receipts_whose_proof_is_one_file_are_refused(capsys: pytest.Capture
     assert parse_checkpoint(parse_note((log / "checkpoint").read_bytes()).text).size == size
     spelt = archive / "." / paths[0].name
     assert aer1_main(["log", command, str(log), str(paths[0]), str(spelt)]) == 0, capsys.readouterr().err
+
+
+def test_a_log_whose_origin_is_not_ascii_is_made_and_verified(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """Trial: `aer1 log init DIR --origin é.example/log` (a key name is UTF-8) said "internal error:
+    UnicodeEncodeError" and left DIR holding log-config.json alone, so a second try was "not empty". The log
+    is now made (its log.vkey UTF-8), appended to and verified by its log.vkey file, proof and walk."""
+    from aer1._cli import main as aer1_main
+    from aer1._signing import generate_key_pair
+
+    from ..helpers import make_receipt
+
+    key = tmp_path / "log.key"
+    key.write_bytes(generate_key_pair()[0])
+    log, receipt = tmp_path / "log", tmp_path / "archive" / "r.json"
+    receipt.parent.mkdir()
+    receipt.write_text(json.dumps(make_receipt()))
+    assert aer1_main(["log", "init", str(log), "--origin", "é.example/log", "--key", str(key)]) == 0
+    assert aer1_main(["log", "append", str(log), str(receipt)]) == 0
+    capsys.readouterr()
+    code, doc = _run_json(capsys, receipt, "--log-key", log / "log.vkey")
+    check = next(c for c in doc["checks"] if c["name"] == "log")
+    assert code == 0 and check["status"] == "PASS" and "é.example/log" in check["detail"], check
+    code, doc = _run_json(capsys, "--log", log, "--log-key", log / "log.vkey", "--complete", receipt.parent, "-j", "1")
+    assert code == 0 and doc["log"]["verdict"] == "VALID", doc["log"]
