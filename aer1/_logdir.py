@@ -482,6 +482,7 @@ class LogDir:
             return
         except (orjson.JSONDecodeError, LogMalformed) as e:
             raise LogMalformed(f"{self._folder / SEQUENCING}: unreadable: {e}") from e
+        _check_record(record, self._folder / SEQUENCING, ("old_size", "size"), batches=True)
         cp, _ = self.checkpoint()
         if cp.size == record.get("size"):  # its checkpoint was written: tell the queued batches
             self._tell_queued(record)
@@ -501,6 +502,7 @@ class LogDir:
             return None
         except (orjson.JSONDecodeError, LogMalformed) as e:
             raise LogMalformed(f"{path}: unreadable: {e}") from e
+        _check_record(done, path, ("old_size", "size", "first", "count"))
         os.unlink(path)
         return Appended(done["old_size"], done["size"], done["first"], done["note"].encode("utf-8"))
 
@@ -576,6 +578,36 @@ def object_lock(url: str) -> Iterator[None]:
         yield
     finally:
         _storage.delete(url, if_match=mine)
+
+
+def _check_record(record: Any, path: Path, sizes: tuple[str, ...], batches: bool = False) -> None:
+    """A ``sequencing.json`` (``batches``) or ``pending/NAME.done`` as the writer makes them, else LogMalformed.
+
+    Its batch names become paths under ``pending/``: each must be a plain file name, so that a
+    record edited by hand never makes the writer write or remove a file outside the log."""
+    def bad(what: str) -> LogMalformed:
+        return LogMalformed(f"{path}: not a record of the log's writer: {what}")
+
+    if not isinstance(record, dict):
+        raise bad(f"a JSON {type(record).__name__}, not an object")
+    for name in sizes:
+        value = record.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise bad(f"{name}: got {str(value)[:40]!r}, want a size")
+    if not isinstance(record.get("note"), str):
+        raise bad("note: want the checkpoint's text")
+    if not batches:
+        return
+    placed = record.get("batches")
+    if not isinstance(placed, list):
+        raise bad("batches: want a list")
+    for batch in placed:
+        if not (isinstance(batch, list) and len(batch) == 3 and isinstance(batch[0], str)
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in batch[1:])):
+            raise bad(f"batches: got {str(batch)[:80]!r}, want [NAME, first index, count]")
+        name = batch[0]
+        if name in ("", ".", "..") or os.path.basename(name) != name or "\x00" in name:
+            raise bad(f"batches: got the name {name[:80]!r}, want a file name in {PENDING}/")
 
 
 def _write_bytes(data: bytes, f: IO[bytes]) -> None:

@@ -299,3 +299,32 @@ def test_a_log_whose_origin_is_not_ascii_is_made_and_verified(capsys: pytest.Cap
     assert code == 0 and check["status"] == "PASS" and "é.example/log" in check["detail"], check
     code, doc = _run_json(capsys, "--log", log, "--log-key", log / "log.vkey", "--complete", receipt.parent, "-j", "1")
     assert code == 0 and doc["log"]["verdict"] == "VALID", doc["log"]
+
+
+@pytest.mark.parametrize(("record", "want"), [
+    ([1], "a JSON list, not an object"),
+    ({"old_size": 1, "size": 2, "note": "x", "batches": [["../../outside", 1, 1]]}, "want a file name in pending/"),
+    ({"old_size": 1, "size": 2, "note": 5, "batches": []}, "note: want the checkpoint's text"),
+    ({"old_size": 1, "size": "2", "note": "x", "batches": []}, "size: got '2', want a size"),
+])
+def test_a_hand_edited_sequencing_record_is_refused_and_touches_nothing_outside(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, record: Any, want: str
+) -> None:
+    """Trial: a sequencing.json that is a JSON list made `aer1 log append` say "internal error:
+    AttributeError"; one whose batch is named "../../outside" made the writer write outside.done and remove
+    outside.entries beside the log's folder. The record is now checked as the writer writes it, first."""
+    from aer1._cli import main as aer1_main
+
+    from ..helpers import make_receipt
+
+    log, _, archive, _ = make_log(tmp_path, 1)
+    outside = tmp_path / "outside.entries"
+    outside.write_bytes(b"keep")
+    (log / "pending").mkdir(exist_ok=True)
+    (log / "sequencing.json").write_text(json.dumps(record))
+    receipt = archive / "new.json"
+    receipt.write_text(json.dumps(make_receipt()))
+    code = aer1_main(["log", "append", str(log), str(receipt)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and want in err and "internal error" not in err, err
+    assert outside.read_bytes() == b"keep" and not (tmp_path / "outside.done").exists()
