@@ -24,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any, ClassVar
 
+from ._limits import MAX_OPTION_SECONDS
 from .errors import Aer1Error
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "BoundedHandler",
     "BoundedServer",
     "HttpFailure",
+    "check_seconds",
     "parse_listen",
     "running",
     "serve_until_stopped",
@@ -302,6 +304,13 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise ValueError(f"--listen: got {text!r}, want HOST:PORT such as 127.0.0.1:8080")
     return host.strip("[]"), int(port)
+
+
+def check_seconds(option: str, value: float | None) -> None:
+    """A ``--timeout`` or ``--stop-after`` (None: not given) must be a positive, finite number of seconds of at
+    most :data:`MAX_OPTION_SECONDS`: NaN slips through ``<= 0`` and a huge wait overflows the timers. ValueError."""
+    if value is not None and not 0 < value <= MAX_OPTION_SECONDS:
+        raise ValueError(f"{option}: got {value}, want a positive number of seconds, at most {MAX_OPTION_SECONDS}")
 
 
 @contextmanager

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JOURNAL_LINE_BYTES",
     "MAX_MEMBER_CHARS",
+    "MAX_OPTION_SECONDS",
     "MAX_PARSE_COST_BYTES",
     "MAX_RECEIPT_DEPTH",
     "MAX_STORAGE_OPTIONS_BYTES",
@@ -143,6 +144,9 @@ BLOCK_LEVELS = 10
 #: How far a trusted witness's cosignature may be dated after this machine's clock, in seconds
 #: (clocks drift; a cosignature dated later than that cannot have been made yet and is refused).
 MAX_COSIGNATURE_AHEAD_SECONDS = 600
+#: Longest ``--timeout`` or ``--stop-after`` of the log and witness commands, in seconds (a year: a longer
+#: wait overflows the platform's timers).
+MAX_OPTION_SECONDS = 366 * 24 * 3600
 #: Longest receipt a log server takes in one ``POST /add``, in bytes.
 MAX_RECEIPT_POST_BYTES = 16 * _MiB
 

@@ -87,10 +87,10 @@ def _prove(args: argparse.Namespace) -> int:
     use_storage_options(args)
     from ._cli_input import read_receipt
     from ._logdir import prove_receipts
-    from .errors import LogInvalid, LogMalformed
+    from .errors import LogInvalid, LogMalformed, UsageError
 
     receipts = [(path, read_receipt(path)) for path in args.receipts]
-    with _failing("log prove", args.dir, (LogMalformed, LogInvalid)):
+    with _failing("log prove", args.dir, (LogMalformed, LogInvalid, UsageError)):
         done = prove_receipts(args.dir, receipts)
     return _logged(args, "log prove", done, "{path}: entry {index}; proof {proof} against the current checkpoint")
 

@@ -203,8 +203,10 @@ def _tile_request(path: str) -> tuple[int | None, int, int]:
 
 
 def _receipt_entry(body: bytes) -> bytes:
-    """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one)."""
+    """The log entry of a POSTed receipt, read under the verifier's limits (400 if it is not one, or its hash
+    chain does not verify, as ``aer1 log append`` refuses it)."""
     from ._httpserve import HttpFailure
+    from ._logdir import refuse_unchained
     from ._tlog._entry import entry_for_receipt
     from .verifier._parse import MalformedInput, parse_strict
 
@@ -212,9 +214,14 @@ def _receipt_entry(body: bytes) -> bytes:
         receipt = parse_strict(body, what="the receipt")
         if not isinstance(receipt, dict):
             raise LogMalformed("not a JSON object")
-        return entry_for_receipt(receipt).encode()
+        entry = entry_for_receipt(receipt).encode()
     except (MalformedInput, LogMalformed) as e:
         raise HttpFailure(HTTPStatus.BAD_REQUEST, f"not a receipt: {e}") from e
+    try:
+        refuse_unchained(receipt, "the receipt")
+    except LogMalformed as e:  # it names the receipt itself
+        raise HttpFailure(HTTPStatus.BAD_REQUEST, str(e)) from e
+    return entry
 
 
 def _posted_entry(body: bytes) -> bytes:
@@ -317,15 +324,15 @@ def log_handler(log: LogDir, sequencer: Sequencer[bytes],
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ._httpserve import BoundedServer, parse_listen, serve_until_stopped
+    from ._httpserve import BoundedServer, check_seconds, parse_listen, serve_until_stopped
     from ._logdir import LogDir
 
-    for option, value in (("--queue-size", args.queue_size), ("--timeout", args.timeout),
-                          ("--stop-after", args.stop_after)):
-        if value is not None and value <= 0:
-            raise CliError(f"{option}: got {value}, want a positive number")
+    if args.queue_size <= 0:
+        raise CliError(f"--queue-size: got {args.queue_size}, want a positive number")
     use_storage_options(args)
     try:
+        check_seconds("--timeout", args.timeout)
+        check_seconds("--stop-after", args.stop_after)
         host, port = parse_listen(args.listen)
         log = LogDir(args.dir)
         log.checkpoint()  # a log that cannot be read is refused now, not at the first request

@@ -205,6 +205,7 @@ def _write_cosignatures(log: LogDir, text: str, new: Sequence[Signature]) -> int
 def _witness_command(args: argparse.Namespace) -> int:
     """``aer1 log witness``: one line per witness; exit 0 if all cosigned, 1 if some did not."""
     from ._httpclient import base_url
+    from ._httpserve import check_seconds
     from ._witness_server import load_witness_keys
     from .verifier._output import CliError, one_line
 
@@ -214,8 +215,10 @@ def _witness_command(args: argparse.Namespace) -> int:
             base_url(url)
         except ValueError as e:
             raise CliError(f"--witness: {e}") from e
-    if args.timeout <= 0:
-        raise CliError(f"--timeout: got {args.timeout}, want a positive number of seconds")
+    try:
+        check_seconds("--timeout", args.timeout)
+    except ValueError as e:
+        raise CliError(str(e)) from e
     try:
         run = gather_cosignatures(args.dir, args.witness, keys, args.timeout)
     except (LogMalformed, LogInvalid, UsageError) as e:

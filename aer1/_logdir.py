@@ -28,7 +28,9 @@ API (for ``aer1 log``, ``Collector(log=...)`` and the log server):
                                                    signatures (a witness's cosignatures), atomically
     append_receipts(dir, [(path, receipt)], key=None) -> [Logged(path, index, before)]   log parsed
                                                    receipts as one batch (those logged before: not again),
-                                                   then write each NAME.tlog-proof beside it
+                                                   then write each NAME.tlog-proof beside it; a receipt
+                                                   whose hash chain does not verify is refused first
+    refuse_unchained(receipt, what)                LogMalformed unless its hash chain verifies
     write_durable(path, data)                      temporary file, fsync, rename, fsync the folder
     prove_receipts(dir, [(path, receipt)]) -> [(path, index)]  NAME.tlog-proof again, against the current
                                                    (e.g. newly cosigned) checkpoint
@@ -46,7 +48,7 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -107,6 +109,7 @@ __all__ = [
     "append_receipts",
     "init_log",
     "prove_receipts",
+    "refuse_unchained",
     "write_durable",
 ]
 
@@ -183,10 +186,10 @@ def init_log(directory: str | os.PathLike[str], origin: str, key_path: str) -> s
         raise UsageError(f"{root}: not empty (a log is created under a new or empty prefix)")
     signer = Ed25519Signer(origin, load_private_key(key_path))
     config = {"format": LOG_FORMAT, "origin": origin, "key": os.path.abspath(key_path)}
-    write_durable(at(root, LOG_CONFIG), orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
     vkey = signer.verifier().vkey
-    write_durable(at(root, LOG_VKEY), vkey.encode("ascii") + b"\n")
-    note = sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer])
+    note = sign_note(Checkpoint(origin, 0, EMPTY_ROOT).text(), [signer])  # all made before anything is written
+    write_durable(at(root, LOG_CONFIG), orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n")
+    write_durable(at(root, LOG_VKEY), vkey.encode("utf-8") + b"\n")  # a key name (the origin) is UTF-8
     if isinstance(root, Path):
         write_durable(root / CHECKPOINT, note)
     else:  # created only if absent: two inits of one prefix cannot both win
@@ -239,9 +242,9 @@ class LogDir:
         if not isinstance(config, dict) or config.get("format") != LOG_FORMAT:
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: want format {LOG_FORMAT!r}")
         origin, key_file = config.get("origin"), key or config.get("key")
-        check_key_name(origin)
         if not isinstance(origin, str):
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no origin named")
+        check_key_name(origin)
         if not isinstance(key_file, str):
             raise LogMalformed(f"{at(self.root, LOG_CONFIG)}: no signing key file named")
         self.origin: str = origin
@@ -479,6 +482,7 @@ class LogDir:
             return
         except (orjson.JSONDecodeError, LogMalformed) as e:
             raise LogMalformed(f"{self._folder / SEQUENCING}: unreadable: {e}") from e
+        _check_record(record, self._folder / SEQUENCING, ("old_size", "size"), batches=True)
         cp, _ = self.checkpoint()
         if cp.size == record.get("size"):  # its checkpoint was written: tell the queued batches
             self._tell_queued(record)
@@ -498,6 +502,7 @@ class LogDir:
             return None
         except (orjson.JSONDecodeError, LogMalformed) as e:
             raise LogMalformed(f"{path}: unreadable: {e}") from e
+        _check_record(done, path, ("old_size", "size", "first", "count"))
         os.unlink(path)
         return Appended(done["old_size"], done["size"], done["first"], done["note"].encode("utf-8"))
 
@@ -575,6 +580,36 @@ def object_lock(url: str) -> Iterator[None]:
         _storage.delete(url, if_match=mine)
 
 
+def _check_record(record: Any, path: Path, sizes: tuple[str, ...], batches: bool = False) -> None:
+    """A ``sequencing.json`` (``batches``) or ``pending/NAME.done`` as the writer makes them, else LogMalformed.
+
+    Its batch names become paths under ``pending/``: each must be a plain file name, so that a
+    record edited by hand never makes the writer write or remove a file outside the log."""
+    def bad(what: str) -> LogMalformed:
+        return LogMalformed(f"{path}: not a record of the log's writer: {what}")
+
+    if not isinstance(record, dict):
+        raise bad(f"a JSON {type(record).__name__}, not an object")
+    for name in sizes:
+        value = record.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise bad(f"{name}: got {str(value)[:40]!r}, want a size")
+    if not isinstance(record.get("note"), str):
+        raise bad("note: want the checkpoint's text")
+    if not batches:
+        return
+    placed = record.get("batches")
+    if not isinstance(placed, list):
+        raise bad("batches: want a list")
+    for batch in placed:
+        if not (isinstance(batch, list) and len(batch) == 3 and isinstance(batch[0], str)
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in batch[1:])):
+            raise bad(f"batches: got {str(batch)[:80]!r}, want [NAME, first index, count]")
+        name = batch[0]
+        if name in ("", ".", "..") or os.path.basename(name) != name or "\x00" in name:
+            raise bad(f"batches: got the name {name[:80]!r}, want a file name in {PENDING}/")
+
+
 def _write_bytes(data: bytes, f: IO[bytes]) -> None:
     f.write(data)
 
@@ -596,7 +631,7 @@ def _decode_queued(data: bytes) -> list[bytes]:
 
 
 def _vkey_public(path: Path | str, origin: str) -> bytes:
-    text = read_file_bounded(path, 8192).decode("ascii", "replace").strip()
+    text = read_file_bounded(path, 8192).decode("utf-8", "replace").strip()
     v = parse_vkey(text)
     if not isinstance(v, Ed25519Verifier) or v.name != origin:
         raise LogMalformed(f"{path}: want the Ed25519 verifier key of {origin!r}")
@@ -622,6 +657,9 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
     """
     log = LogDir(directory, key)
     entries = [entry_for_receipt(r).encode() for _, r in receipts]
+    for path, r in receipts:
+        refuse_unchained(r, path)
+    _refuse_shared_proofs([path for path, _ in receipts], entries, "nothing was logged")
     log.signer  # noqa: B018 - a wrong or missing key is refused even when every receipt was logged before
     for path, _ in receipts:
         _refuse_unwritable_proof(proof_path_for(path))
@@ -646,6 +684,49 @@ def append_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[
             raise OSError(e.errno, f"{e.strerror or e}; the batch is logged (entries {min(indexes)} to "
                           f"{max(indexes)}): `aer1 log prove` writes the proofs again", proof_path_for(path)) from e
     return [Logged(path, i, e in before) for (path, _), i, e in zip(receipts, indexes, entries, strict=True)]
+
+
+def refuse_unchained(receipt: Mapping[str, Any], what: str) -> None:
+    """Refuse (LogMalformed) a receipt whose members, sequence, ``merkle_root`` or hash chain do not verify.
+
+    The entry binds the receipt through ``chain_head`` and states its ``merkle_root``; when the
+    chain does not verify (a step, a workflow member or ``chain_head`` changed after the run)
+    the entry binds nothing, the verifier's log check cannot pass for it, and an append-only
+    log would keep it for ever. So such a receipt is refused before anything is written,
+    naming ``what`` and the first failure of checks 2 to 5, those that need nothing but the
+    receipt. The signature is not checked here: the entry names the key the receipt names,
+    and whether that key signed and is trusted is the verifier's to say (checks 6 and 10).
+    """
+    from .verifier._checks import claims_profile
+    from .verifier._report import CheckResult
+    from .verifier._steps import check_members
+
+    members = CheckResult(2, "members")
+    checker = check_members(receipt, claims_profile(receipt), members)
+    if checker is None:
+        raise LogMalformed(f"{what} is not a well-formed receipt: {members.failures[0].reason}: nothing was logged")
+    sequence, root, chain = CheckResult(3, "sequence"), CheckResult(4, "merkle_root"), CheckResult(5, "chain")
+    checker.sequence_result(sequence)
+    checker.merkle_result(receipt, root)
+    checker.chain_result(receipt, chain)
+    for check in (sequence, root, chain):
+        if check.failures:
+            raise LogMalformed(f"{what}: its hash chain does not verify ({check.failures[0].reason}): "
+                               "its entry would bind nothing; nothing was logged")
+
+
+def _refuse_shared_proofs(paths: Sequence[str], entries: Sequence[bytes], nothing: str) -> None:
+    """Two receipts of one batch whose ``NAME.tlog-proof`` is one file (``x.json`` and ``x``, or one path
+    spelt two ways) are refused (UsageError) unless they are the same receipt: else the second proof
+    replaces the first, and the first receipt's log check fails though the command said it was logged."""
+    first: dict[str, tuple[str, bytes]] = {}
+    for path, entry in zip(paths, entries, strict=True):
+        proof = proof_path_for(path)
+        key = proof if is_url(proof) else os.path.realpath(proof)
+        seen = first.setdefault(key, (path, entry))
+        if seen[1] != entry:
+            raise UsageError(f"{seen[0]} and {path} are two receipts whose proof would be one file, {proof}: "
+                             f"rename one; {nothing}")
 
 
 def _refuse_unwritable_proof(proof: str) -> None:
@@ -697,6 +778,7 @@ def prove_receipts(directory: str | os.PathLike[str], receipts: Sequence[tuple[s
     cp, note = log.checkpoint()
     reader = log.hash_reader(cp)
     entry_of = {path: entry_for_receipt(r).encode() for path, r in receipts}
+    _refuse_shared_proofs(list(entry_of), list(entry_of.values()), "no proof was written")
     found: dict[bytes, int] = {}  # entry -> its index (a receipt named twice is looked for once)
     for path, entry in entry_of.items():
         if entry not in found:

@@ -182,6 +182,8 @@ def _read_key_bytes(source: str | os.PathLike[str] | bytes) -> bytes:
         raise KeyFileError(f"key file {path} is not a regular file") from e
     except OSError as e:
         raise KeyFileError(f"cannot read key file {path}: {e.strerror or e}") from e
+    except ValueError as e:  # a path no file can have (a NUL byte in it): e.g. from a hand-edited log-config.json
+        raise KeyFileError(f"cannot read key file {text!r}: {e}") from e
     if len(data) > MAX_KEY_FILE_BYTES:
         raise KeyFileError(f"key file {path} is larger than {MAX_KEY_FILE_BYTES} bytes")
     return data

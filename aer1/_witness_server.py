@@ -19,7 +19,7 @@ import sys
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from ._httpserve import BoundedHandler, BoundedServer, HttpFailure, parse_listen, serve_until_stopped
+from ._httpserve import BoundedHandler, BoundedServer, HttpFailure, check_seconds, parse_listen, serve_until_stopped
 from .verifier._output import CliError
 
 if TYPE_CHECKING:
@@ -162,10 +162,9 @@ def _serve(args: argparse.Namespace) -> int:
     logs = _trusted_logs(args.log)
     try:
         host, port = parse_listen(args.listen)
+        check_seconds("--stop-after", args.stop_after)
     except ValueError as e:
         raise CliError(str(e)) from e
-    if args.stop_after is not None and args.stop_after <= 0:
-        raise CliError(f"--stop-after: got {args.stop_after}, want a positive number of seconds")
     witness = Witness(signer, logs, WitnessState(args.state))
     for origin in logs:  # an unreadable state is refused now, not at the first request
         witness.last_size(origin)

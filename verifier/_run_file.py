@@ -114,7 +114,8 @@ def verify_file(task: tuple[str, bool, str | None], opts: ArchiveOptions) -> Out
     examined = trust.examine(path, evidence=opts.evidence, jobs=opts.steps_jobs, log_walked=opts.log_walked)
     report, wf, evidence = examined.report, examined.workflow, examined.evidence
     outcome = Outcome(report, skipped=report.checks[0].facts.get("own_file"), rules=examined.rules,
-                      evidence=evidence, log_entry=examined.log_entry, log_why=examined.log_why)
+                      evidence=evidence, log_entry=examined.log_entry, log_why=examined.log_why,
+                      log_ids=examined.log_ids)
     outcome.status = _status_of(report, wf)
     if opts.digests:
         try:

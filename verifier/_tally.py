@@ -38,6 +38,8 @@ class Outcome:
     #: The receipt's log entry (spec/log.md), computed when a log is checked; else why not.
     log_entry: bytes | None = None
     log_why: str = ""
+    #: Without an entry, the receipt's ``b"<workflow_id>/<receipt_id>"`` when they could be read.
+    log_ids: bytes | None = None
 
 
 class Tally:

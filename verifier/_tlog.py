@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._receipt import is_uuid
 from .._tlog import (
     HASH_SIZE,
     MAX_PROOF_BYTES,
@@ -54,6 +55,7 @@ __all__ = [
     "LogWalk",
     "check_receipt_log",
     "receipt_entry",
+    "receipt_ids",
     "walk_log",
 ]
 
@@ -108,7 +110,7 @@ def load_vkey(text_or_path: str) -> str:
     text = text_or_path
     if os.path.isfile(text_or_path):
         try:
-            text = read_file_bounded(text_or_path, 8192).decode("ascii").strip()
+            text = read_file_bounded(text_or_path, 8192).decode("utf-8").strip()  # a key name is UTF-8
         except (UnicodeDecodeError, FileNotFoundError) as e:
             raise LogMalformed(f"{text_or_path}: not a verifier key file") from e
     parse_vkey(text)
@@ -123,6 +125,15 @@ def receipt_entry(workflow: dict[str, Any] | None) -> tuple[bytes | None, str]:
         return receipt_entry_bytes(workflow), ""
     except LogMalformed as e:
         return None, str(e)
+
+
+def receipt_ids(workflow: Any) -> bytes | None:
+    """``b"<workflow_id>/<receipt_id>"`` of a parsed receipt whose entry cannot be computed, when both are
+    lowercase UUIDs; else None."""
+    if not isinstance(workflow, dict):
+        return None
+    wf, rid = workflow.get("workflow_id"), workflow.get("receipt_id")
+    return f"{wf}/{rid}".encode("ascii") if is_uuid(wf) and is_uuid(rid) else None
 
 
 def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes | None, why: str = "") -> CheckResult:
@@ -140,8 +151,8 @@ def check_receipt_log(report: Report, path: str, trust: LogTrust, entry: bytes |
     except FileNotFoundError:
         result.skip(f"no {name} beside the receipt")
         return result
-    except LogMalformed as e:
-        return _failed(result, f"{proof_path}: {e}")
+    except LogMalformed as e:  # it names the proof file
+        return _failed(result, str(e))
     if entry is None:
         return _failed(result, f"the receipt has no log entry: {why}")
     logs, witnesses = trust.verifiers
@@ -447,7 +458,13 @@ class Completeness:
         entry: bytes | None = getattr(outcome, "log_entry", None)
         if entry is None:
             why = getattr(outcome, "log_why", "") or "its entry could not be computed"
-            self.problems["not_listed"].add(f"{r.source} ({why})")
+            ids: bytes | None = getattr(outcome, "log_ids", None)
+            if ids is None:
+                self.problems["not_listed"].add(f"{r.source} ({why})")
+                return
+            # its ids are readable: the log's entry for them is not missing, it does not match (finish says which)
+            key = _key(ids)
+            self.unmatched.append((self.seen.setdefault(key, len(self.seen)), key, f"{r.source} ({why})"))
             return
         key = _closed_key(entry)
         order = self.seen.setdefault(key, len(self.seen))

@@ -44,6 +44,9 @@ class Examined:
     #: The receipt's log entry (spec/log.md) when a log is checked; else why not.
     log_entry: bytes | None = None
     log_why: str = ""
+    #: Without an entry (its chain check did not pass), the receipt's ``b"<workflow_id>/<receipt_id>"`` when
+    #: they could be read: a completeness run names it not matching the entry the log lists for those ids.
+    log_ids: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -234,10 +237,12 @@ class Trust:
 
                 out.workflow, _ = load_workflow(path, report)
         if self.log is not None and path is not None:
-            from ._tlog import check_receipt_log, receipt_entry
+            from ._tlog import check_receipt_log, receipt_entry, receipt_ids
 
             out.log_entry, out.log_why = receipt_entry(out.workflow) if bound else (
                 None, "its chain check did not pass")
+            if not bound:
+                out.log_ids = receipt_ids(parsed)
             if not log_walked or self.policy is not None:
                 check_receipt_log(report, path, self.log, out.log_entry, out.log_why)
         if self.policy is not None:

@@ -113,8 +113,8 @@ def open_checkpoint(
     """Check a signed checkpoint: a trusted log signature, the origin, and the witnesses' cosignatures.
 
     Returns the checkpoint, the note, the log's verified signatures and the verified
-    cosignatures (verifier, signature) of ``witnesses`` (each once; none is not an error
-    here: how many are needed is the caller's policy).
+    cosignatures (verifier, signature) of ``witnesses`` (each public key once, whatever names
+    it is trusted under; none is not an error here: how many are needed is the caller's policy).
     """
     note = parse_note(data)
     cp = parse_checkpoint(note.text)
@@ -127,9 +127,26 @@ def open_checkpoint(
         raise LogInvalid(f"checkpoint origin {cp.origin[:80]!r}: got signatures by trusted log keys named "
                          f"{', '.join(sorted({s.name[:80] for _, s in signed}))}, want one named the origin")
     log_ids = {(v.name, v.key_id) for v in logs}
-    cosigned = check_signatures(note, [w for w in witnesses if (w.name, w.key_id) not in log_ids])
+    cosigned = _one_per_key(check_signatures(note, [w for w in witnesses if (w.name, w.key_id) not in log_ids]))
     _refuse_future(cosigned)
     return cp, note, named, cosigned
+
+
+def _one_per_key(cosigned: Sequence[tuple[Verifier, Signature]]) -> list[tuple[Verifier, Signature]]:
+    """The cosignatures, one per public key (the first in note order).
+
+    A cosignature's signed message does not hold the witness's name, so one key trusted under
+    two names (two key IDs) verifies a line copied under the other name: that is one witness,
+    and counting it twice would let one key meet a K of 2.
+    """
+    seen: set[object] = set()
+    out: list[tuple[Verifier, Signature]] = []
+    for w, s in cosigned:
+        key = getattr(w, "public", None) or (w.name, w.key_id)
+        if key not in seen:
+            seen.add(key)
+            out.append((w, s))
+    return out
 
 
 def _refuse_future(cosigned: Sequence[tuple[Verifier, Signature]]) -> None:

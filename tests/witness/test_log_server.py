@@ -76,6 +76,19 @@ def test_entries_and_receipts_in_proofs_out(log_dir: Path) -> None:
     assert log_entries(log_dir)[0] == new_entry(1)
 
 
+def test_a_posted_receipt_whose_hash_chain_does_not_verify_is_refused(log_dir: Path) -> None:
+    """Trial: POST /add took a receipt whose goal was edited after the run (its chain broken) into the log,
+    as `aer1 log append` did; both now refuse it: 400, one line naming the broken link, nothing logged."""
+    receipt = make_receipt()
+    receipt["goal"] += " (edited)"
+    with server_process(["log", "serve", str(log_dir)]) as server:
+        status, ctype, text = post(server.url, "/add", json.dumps(receipt).encode(),
+                                   {"Content-Type": "application/json"})
+        assert (status, ctype) == (400, "text/plain; charset=utf-8"), text
+        assert b"hash chain does not verify" in text and text.count(b"\n") == 1, text
+    assert log_entries(log_dir) == []
+
+
 def test_files_are_served_read_only_with_their_content_types(log_dir: Path) -> None:
     LogDir(log_dir).append([new_entry(i) for i in range(300)])
     with server_process(["log", "serve", str(log_dir)]) as server:

@@ -209,3 +209,27 @@ def test_usage_errors_are_one_line(tmp_path: Path, log_dir: Path) -> None:
         assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     result = gather(tmp_path / "nowhere", "--witness", "http://127.0.0.1:9")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "1e300", "0"])
+@pytest.mark.parametrize("command", [
+    ["log", "witness", "{log}", "--witness", "http://127.0.0.1:9", "--timeout"],
+    ["log", "serve", "{log}", "--listen", "127.0.0.1:0", "--stop-after"],
+    ["log", "serve", "{log}", "--listen", "127.0.0.1:0", "--stop-after", "1", "--timeout"],
+    ["witness", "serve", "--key", str(KEY), "--name", "witness.test/w", "--log", "{vkey}", "--state", "{state}",
+     "--listen", "127.0.0.1:0", "--stop-after"],
+])
+def test_a_wait_that_is_not_a_finite_positive_number_of_seconds_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str], seconds: str
+) -> None:
+    """Trial: `--timeout nan` or `1e309` made `aer1 log witness` say "internal error: ValueError /
+    OverflowError", `--stop-after 1e300` made `aer1 log serve` and `aer1 witness serve` print a thread's
+    traceback and serve on, and `--stop-after nan` made `aer1 witness serve` stop at once with exit 0."""
+    from aer1._cli import main
+
+    log = tmp_path / "log"
+    init_log(log, ORIGIN, str(KEY))
+    args = [a.format(log=log, vkey=log / "log.vkey", state=tmp_path / "state") for a in command] + [seconds]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "want a positive number of seconds" in err and "internal error" not in err, err
