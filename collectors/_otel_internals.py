@@ -42,8 +42,7 @@ SPAN_LOCK = Name(_SPAN, "_lock", "naming a step: held while the span is checked 
 SPAN_END_TIME = Name(_SPAN, "_end_time", "naming a step: None while the span is open", instance=True)
 STORE = Name(_ATTRIBUTES, "_dict", "the attributes themselves: read without a KeyError, written without checks",
              instance=True)
-STORE_LOCK = Name(_ATTRIBUTES, "_lock", "held while a span's start is tagged, as the SDK's own writes hold it",
-                  instance=True)
+STORE_LOCK = Name(_ATTRIBUTES, "_lock", "held while a span's start is tagged, as the SDK holds it", instance=True)
 IMMUTABLE = Name(_ATTRIBUTES, "_immutable", "True once the span ended: nothing is written then", instance=True)
 
 NAMES: tuple[Name, ...] = (SPAN_ATTRIBUTES, SPAN_LOCK, SPAN_END_TIME, STORE, STORE_LOCK, IMMUTABLE)
