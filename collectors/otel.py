@@ -209,6 +209,9 @@ class ReceiptSpanProcessor(SpanProcessor):
         # The SDK's own span: named in its attribute dict (_otel_internals), else by the public call.
         if not sdk.name_step(span, *values, STEP_SEQ_ATTRIBUTE, STEP_ID_ATTRIBUTE):
             span.set_attributes({STEP_SEQ_ATTRIBUTE: values[0], STEP_ID_ATTRIBUTE: values[1]})
+        if not recording():  # it ended meanwhile, perhaps before its on_end could forget the entry: forget it here
+            with self._lock:
+                self._named.pop(key, None)
 
     def _remember_tool_span(self, call_id: str, span: Any) -> None:
         with self._lock:
