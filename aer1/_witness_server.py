@@ -55,9 +55,11 @@ def _read_small(path: str, what: str) -> str:
 
 def load_vkey(text: str, what: str) -> Verifier:
     """A signed-note verifier key given inline or as a file holding it (such as a log's ``log.vkey``)."""
-    from ._tlog._keys import parse_vkey
+    from ._tlog._keys import not_a_key_path, parse_vkey
     from .errors import LogMalformed
 
+    if not os.path.isfile(text) and (why := not_a_key_path(text)) is not None:
+        raise CliError(f"{what} {text[:200]!r}: {why}")
     value = _read_small(text, what).strip() if os.path.isfile(text) else text.strip()
     try:
         return parse_vkey(value)

@@ -35,6 +35,7 @@ from .._tlog import (
     dir_bundle_reader,
     dir_tile_reader,
     leaf_hash,
+    not_a_key_path,
     open_checkpoint,
     parse_tlog_proof,
     parse_vkey,
@@ -113,6 +114,8 @@ def load_vkey(text_or_path: str) -> str:
             text = read_file_bounded(text_or_path, 8192).decode("utf-8").strip()  # a key name is UTF-8
         except (UnicodeDecodeError, FileNotFoundError) as e:
             raise LogMalformed(f"{text_or_path}: not a verifier key file") from e
+    elif (why := not_a_key_path(text_or_path)) is not None:  # say what the path is, not how many '+' it lacks
+        raise LogMalformed(why)
     parse_vkey(text)
     return text
 

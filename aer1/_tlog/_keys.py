@@ -6,6 +6,7 @@ types, so neither of those modules imports the other back.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
@@ -25,7 +26,7 @@ from ._note import (
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["parse_signer_key", "parse_vkey"]
+__all__ = ["not_a_key_path", "parse_signer_key", "parse_vkey"]
 
 
 _Key = TypeVar("_Key", bound=NamedKey)
@@ -58,6 +59,15 @@ def _key_of_type(
     if key.key_id != kid:
         raise LogMalformed(f"{what} {name}: got key ID {kid:08x}, want {key.key_id:08x}")
     return key
+
+
+def not_a_key_path(text: str) -> str | None:
+    """Why ``text``, given where a key or a file holding one is wanted and not a regular file, is neither; None
+    when it has a key's form (its '+' separators), so that parsing it says what is wrong with the key."""
+    if "+" in text:
+        return None
+    found = "a directory" if os.path.isdir(text) else "not a regular file" if os.path.lexists(text) else "no such file"
+    return f"want a key (name+keyid+key) or a file holding one; got {found}"
 
 
 def parse_vkey(text: str) -> Verifier:

@@ -400,7 +400,7 @@ def test_a_policy_names_the_log_keys(capsys: pytest.CaptureFixture[str], logged:
     (["--complete", "ARCHIVE", "--log-key", "VKEY"], "go with --log DIR"),
     (["--log", "LOG"], "goes with --log-key"),
     (["--log", "LOG", "--log-key", "VKEY", "RECEIPT"], "not with PATHs"),
-    (["--log-key", "nonsense", "RECEIPT"], "3"),
+    (["--log-key", "nonsense", "RECEIPT"], "name+keyid+key"),
     (["--log-key", "WITNESSKEY", "RECEIPT"], "type 0x01"),
     (["--log-key", "VKEY", "--witness", "VKEY", "RECEIPT"], "type 0x04"),
     (["--log-key", "VKEY", "-"], "standard input"),
@@ -546,3 +546,15 @@ def test_completeness_names_each_kind_of_problem_in_order(tmp_path: Path) -> Non
         "not_listed": {"count": 2, "named": ["r6 (no ids)", "r2"]},
         "never_closed": {"count": 1, "named": [f"{uid(6)}/{uid(6)} (opened at entry 7)"]},
     }
+
+
+@pytest.mark.parametrize("given", ["directory", "missing"])
+def test_a_key_option_naming_no_key_file_says_what_it_names(capsys: pytest.CaptureFixture[str], logged: Any,
+                                                              given: str) -> None:
+    """``--log-key DIR`` said "got 1 '+'-separated parts": now one line naming a directory or a missing file."""
+    _, _, archive, _ = logged
+    path = archive if given == "directory" else archive / "no-such.vkey"
+    want = "got a directory" if given == "directory" else "got no such file"
+    code, text = run(capsys, "--log-key", path, archive / "r0.json")
+    assert code == 2 and len(text.strip().splitlines()) == 1, f"got exit {code} and {text!r}"
+    assert want in text and "'+'-separated" not in text, f"got {text!r}, want {want!r}"
