@@ -697,22 +697,17 @@ def refuse_unchained(receipt: Mapping[str, Any], what: str) -> None:
     receipt. The signature is not checked here: the entry names the key the receipt names,
     and whether that key signed and is trusted is the verifier's to say (checks 6 and 10).
     """
-    from .verifier._checks import claims_profile
-    from .verifier._report import CheckResult
-    from .verifier._steps import check_members
+    from .verifier import FAIL, verify_receipt
 
-    members = CheckResult(2, "members")
-    checker = check_members(receipt, claims_profile(receipt), members)
-    if checker is None:
-        raise LogMalformed(f"{what} is not a well-formed receipt: {members.failures[0].reason}: nothing was logged")
-    sequence, root, chain = CheckResult(3, "sequence"), CheckResult(4, "merkle_root"), CheckResult(5, "chain")
-    checker.sequence_result(sequence)
-    checker.merkle_result(receipt, root)
-    checker.chain_result(receipt, chain)
-    for check in (sequence, root, chain):
-        if check.failures:
-            raise LogMalformed(f"{what}: its hash chain does not verify ({check.failures[0].reason}): "
-                               "its entry would bind nothing; nothing was logged")
+    report = verify_receipt(receipt)  # the one driver; only checks 2 to 5 are read
+    failed = next((c for c in report.checks if 2 <= c.number <= 5 and c.status == FAIL and c.failures), None)
+    if failed is None:
+        return
+    reason = failed.failures[0].reason
+    if failed.number == 2:
+        raise LogMalformed(f"{what} is not a well-formed receipt: {reason}: nothing was logged")
+    raise LogMalformed(f"{what}: its hash chain does not verify ({reason}): its entry would bind nothing; "
+                       "nothing was logged")
 
 
 def _refuse_shared_proofs(paths: Sequence[str], entries: Sequence[bytes], nothing: str) -> None:
